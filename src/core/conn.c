@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connections: option checks, the hello exchange over rdma_cm private data,
+ * listen/accept/dial/close, and the one-line public wrappers of the data
+ * path that dispatch to the connection's protocol.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MAX_MSG_LIMIT (1u << 30)
+#define DEPTH_LIMIT 16384u
+
+void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	o->protocol = "send_recv";
+	o->max_msg_size = 65536;
+	o->send_depth = 64;
+	o->recv_depth = 64;
+	o->rnr_retry = 7;
+	o->retry_count = 7;
+	o->connect_timeout_ms = 5000;
+}
+
+static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
+{
+	if (v < lo || v > hi)
+		return rdmx__fail(-EINVAL, "%s %u out of range %u..%u", what,
+				  v, lo, hi);
+	return 0;
+}
+
+/* Copy @in (or the defaults) to @out and check every field. */
+static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out,
+		     const struct rdmx_protocol_ops **proto)
+{
+	if (in)
+		*out = *in;
+	else
+		rdmx_conn_opts_init(out);
+	if (!out->protocol)
+		out->protocol = "send_recv";
+	*proto = rdmx__protocol_by_name(out->protocol);
+	if (!*proto)
+		return rdmx__fail(-EINVAL, "unknown protocol '%s'",
+				  out->protocol);
+	if (check_range("max_msg_size", out->max_msg_size, 1, MAX_MSG_LIMIT) ||
+	    check_range("send_depth", out->send_depth, 1, DEPTH_LIMIT) ||
+	    check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
+	    check_range("rnr_retry", out->rnr_retry, 0, 7) ||
+	    check_range("retry_count", out->retry_count, 0, 7))
+		return -EINVAL;
+	if (out->connect_timeout_ms <= 0)
+		return rdmx__fail(-EINVAL, "connect_timeout_ms must be > 0");
+	return 0;
+}
+
+/* ------------------------------------------------------------- waiting */
+
+void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
+{
+	memset(d, 0, sizeof(*d));
+	d->forever = timeout_ms < 0;
+	d->once = timeout_ms == 0;
+	clock_gettime(CLOCK_MONOTONIC, &d->end);
+	if (timeout_ms <= 0)
+		return;
+	d->end.tv_sec += timeout_ms / 1000;
+	d->end.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (d->end.tv_nsec >= 1000000000L) {
+		d->end.tv_sec++;
+		d->end.tv_nsec -= 1000000000L;
+	}
+}
+
+int rdmx__deadline_left_ms(const struct rdmx__deadline *d)
+{
+	struct timespec now;
+	int64_t ms;
+
+	if (d->forever)
+		return INT32_MAX;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (int64_t)(d->end.tv_sec - now.tv_sec) * 1000 +
+	     (d->end.tv_nsec - now.tv_nsec) / 1000000;
+	if (ms <= 0)
+		return 0;
+	return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->state == RDMX__CONN_DOWN)
+		return rdmx__failo(&c->err, c->down_rc, "%s", c->err.msg);
+	c->state = RDMX__CONN_DOWN;
+	c->down_rc = rc;
+	va_start(ap, fmt);
+	vsnprintf(c->err.msg, sizeof(c->err.msg), fmt, ap);
+	va_end(ap);
+	return rdmx__fail(rc, "%s", c->err.msg);
+}
+
+int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
+			const char *what)
+{
+	if (c->f->check_event(c->ep) == -ECONNRESET ||
+	    wc->status == RDMX__WC_RETRY)
+		return rdmx__conn_down(c, -ECONNRESET,
+				       "%s: peer went away (%s)", what,
+				       rdmx__wc_status_name(wc->status));
+	return rdmx__conn_down(c, -EIO, "%s failed: %s (status %d)", what,
+			       rdmx__wc_status_name(wc->status),
+			       wc->vendor_status);
+}
+
+static int conn_check_peer(rdmx_conn *c)
+{
+	if (c->state == RDMX__CONN_DOWN)
+		return rdmx__fail(c->down_rc, "%s", c->err.msg);
+	if (c->f->check_event(c->ep) == -ECONNRESET)
+		return rdmx__conn_down(c, -ECONNRESET,
+				       "connection closed by peer");
+	return 0;
+}
+
+int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	int rc;
+
+	if (d->once)
+		return rdmx__fail(-EAGAIN, "nothing ready");
+	if (++d->spins & 255)
+		return 0;
+	rc = conn_check_peer(c);
+	if (rc)
+		return rc;
+	if (!d->forever && rdmx__deadline_left_ms(d) == 0)
+		return rdmx__fail(-ETIMEDOUT, "timed out");
+	return 0;
+}
+
+int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n)
+{
+	for (int i = 0; i < n; i++)
+		c->posted[wr[i].op]++;
+	return c->f->post_send(c->ep, wr, n);
+}
+
+int rdmx__post_recv(rdmx_conn *c, const struct rdmx__wr *wr, int n)
+{
+	c->posted_recv += (uint64_t)n;
+	return c->f->post_recv(c->ep, wr, n);
+}
+
+void *rdmx__alloc_buf(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, len ? len : 1))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+/* -------------------------------------------------------- conn lifetime */
+
+static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
+			   const struct rdmx_protocol_ops *proto)
+{
+	rdmx_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->priv = calloc(1, proto->priv_size ? proto->priv_size : 1);
+	if (!c->priv) {
+		free(c);
+		return NULL;
+	}
+	c->ctx = ctx;
+	c->f = ctx->fops;
+	c->proto = proto;
+	c->opts = *o;
+	c->max_msg = o->max_msg_size;
+	return c;
+}
+
+/* Free everything; the QP goes first (with the ep), then protocol state. */
+static void conn_free(rdmx_conn *c, int did_setup)
+{
+	if (c->ep)
+		c->f->destroy_ep(c->ep);
+	if (did_setup)
+		c->proto->teardown(c);
+	free(c->priv);
+	free(c);
+}
+
+void rdmx_conn_close(rdmx_conn *c)
+{
+	if (!c)
+		return;
+	if (c->state == RDMX__CONN_UP)
+		c->f->disconnect(c->ep);
+	conn_free(c, 1);
+}
+
+const char *rdmx_conn_error(const rdmx_conn *c)
+{
+	return c ? c->err.msg : "no connection";
+}
+
+const char *rdmx_conn_protocol(const rdmx_conn *c)
+{
+	return c ? c->proto->name : "";
+}
+
+size_t rdmx_conn_max_msg(const rdmx_conn *c)
+{
+	return c ? c->max_msg : 0;
+}
+
+/* This side's hello: common header plus the protocol's block. */
+static int hello_build(rdmx_conn *c, uint16_t flags, uint8_t *buf, size_t cap)
+{
+	struct rdmx__hello h = {
+		.version = RDMX__WIRE_VERSION,
+		.protocol = c->proto->id,
+		.flags = flags,
+		.max_msg = c->max_msg,
+		.recv_depth = (uint16_t)c->opts.recv_depth,
+	};
+	size_t blen = 0;
+	int rc;
+
+	rc = c->proto->hello_out(c, h.block, cap - RDMX__HELLO_HDR, &blen);
+	if (rc)
+		return rc;
+	h.block_len = (uint8_t)blen;
+	return rdmx__hello_encode(&h, buf, cap);
+}
+
+/* ----------------------------------------------------------------- dial */
+
+static int dial_refused(rdmx_conn *c, const char *addr, uint16_t port,
+			const uint8_t *reply, size_t rlen)
+{
+	char why[RDMX__PDATA_REJECT_MAX];
+
+	if (rdmx__reject_decode(reply, rlen, why, sizeof(why)))
+		return rdmx__fail(-ECONNREFUSED, "rejected by %s:%u: %s", addr,
+				  port, why);
+	(void)c;
+	return rdmx__fail(-ECONNREFUSED,
+			  "connection refused by %s:%u (no rdmx listener on that port?)",
+			  addr, port);
+}
+
+/* Check the listener's accept reply and adopt what it negotiated. */
+static int dial_reply(rdmx_conn *c, const uint8_t *reply, size_t rlen)
+{
+	struct rdmx__hello h;
+	int rc = rdmx__hello_decode(reply, rlen, &h);
+
+	if (rc)
+		return rc;
+	if (!(h.flags & RDMX__HELLO_REPLY) || h.protocol != c->proto->id)
+		return rdmx__fail(-EPROTO, "listener replied with protocol id %u, asked for %s",
+				  h.protocol, c->proto->name);
+	if (h.max_msg < 1 || h.max_msg > c->max_msg)
+		return rdmx__fail(-EPROTO, "listener negotiated max message %u above the %u proposed",
+				  h.max_msg, c->max_msg);
+	c->max_msg = h.max_msg;
+	c->peer_recv_depth = h.recv_depth;
+	return c->proto->hello_in(c, h.block, h.block_len);
+}
+
+static int dial_connect(rdmx_conn *c, const char *addr, uint16_t port)
+{
+	uint8_t hello[RDMX__PDATA_CONNECT_MAX], reply[RDMX__PDATA_BUF];
+	size_t rlen = 0;
+	int len, rc;
+
+	len = hello_build(c, 0, hello, sizeof(hello));
+	if (len < 0)
+		return len;
+	rc = c->f->connect(c->ep, hello, (size_t)len, c->opts.connect_timeout_ms,
+			   reply, &rlen);
+	if (rc == -ECONNREFUSED)
+		return dial_refused(c, addr, port, reply, rlen);
+	if (rc)
+		return rc;
+	c->state = RDMX__CONN_UP;
+	rc = dial_reply(c, reply, rlen);
+	if (rc)
+		c->f->disconnect(c->ep);
+	return rc;
+}
+
+int rdmx_dial(rdmx_ctx *ctx, const char *addr, uint16_t port,
+	      const struct rdmx_conn_opts *opts, rdmx_conn **out)
+{
+	const struct rdmx_protocol_ops *proto;
+	struct rdmx_conn_opts o;
+	rdmx_conn *c;
+	int rc;
+
+	if (!ctx || !addr || !*addr || !out)
+		return rdmx__failo(ctx ? &ctx->err : NULL, -EINVAL,
+				   "rdmx_dial: context, address and out are required");
+	rc = opts_load(opts, &o, &proto);
+	if (rc)
+		return rdmx__keep(&ctx->err, rc);
+	c = conn_new(ctx, &o, proto);
+	if (!c)
+		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a connection");
+	rc = ctx->fops->resolve(ctx->fab, addr, port, o.connect_timeout_ms, &c->ep);
+	if (rc)
+		goto free_conn;
+	rc = proto->setup(c);
+	if (rc)
+		goto free_setup;
+	rc = dial_connect(c, addr, port);
+	if (rc)
+		goto free_setup;
+	*out = c;
+	return 0;
+
+free_setup:
+	rdmx__keep(&ctx->err, rc);
+	conn_free(c, 1);
+	return rc;
+free_conn:
+	rdmx__keep(&ctx->err, rc);
+	conn_free(c, 0);
+	return rc;
+}
+
+/* --------------------------------------------------------------- listen */
+
+int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
+		const struct rdmx_conn_opts *opts, rdmx_listener **out)
+{
+	rdmx_listener *lis;
+	int rc;
+
+	if (!ctx || !out)
+		return rdmx__fail(-EINVAL, "rdmx_listen: context and out are required");
+	lis = calloc(1, sizeof(*lis));
+	if (!lis)
+		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a listener");
+	lis->ctx = ctx;
+	rc = opts_load(opts, &lis->opts, &lis->proto);
+	if (!rc)
+		rc = ctx->fops->listen(ctx->fab, addr, port, &lis->ep);
+	if (rc) {
+		free(lis);
+		return rdmx__keep(&ctx->err, rc);
+	}
+	*out = lis;
+	return 0;
+}
+
+uint16_t rdmx_listener_port(const rdmx_listener *lis)
+{
+	return lis ? lis->ctx->fops->local_port(lis->ep) : 0;
+}
+
+unsigned rdmx_listener_rejected(const rdmx_listener *lis)
+{
+	return lis ? lis->rejected : 0;
+}
+
+const char *rdmx_listener_error(const rdmx_listener *lis)
+{
+	return lis ? lis->err.msg : "no listener";
+}
+
+void rdmx_listener_destroy(rdmx_listener *lis)
+{
+	if (!lis)
+		return;
+	lis->ctx->fops->destroy_ep(lis->ep);
+	free(lis);
+}
+
+/* Turn down a request: the dialer sees @code and the current message. */
+static void listener_reject(rdmx_listener *lis, struct rdmx__ep *child,
+			    enum rdmx__reject_code code)
+{
+	uint8_t buf[RDMX__PDATA_REJECT_MAX];
+	int len = rdmx__reject_encode(code, rdmx__last(), buf, sizeof(buf));
+
+	rdmx__keep(&lis->err, -EPROTO);
+	lis->ctx->fops->reject(child, buf, (size_t)len);
+	lis->rejected++;
+}
+
+/* Check a request's hello against the listener; returns a reject code. */
+static int request_check(rdmx_listener *lis, const uint8_t *pdata, size_t plen,
+			 struct rdmx__hello *h)
+{
+	const struct rdmx_protocol_ops *asked;
+
+	if (rdmx__hello_decode(pdata, plen, h))
+		return RDMX__REJ_MALFORMED;
+	if (h->protocol == lis->proto->id)
+		return 0;
+	asked = rdmx__protocol_by_id(h->protocol);
+	rdmx__fail(-EPROTO, "protocol mismatch: listener speaks %s, dialer asked for %s",
+		   lis->proto->name, asked ? asked->name : "an unknown protocol");
+	return RDMX__REJ_PROTOCOL;
+}
+
+/* Build the connection for an accepted request and send the reply. */
+static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
+		      const struct rdmx__hello *h, int timeout_ms, rdmx_conn **out)
+{
+	uint8_t reply[RDMX__PDATA_ACCEPT_MAX];
+	rdmx_conn *c = conn_new(lis->ctx, &lis->opts, lis->proto);
+	int len, rc;
+
+	if (!c) {
+		rdmx__fail(-ENOMEM, "out of memory for a connection");
+		listener_reject(lis, child, RDMX__REJ_RESOURCES);
+		return -ENOMEM;
+	}
+	c->ep = child;
+	c->is_server = 1;
+	c->max_msg = h->max_msg < c->max_msg ? h->max_msg : c->max_msg;
+	c->peer_recv_depth = h->recv_depth;
+	rc = lis->proto->setup(c);
+	if (rc) {
+		c->ep = NULL;
+		listener_reject(lis, child, RDMX__REJ_RESOURCES);
+		conn_free(c, 1);
+		return rc;
+	}
+	rc = lis->proto->hello_in(c, h->block, h->block_len);
+	len = rc ? rc : hello_build(c, RDMX__HELLO_REPLY, reply, sizeof(reply));
+	if (len < 0) {
+		c->ep = NULL;
+		listener_reject(lis, child, RDMX__REJ_PARAMS);
+		conn_free(c, 1);
+		return len;
+	}
+	rc = lis->ctx->fops->accept(child, reply, (size_t)len, timeout_ms);
+	if (rc) {
+		conn_free(c, 1);
+		return rc;
+	}
+	c->state = RDMX__CONN_UP;
+	*out = c;
+	return 0;
+}
+
+int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
+{
+	uint8_t pdata[RDMX__PDATA_BUF];
+	struct rdmx__deadline d;
+	struct rdmx__hello h;
+	struct rdmx__ep *child;
+	size_t plen;
+	int rc, code;
+
+	if (!lis || !out)
+		return rdmx__fail(-EINVAL, "rdmx_accept: listener and out are required");
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		plen = 0;
+		rc = lis->ctx->fops->get_request(lis->ep, rdmx__deadline_left_ms(&d),
+						 &child, pdata, &plen);
+		if (rc)
+			return rdmx__keep(&lis->err, rc);
+		code = request_check(lis, pdata, plen, &h);
+		if (code) {
+			listener_reject(lis, child, code);
+			continue;
+		}
+		rc = accept_one(lis, child, &h, lis->opts.connect_timeout_ms, out);
+		if (!rc)
+			return 0;
+		rdmx__keep(&lis->err, rc);
+		if (!d.forever && rdmx__deadline_left_ms(&d) == 0)
+			return rc;
+	}
+}
+
+/* ------------------------------------------------------------ data path */
+
+static int conn_usable(rdmx_conn *c)
+{
+	if (!c)
+		return rdmx__fail(-EINVAL, "connection is NULL");
+	if (c->state == RDMX__CONN_DOWN)
+		return rdmx__fail(c->down_rc, "%s", c->err.msg);
+	return 0;
+}
+
+int rdmx_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+		   int timeout_ms)
+{
+	int rc = conn_usable(c);
+
+	if (rc)
+		return rc;
+	if (!m)
+		return rdmx__failo(&c->err, -EINVAL, "rdmx_msg_alloc: msg is NULL");
+	if (size > c->max_msg)
+		return rdmx__failo(&c->err, -EMSGSIZE,
+				   "message of %zu bytes exceeds the connection's maximum of %u",
+				   size, c->max_msg);
+	return rdmx__keep(&c->err, c->proto->msg_alloc(c, size, m, timeout_ms));
+}
+
+int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	int rc = conn_usable(c);
+
+	if (rc)
+		return rc;
+	if (!m)
+		return rdmx__failo(&c->err, -EINVAL, "rdmx_send: msg is NULL");
+	if (m->len > m->cap || m->len > c->max_msg)
+		return rdmx__failo(&c->err, -EMSGSIZE,
+				   "message of %zu bytes exceeds its buffer of %zu bytes",
+				   m->len, m->cap);
+	return rdmx__keep(&c->err, c->proto->send(c, m));
+}
+
+int rdmx_flush(rdmx_conn *c, int timeout_ms)
+{
+	int rc = conn_usable(c);
+
+	return rc ? rc : rdmx__keep(&c->err, c->proto->flush(c, timeout_ms));
+}
+
+int rdmx_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+{
+	if (!c || !m)
+		return rdmx__fail(-EINVAL, "rdmx_recv: connection and msg are required");
+	/* Messages that arrived before the peer left are still delivered,
+	 * so the protocol is asked even when the connection is down. */
+	return rdmx__keep(&c->err, c->proto->recv(c, m, timeout_ms));
+}
+
+int rdmx_msg_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	if (!c || !m)
+		return rdmx__fail(-EINVAL, "rdmx_msg_release: connection and msg are required");
+	return rdmx__keep(&c->err, c->proto->release(c, m));
+}

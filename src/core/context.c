@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const struct rdmx__fabric_ops *fabric_by_name(const char *name)
+{
+	if (!name || !strcmp(name, "verbs"))
+		return &rdmx__fabric_verbs;
+	if (!strcmp(name, "fake"))
+		return &rdmx__fabric_fake;
+	return NULL;
+}
+
+int rdmx_ctx_create(rdmx_ctx **out, const struct rdmx_ctx_opts *opts)
+{
+	const struct rdmx__fabric_ops *fops;
+	rdmx_ctx *ctx;
+	int rc;
+
+	if (!out)
+		return rdmx__fail(-EINVAL, "rdmx_ctx_create: out is NULL");
+	fops = fabric_by_name(opts ? opts->fabric : NULL);
+	if (!fops)
+		return rdmx__fail(-EINVAL, "unknown fabric '%s' (known: verbs, fake)",
+				  opts->fabric);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return rdmx__fail(-ENOMEM, "out of memory for a context");
+	ctx->fops = fops;
+	rc = fops->create(&ctx->fab);
+	if (rc) {
+		free(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return 0;
+}
+
+void rdmx_ctx_destroy(rdmx_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	ctx->fops->destroy(ctx->fab);
+	free(ctx);
+}
+
+const char *rdmx_ctx_error(const rdmx_ctx *ctx)
+{
+	return ctx ? ctx->err.msg : "no context";
+}

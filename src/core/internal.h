@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Core internals: the objects behind the public handles, the protocol
+ * operations table every src/protocols/<name>.c fills, and the helpers the
+ * protocols share (deadlines, connection-down handling, counted posts).
+ */
+#ifndef RDMX_CORE_INTERNAL_H
+#define RDMX_CORE_INTERNAL_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include <rdmx/rdmx.h>
+
+#include "errors.h"
+#include "fabric.h"
+#include "wire.h"
+
+struct rdmx_ctx {
+	struct rdmx__err err;
+	const struct rdmx__fabric_ops *fops;
+	struct rdmx__fabric *fab;
+};
+
+struct rdmx_protocol_ops;
+
+struct rdmx_listener {
+	struct rdmx__err err;
+	rdmx_ctx *ctx;
+	struct rdmx__ep *ep;
+	struct rdmx_conn_opts opts;
+	const struct rdmx_protocol_ops *proto;
+	unsigned rejected;
+};
+
+enum rdmx__conn_state {
+	RDMX__CONN_SETUP,
+	RDMX__CONN_UP,
+	RDMX__CONN_DOWN,
+};
+
+struct rdmx_conn {
+	struct rdmx__err err;
+	rdmx_ctx *ctx;
+	const struct rdmx__fabric_ops *f;
+	struct rdmx__ep *ep;
+	const struct rdmx_protocol_ops *proto;
+	struct rdmx_conn_opts opts;
+	uint32_t max_msg;        /* negotiated */
+	uint16_t peer_recv_depth;
+	int is_server;
+	enum rdmx__conn_state state;
+	int down_rc;             /* why the connection went down */
+	uint64_t posted[RDMX__OP_FETCH_ADD + 1]; /* work requests by op */
+	uint64_t posted_recv;
+	void *priv;              /* proto->priv_size bytes, zeroed */
+};
+
+/*
+ * One connection protocol. The core allocates priv_size bytes per connection,
+ * resolves the device, exchanges hellos, and calls:
+ *   setup()     once the device is known (register memory, create CQs and
+ *               the QP, post receives) - before any hello goes out;
+ *   hello_out() this side's protocol block;
+ *   hello_in()  the peer's block: -EPROTO with a message on a mismatch;
+ *   teardown()  after the QP is gone: free what setup() made.
+ * The data-path operations implement the public calls of the same names;
+ * the core has already checked that the connection is up.
+ */
+struct rdmx_protocol_ops {
+	const char *name;
+	uint8_t id;
+	size_t priv_size;
+	int (*setup)(rdmx_conn *c);
+	int (*hello_out)(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len);
+	int (*hello_in)(rdmx_conn *c, const uint8_t *block, size_t len);
+	void (*teardown)(rdmx_conn *c);
+	int (*msg_alloc)(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			 int timeout_ms);
+	int (*send)(rdmx_conn *c, struct rdmx_msg *m);
+	int (*flush)(rdmx_conn *c, int timeout_ms);
+	int (*recv)(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
+	int (*release)(rdmx_conn *c, struct rdmx_msg *m);
+};
+
+/* protocol.c: the table of built-in protocols. */
+const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);
+const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id);
+
+/* A wait bound: timeout_ms < 0 is forever, 0 is "poll once". */
+struct rdmx__deadline {
+	struct timespec end;
+	int forever;
+	int once;
+	unsigned spins;
+};
+void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
+/* Milliseconds left (INT32_MAX when forever, 0 when passed). */
+int rdmx__deadline_left_ms(const struct rdmx__deadline *d);
+
+/*
+ * rdmx__conn_wait - call once per empty poll of a wait loop. Every few
+ * hundred spins it checks the clock and connection events. Returns 0 to
+ * keep polling, -EAGAIN for a zero timeout, -ETIMEDOUT, or the error the
+ * connection went down with.
+ */
+int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
+
+/* Mark the connection down with @rc and a message (first reason wins). */
+int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Turn an error completion into the connection going down. */
+int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
+			const char *what);
+
+/* Counted posts: the counters show which verbs a side used. */
+int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n);
+int rdmx__post_recv(rdmx_conn *c, const struct rdmx__wr *wr, int n);
+
+/* Page-aligned zeroed allocation for registered buffers. */
+void *rdmx__alloc_buf(size_t len);
+
+#endif /* RDMX_CORE_INTERNAL_H */

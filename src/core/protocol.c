@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* The table of built-in protocols: one entry per src/protocols/<name>.c. */
+#include <string.h>
+
+#include "internal.h"
+
+extern const struct rdmx_protocol_ops rdmx__proto_send_recv;
+
+static const struct rdmx_protocol_ops *const protocols[] = {
+	&rdmx__proto_send_recv,
+};
+
+#define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
+
+static const char *const names[N_PROTOCOLS + 1] = {
+	"send_recv",
+	NULL,
+};
+
+const char *const *rdmx_protocol_names(void)
+{
+	return names;
+}
+
+const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name)
+{
+	for (size_t i = 0; i < N_PROTOCOLS; i++)
+		if (!strcmp(protocols[i]->name, name))
+			return protocols[i];
+	return NULL;
+}
+
+const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id)
+{
+	for (size_t i = 0; i < N_PROTOCOLS; i++)
+		if (protocols[i]->id == id)
+			return protocols[i];
+	return NULL;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wire formats exchanged in rdma_cm private data. All integers little-endian.
+ *
+ * hello (connect request, and the accept reply), 16-byte header + block:
+ *   0  u32 magic "RDMX" (0x584d4452 read as little-endian)
+ *   4  u8  wire version (RDMX__WIRE_VERSION)
+ *   5  u8  protocol id
+ *   6  u16 flags (RDMX__HELLO_REPLY on the accept reply)
+ *   8  u32 max message size (request: proposed; reply: negotiated)
+ *  12  u16 receive depth of the sender of this hello
+ *  14  u8  length of the protocol block that follows
+ *  15  u8  reserved, 0
+ *  16  protocol block (up to 40 bytes in a request, 180 in a reply)
+ *
+ * reject: 8-byte header + NUL-terminated reason text:
+ *   0  u32 magic, 4 u8 wire version, 5 u8 reason code, 6 u16 reserved
+ */
+#ifndef RDMX_CORE_WIRE_H
+#define RDMX_CORE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDMX__WIRE_MAGIC 0x584d4452u
+#define RDMX__WIRE_VERSION 1
+#define RDMX__HELLO_HDR 16
+#define RDMX__HELLO_BLOCK_MAX 180
+#define RDMX__HELLO_REPLY 0x1
+#define RDMX__REJECT_HDR 8
+
+struct rdmx__hello {
+	uint8_t version;
+	uint8_t protocol;
+	uint16_t flags;
+	uint32_t max_msg;
+	uint16_t recv_depth;
+	uint8_t block_len;
+	uint8_t block[RDMX__HELLO_BLOCK_MAX];
+};
+
+enum rdmx__reject_code {
+	RDMX__REJ_MALFORMED = 1,
+	RDMX__REJ_VERSION = 2,
+	RDMX__REJ_PROTOCOL = 3,
+	RDMX__REJ_PARAMS = 4,
+	RDMX__REJ_RESOURCES = 5,
+};
+
+/* Encode into @buf of @cap bytes; returns bytes written or -EMSGSIZE. */
+int rdmx__hello_encode(const struct rdmx__hello *h, uint8_t *buf, size_t cap);
+
+/* Decode @len bytes; trailing zero padding is allowed (IB CM pads to 56).
+ * Returns 0 or -EPROTO with a message (not rdmx, version, truncated). */
+int rdmx__hello_decode(const uint8_t *buf, size_t len, struct rdmx__hello *h);
+
+/* Encode a reject with @code and @reason; returns bytes written. */
+int rdmx__reject_encode(enum rdmx__reject_code code, const char *reason,
+			uint8_t *buf, size_t cap);
+
+/* Decode a reject; returns the code (> 0) and copies the reason text, or
+ * 0 when the data is not an rdmx reject (e.g. empty, from a plain CM). */
+int rdmx__reject_decode(const uint8_t *buf, size_t len, char *reason,
+			size_t rlen);
+
+/* Little-endian helpers for protocol blocks. */
+void rdmx__put_u16(uint8_t *p, uint16_t v);
+void rdmx__put_u32(uint8_t *p, uint32_t v);
+void rdmx__put_u64(uint8_t *p, uint64_t v);
+uint16_t rdmx__get_u16(const uint8_t *p);
+uint32_t rdmx__get_u32(const uint8_t *p);
+uint64_t rdmx__get_u64(const uint8_t *p);
+
+#endif /* RDMX_CORE_WIRE_H */
