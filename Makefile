@@ -1,0 +1,53 @@
+# rdmx: the two set-up commands are `make demo` (main job) and `make check`
+# (tests). Both install their own dependencies from Debian's packages.
+# The integration tests and the demo run on an RDMA device: the real one if
+# the machine has an ACTIVE port, otherwise SoftRoCE in the sandbox VM.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+CMAKE_GEN  := -G Ninja
+SANDBOX    := sandbox/run
+VALGRIND   := valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --quiet
+
+.PHONY: all deps build asan tsan check unit-check valgrind-check integration-check demo clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD)
+
+asan: deps
+	@cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DRDMX_SANITIZE=address,undefined >/dev/null
+	@cmake --build $(ASAN_BUILD)
+
+tsan: deps
+	@cmake -S . -B $(TSAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DRDMX_SANITIZE=thread >/dev/null
+	@cmake --build $(TSAN_BUILD)
+
+# Unit tests run natively: plain, ASan/UBSan, TSan, and under valgrind.
+unit-check: build asan tsan
+	ctest --test-dir $(BUILD) -L unit --output-on-failure
+	ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure
+	ctest --test-dir $(TSAN_BUILD) -L unit --output-on-failure
+
+valgrind-check: build
+	@for t in $$(ctest --test-dir $(BUILD) -L unit -N | awk '/Test +#/ {print $$3}'); do \
+	  echo "valgrind: $$t"; $(VALGRIND) $(BUILD)/bin/$$t >/dev/null || exit 1; done
+
+# Integration tests on an RDMA device (the sandbox boots one if needed).
+integration-check: build asan
+	$(SANDBOX) -- tests/run-integration $(BUILD) $(ASAN_BUILD)
+
+check: unit-check valgrind-check integration-check
+	@echo "make check: all suites passed"
+
+demo: build
+	$(SANDBOX) -- $(BUILD)/bin/rdmx pingpong --verify --size 64 --iters 10000
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+#include "harness.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef TH_FABRIC
+#define TH_FABRIC "verbs"
+#endif
+
+uint64_t th_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint8_t pattern_byte(uint64_t seq, size_t k, uint64_t *word)
+{
+	if (k % 8 == 0) {
+		uint64_t s = seq * 0x100000001b3ull + k;
+
+		*word = th_rand(&s);
+	}
+	return (uint8_t)(*word >> ((k % 8) * 8));
+}
+
+void th_fill(void *buf, size_t n, uint64_t seq)
+{
+	uint8_t *p = buf;
+	uint64_t w = 0;
+
+	for (size_t k = 0; k < n; k++)
+		p[k] = pattern_byte(seq, k, &w);
+	if (n >= 8)
+		memcpy(p, &seq, 8);
+}
+
+long th_check(const void *buf, size_t n, uint64_t seq)
+{
+	const uint8_t *p = buf;
+	uint64_t w = 0, got;
+
+	if (n >= 8) {
+		memcpy(&got, p, 8);
+		if (got != seq)
+			return 0;
+	}
+	for (size_t k = 0; k < n; k++) {
+		uint8_t b = pattern_byte(seq, k, &w);
+
+		if (k >= 8 && p[k] != b)
+			return (long)k;
+		if (n < 8 && p[k] != b)
+			return (long)k;
+	}
+	return -1;
+}
+
+const char *th_fabric(void)
+{
+	return TH_FABRIC;
+}
+
+const char *th_addr(void)
+{
+	static char buf[64];
+	const char *a = getenv("RDMX_TEST_ADDR");
+
+	if (!strcmp(TH_FABRIC, "fake"))
+		return "fake";
+	if (!a || !*a)
+		a = getenv("RDMX_SANDBOX_ADDR");
+	if (a && *a)
+		return a;
+	if (rdmx_pick_address(NULL, -1, buf, sizeof(buf))) {
+		fprintf(stderr, "harness: no RDMA address (%s); run the integration tests "
+			"with sandbox/run or set RDMX_TEST_ADDR\n", rdmx_last_error());
+		return NULL;
+	}
+	return buf;
+}
+
+double th_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+struct acceptor {
+	rdmx_listener *lis;
+	rdmx_conn *conn;
+	int rc;
+};
+
+static void *accept_main(void *arg)
+{
+	struct acceptor *a = arg;
+
+	a->rc = rdmx_accept(a->lis, 10000, &a->conn);
+	if (a->rc)
+		fprintf(stderr, "harness: accept: %s (%s)\n", rdmx_strerror(a->rc),
+			rdmx_listener_error(a->lis));
+	return NULL;
+}
+
+int th_pair_open(struct th_pair *p, const struct rdmx_conn_opts *server_opts,
+		 const struct rdmx_conn_opts *client_opts)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct acceptor a = { 0 };
+	const char *addr = th_addr();
+	pthread_t t;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	if (!addr)
+		return -ENODEV;
+	rc = rdmx_ctx_create(&p->ctx, &co);
+	if (!rc)
+		rc = rdmx_listen(p->ctx, addr, 0, server_opts, &p->lis);
+	if (rc)
+		goto fail;
+	a.lis = p->lis;
+	pthread_create(&t, NULL, accept_main, &a);
+	rc = rdmx_dial(p->ctx, addr, rdmx_listener_port(p->lis), client_opts, &p->client);
+	if (rc)
+		fprintf(stderr, "harness: dial: %s (%s)\n", rdmx_strerror(rc), rdmx_last_error());
+	pthread_join(t, NULL);
+	p->server = a.conn;
+	if (!rc)
+		rc = a.rc;
+	if (!rc)
+		return 0;
+fail:
+	th_pair_close(p);
+	return rc;
+}
+
+void th_pair_close(struct th_pair *p)
+{
+	rdmx_conn_close(p->client);
+	rdmx_conn_close(p->server);
+	rdmx_listener_destroy(p->lis);
+	rdmx_ctx_destroy(p->ctx);
+	memset(p, 0, sizeof(*p));
+}
+
+static int echo_one(rdmx_conn *c, const struct rdmx_msg *in)
+{
+	struct rdmx_msg out;
+	int rc = rdmx_msg_alloc(c, in->len, &out, 10000);
+
+	if (rc)
+		return rc;
+	memcpy(out.data, in->data, in->len);
+	out.len = in->len;
+	out.imm = in->imm;
+	out.flags = in->flags;
+	return rdmx_send(c, &out);
+}
+
+static void *echo_main(void *arg)
+{
+	struct th_echo *e = arg;
+	struct rdmx_msg m;
+
+	for (;;) {
+		e->rc = rdmx_recv(e->conn, &m, 20000);
+		if (e->rc)
+			break;
+		e->rc = echo_one(e->conn, &m);
+		rdmx_msg_release(e->conn, &m);
+		if (e->rc)
+			break;
+		e->echoed++;
+	}
+	return NULL;
+}
+
+void th_echo_start(struct th_echo *e, rdmx_conn *conn)
+{
+	e->conn = conn;
+	e->echoed = 0;
+	e->rc = 0;
+	pthread_create(&e->thread, NULL, echo_main, e);
+}
+
+int th_echo_join(struct th_echo *e)
+{
+	pthread_join(e->thread, NULL);
+	return e->rc;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test harness shared by the unit (fake fabric) and integration (rxe) runs
+ * of the same conformance tests: payload patterns, a connected pair of
+ * endpoints in one process, and an echo server thread.
+ */
+#ifndef RDMX_TESTS_HARNESS_H
+#define RDMX_TESTS_HARNESS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmx/rdmx.h>
+
+/* Fill @n bytes with the pattern of message @seq (seq in the first 8). */
+void th_fill(void *buf, size_t n, uint64_t seq);
+/* Offset of the first byte that differs from the pattern, or -1. */
+long th_check(const void *buf, size_t n, uint64_t seq);
+/* Deterministic pseudo-random numbers (splitmix64). */
+uint64_t th_rand(uint64_t *state);
+
+/* The fabric the tests run on ("fake" or "verbs") and the address to use:
+ * RDMX_TEST_ADDR, else RDMX_SANDBOX_ADDR, else rdmx_pick_address(). */
+const char *th_fabric(void);
+const char *th_addr(void);
+
+struct th_pair {
+	rdmx_ctx *ctx;
+	rdmx_listener *lis;
+	rdmx_conn *client;
+	rdmx_conn *server;
+};
+
+/* Listen (port 0), dial and accept; both ends in this process. 0 or -errno. */
+int th_pair_open(struct th_pair *p, const struct rdmx_conn_opts *server_opts,
+		 const struct rdmx_conn_opts *client_opts);
+void th_pair_close(struct th_pair *p);
+
+/* Echo every message on @conn back until the peer leaves. */
+struct th_echo {
+	pthread_t thread;
+	rdmx_conn *conn;
+	long echoed;
+	int rc; /* why it stopped: -ECONNRESET is the normal end */
+};
+void th_echo_start(struct th_echo *e, rdmx_conn *conn);
+int th_echo_join(struct th_echo *e);
+
+/* Milliseconds on the monotonic clock. */
+double th_now_ms(void);
+
+#endif /* RDMX_TESTS_HARNESS_H */

@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The conformance suite: every built-in protocol through the same tests.
+ * Built twice: against the in-process fake fabric (a unit test, runs
+ * natively) and against verbs (an integration test, runs on rxe in the
+ * sandbox). Every payload carries a sequence number and a pattern that is
+ * checked byte for byte.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/internal.h"
+#include "harness.h"
+
+static const char *protocol; /* the protocol under test */
+
+static struct rdmx_conn_opts opts(void)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.protocol = protocol;
+	return o;
+}
+
+static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *so,
+		      const struct rdmx_conn_opts *co)
+{
+	int rc = th_pair_open(p, so, co);
+
+	if (rc)
+		fail_msg("%s: cannot connect a pair: %s (%s)", protocol,
+			 rdmx_strerror(rc), rdmx_last_error());
+}
+
+static void send_seq(rdmx_conn *c, size_t size, uint64_t seq)
+{
+	struct rdmx_msg m;
+	int rc = rdmx_msg_alloc(c, size, &m, 10000);
+
+	if (rc)
+		fail_msg("alloc %zu: %s (%s)", size, rdmx_strerror(rc), rdmx_conn_error(c));
+	assert_true(m.cap >= size);
+	th_fill(m.data, size, seq);
+	m.len = size;
+	rc = rdmx_send(c, &m);
+	if (rc)
+		fail_msg("send: %s (%s)", rdmx_strerror(rc), rdmx_conn_error(c));
+}
+
+static void recv_seq(rdmx_conn *c, size_t size, uint64_t seq)
+{
+	struct rdmx_msg m;
+	long bad;
+	int rc = rdmx_recv(c, &m, 20000);
+
+	if (rc)
+		fail_msg("recv #%llu: %s (%s)", (unsigned long long)seq,
+			 rdmx_strerror(rc), rdmx_conn_error(c));
+	assert_int_equal(m.len, size);
+	bad = th_check(m.data, m.len, seq);
+	if (bad >= 0)
+		fail_msg("%s: message #%llu of %zu bytes differs at offset %ld",
+			 protocol, (unsigned long long)seq, size, bad);
+	assert_int_equal(rdmx_msg_release(c, &m), 0);
+}
+
+/* A size in 1..max, log-uniform so that every order of magnitude shows up. */
+static size_t rand_size(uint64_t *rs, size_t max)
+{
+	unsigned bits = 1 + (unsigned)(th_rand(rs) % 17);
+	size_t s = 1 + (size_t)(th_rand(rs) & ((1ull << bits) - 1));
+
+	return s > max ? max : s;
+}
+
+/* 10,000 round trips of mixed sizes 1 B..max, including both ends. */
+static void test_pingpong_mixed_sizes(void **state)
+{
+	struct th_pair p;
+	struct th_echo e;
+	uint64_t rs = 42;
+	struct rdmx_conn_opts o = opts();
+	size_t max;
+
+	(void)state;
+	open_pair(&p, &o, &o);
+	max = rdmx_conn_max_msg(p.client);
+	assert_int_equal(max, o.max_msg_size);
+	th_echo_start(&e, p.server);
+	for (uint64_t i = 0; i < 10000; i++) {
+		size_t size = i == 0 ? 1 : i == 1 ? max : rand_size(&rs, max);
+
+		send_seq(p.client, size, i);
+		recv_seq(p.client, size, i);
+	}
+	rdmx_conn_close(p.client);
+	p.client = NULL;
+	assert_int_equal(th_echo_join(&e), -ECONNRESET);
+	assert_int_equal(e.echoed, 10000);
+	th_pair_close(&p);
+}
+
+/* One way, many in flight: order and content hold. */
+static void test_stream_in_order(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	struct th_pair p;
+	const uint64_t n = 20000;
+	uint64_t rs = 7, rr = 7;
+
+	(void)state;
+	o.max_msg_size = 4096;
+	open_pair(&p, &o, &o);
+	for (uint64_t sent = 0, got = 0; got < n;) {
+		while (sent < n && sent - got < 32)
+			send_seq(p.client, rand_size(&rs, 4096), sent++);
+		recv_seq(p.server, rand_size(&rr, 4096), got++);
+	}
+	assert_int_equal(rdmx_flush(p.client, 10000), 0);
+	th_pair_close(&p);
+}
+
+static void test_immediate_data(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	struct rdmx_msg m;
+	struct th_pair p;
+
+	(void)state;
+	open_pair(&p, &o, &o);
+	for (uint32_t i = 0; i < 100; i++) {
+		assert_int_equal(rdmx_msg_alloc(p.client, 16, &m, 1000), 0);
+		th_fill(m.data, 16, i);
+		m.len = 16;
+		m.flags = (i % 2) ? RDMX_MSG_IMM : 0;
+		m.imm = 0xabc00000u + i;
+		assert_int_equal(rdmx_send(p.client, &m), 0);
+		assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+		assert_int_equal(m.flags & RDMX_MSG_IMM, (i % 2) ? RDMX_MSG_IMM : 0);
+		if (i % 2)
+			assert_int_equal(m.imm, 0xabc00000u + i);
+		assert_int_equal(th_check(m.data, m.len, i), -1);
+		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	}
+	th_pair_close(&p);
+}
+
+static void test_oversize_is_emsgsize(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	struct rdmx_msg m;
+	struct th_pair p;
+	size_t max;
+
+	(void)state;
+	o.max_msg_size = 1000;
+	open_pair(&p, &o, &o);
+	max = rdmx_conn_max_msg(p.client);
+	assert_int_equal(max, 1000);
+	assert_int_equal(rdmx_msg_alloc(p.client, max + 1, &m, 0), -EMSGSIZE);
+	assert_non_null(strstr(rdmx_conn_error(p.client), "exceeds"));
+	assert_int_equal(rdmx_msg_alloc(p.client, max, &m, 0), 0);
+	m.len = m.cap + 1;
+	assert_int_equal(rdmx_send(p.client, &m), -EMSGSIZE);
+	/* The connection is still fine afterwards. */
+	m.len = max;
+	th_fill(m.data, max, 5);
+	assert_int_equal(rdmx_send(p.client, &m), 0);
+	recv_seq(p.server, max, 5);
+	th_pair_close(&p);
+}
+
+/* Different limits on the two sides: the smaller maximum wins. */
+static void test_max_msg_negotiated(void **state)
+{
+	struct rdmx_conn_opts so = opts(), co = opts();
+	struct th_pair p;
+
+	(void)state;
+	so.max_msg_size = 2048;
+	co.max_msg_size = 8192;
+	open_pair(&p, &so, &co);
+	assert_int_equal(rdmx_conn_max_msg(p.client), 2048);
+	assert_int_equal(rdmx_conn_max_msg(p.server), 2048);
+	send_seq(p.client, 2048, 1);
+	recv_seq(p.server, 2048, 1);
+	th_pair_close(&p);
+}
+
+static void test_bad_handles(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	struct rdmx_msg m, junk;
+	struct th_pair p;
+
+	(void)state;
+	open_pair(&p, &o, &o);
+	memset(&junk, 0, sizeof(junk));
+	assert_int_equal(rdmx_send(p.client, &junk), -EINVAL);
+	assert_int_equal(rdmx_msg_release(p.client, &junk), -EINVAL);
+	assert_int_equal(rdmx_send(NULL, &junk), -EINVAL);
+	assert_int_equal(rdmx_send(p.client, NULL), -EINVAL);
+	assert_int_equal(rdmx_recv(p.client, NULL, 0), -EINVAL);
+	assert_int_equal(rdmx_recv(p.client, &m, 0), -EAGAIN);
+	/* A message sent cannot be sent again or released. */
+	assert_int_equal(rdmx_msg_alloc(p.client, 8, &m, 0), 0);
+	m.len = 8;
+	junk = m;
+	assert_int_equal(rdmx_send(p.client, &m), 0);
+	assert_int_equal(rdmx_send(p.client, &junk), -EINVAL);
+	/* A received message is released once. */
+	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+	junk = m;
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_msg_release(p.server, &junk), -EINVAL);
+	/* A handle of one connection is refused by another. */
+	assert_int_equal(rdmx_msg_alloc(p.client, 8, &m, 0), 0);
+	assert_int_equal(rdmx_send(p.server, &m), -EINVAL);
+	assert_int_equal(rdmx_msg_release(p.client, &m), 0);
+	th_pair_close(&p);
+}
+
+/* A receiver that does not receive: the sender runs out of buffers and
+ * is told so; nothing is lost or overwritten once the receiver drains. */
+static void test_backpressure(void **state)
+{
+	struct rdmx_conn_opts so = opts(), co = opts();
+	struct rdmx_msg m;
+	struct th_pair p;
+	uint64_t sent = 0;
+	int rc;
+
+	(void)state;
+	so.recv_depth = 4;
+	co.send_depth = 8;
+	open_pair(&p, &so, &co);
+	for (;;) {
+		double t0 = th_now_ms();
+
+		rc = rdmx_msg_alloc(p.client, 512, &m, sent < 12 ? 200 : 100);
+		if (rc)
+			break;
+		assert_true(th_now_ms() - t0 < 10000);
+		th_fill(m.data, 512, sent);
+		m.len = 512;
+		assert_int_equal(rdmx_send(p.client, &m), 0);
+		sent++;
+		assert_true(sent <= 64);
+	}
+	assert_int_equal(rc, -ETIMEDOUT);
+	assert_int_equal(rdmx_msg_alloc(p.client, 512, &m, 0), -EAGAIN);
+	assert_true(sent >= co.send_depth);
+	assert_true(sent <= so.recv_depth + co.send_depth + 4);
+	for (uint64_t i = 0; i < sent; i++) {
+		if (i % 3 == 0)
+			usleep(1000); /* a slow receiver */
+		recv_seq(p.server, 512, i);
+	}
+	assert_int_equal(rdmx_flush(p.client, 10000), 0);
+	send_seq(p.client, 512, sent);
+	recv_seq(p.server, 512, sent);
+	th_pair_close(&p);
+}
+
+static void test_dial_without_listener(void **state)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = opts();
+	rdmx_listener *lis;
+	rdmx_conn *c = NULL;
+	rdmx_ctx *ctx;
+	uint16_t port;
+	double t0;
+	int rc;
+
+	(void)state;
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	/* A port that was free a moment ago. */
+	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &lis), 0);
+	port = rdmx_listener_port(lis);
+	rdmx_listener_destroy(lis);
+	o.connect_timeout_ms = 2000;
+	t0 = th_now_ms();
+	rc = rdmx_dial(ctx, th_addr(), port, &o, &c);
+	assert_true(rc == -ECONNREFUSED || rc == -EHOSTUNREACH || rc == -ETIMEDOUT);
+	assert_null(c);
+	assert_true(th_now_ms() - t0 < 2000 + 5000);
+	assert_true(strlen(rdmx_ctx_error(ctx)) > 0);
+	print_message("dial to port %u without listener: %s (%s)\n", port,
+		      rdmx_strerror(rc), rdmx_ctx_error(ctx));
+	rdmx_ctx_destroy(ctx);
+}
+
+/* Raw connect with arbitrary private data through the fabric seam. */
+static int raw_connect(rdmx_ctx *ctx, uint16_t port, const void *pd, size_t plen,
+		       char *why, size_t wlen)
+{
+	const struct rdmx__fabric_ops *f = ctx->fops;
+	uint8_t reply[RDMX__PDATA_BUF];
+	struct rdmx__qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4, .rnr_retry = 7,
+				      .retry_count = 7 };
+	struct rdmx__ep *ep;
+	struct rdmx__cq *cq;
+	size_t rlen = 0;
+	int rc;
+
+	assert_int_equal(f->resolve(ctx->fab, th_addr(), port, 2000, &ep), 0);
+	assert_int_equal(f->create_cq(ep, 8, &cq), 0);
+	caps.send_cq = caps.recv_cq = cq;
+	assert_int_equal(f->create_qp(ep, &caps), 0);
+	rc = f->connect(ep, pd, plen, 5000, reply, &rlen);
+	if (rc == -ECONNREFUSED)
+		rdmx__reject_decode(reply, rlen, why, wlen);
+	if (!rc)
+		f->disconnect(ep);
+	f->destroy_ep(ep);
+	f->destroy_cq(cq);
+	return rc;
+}
+
+struct acceptor {
+	rdmx_listener *lis;
+	rdmx_conn *conn;
+	int rc;
+};
+
+static void *accept_main(void *arg)
+{
+	struct acceptor *a = arg;
+
+	a->rc = rdmx_accept(a->lis, 20000, &a->conn);
+	return NULL;
+}
+
+/* Bad hellos are rejected with a reason; the listener keeps serving. */
+static void test_bad_hello_rejected_listener_survives(void **state)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = opts();
+	struct acceptor a = { 0 };
+	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = 99,
+				 .max_msg = 4096, .recv_depth = 4 };
+	uint8_t buf[RDMX__PDATA_CONNECT_MAX];
+	char why[160];
+	rdmx_conn *c;
+	rdmx_ctx *ctx;
+	pthread_t t;
+	uint16_t port;
+
+	(void)state;
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &a.lis), 0);
+	port = rdmx_listener_port(a.lis);
+	pthread_create(&t, NULL, accept_main, &a);
+
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
+			 -ECONNREFUSED);
+	assert_non_null(strstr(why, "not an rdmx peer"));
+
+	rdmx__hello_encode(&h, buf, sizeof(buf));
+	assert_int_equal(raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
+			 -ECONNREFUSED);
+	assert_non_null(strstr(why, "protocol mismatch"));
+
+	h.protocol = rdmx__protocol_by_name(protocol)->id;
+	h.version = RDMX__WIRE_VERSION + 1;
+	rdmx__hello_encode(&h, buf, sizeof(buf));
+	buf[4] = RDMX__WIRE_VERSION + 1;
+	assert_int_equal(raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
+			 -ECONNREFUSED);
+	assert_non_null(strstr(why, "version"));
+
+	/* A proper client still gets in. */
+	assert_int_equal(rdmx_dial(ctx, th_addr(), port, &o, &c), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(rdmx_listener_rejected(a.lis), 3);
+	send_seq(c, 100, 1);
+	recv_seq(a.conn, 100, 1);
+	rdmx_conn_close(c);
+	rdmx_conn_close(a.conn);
+	rdmx_listener_destroy(a.lis);
+	rdmx_ctx_destroy(ctx);
+}
+
+static void test_bad_options(void **state)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = opts();
+	rdmx_listener *lis = NULL;
+	rdmx_conn *c = NULL;
+	rdmx_ctx *ctx;
+
+	(void)state;
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	o.protocol = "carrier_pigeon";
+	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &lis), -EINVAL);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), "carrier_pigeon"));
+	o = opts();
+	o.max_msg_size = 0;
+	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, &o, &c), -EINVAL);
+	o = opts();
+	o.rnr_retry = 8;
+	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, &o, &c), -EINVAL);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), "rnr_retry"));
+	assert_int_equal(rdmx_dial(ctx, NULL, 1, NULL, &c), -EINVAL);
+	assert_int_equal(rdmx_dial(ctx, "", 1, NULL, &c), -EINVAL);
+	assert_null(c);
+	assert_null(lis);
+	rdmx_ctx_destroy(ctx);
+}
+
+/* The peer closes after a burst: every message sent before the close is
+ * delivered, then the receiver sees -ECONNRESET (no hang). */
+static void test_peer_close_delivers_then_resets(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	struct rdmx_msg m;
+	struct th_pair p;
+	int rc;
+
+	(void)state;
+	open_pair(&p, &o, &o);
+	for (uint64_t i = 0; i < 40; i++)
+		send_seq(p.client, 300, i);
+	assert_int_equal(rdmx_flush(p.client, 10000), 0);
+	rdmx_conn_close(p.client);
+	p.client = NULL;
+	for (uint64_t i = 0; i < 40; i++)
+		recv_seq(p.server, 300, i);
+	rc = rdmx_recv(p.server, &m, 10000);
+	assert_int_equal(rc, -ECONNRESET);
+	/* Sending on it now fails cleanly as well. */
+	rc = rdmx_msg_alloc(p.server, 10, &m, 1000);
+	assert_true(rc == -ECONNRESET);
+	th_pair_close(&p);
+}
+
+/* The receiver closes while the sender streams: the sender gets an error
+ * within a bound, never a hang. */
+static void test_receiver_close_midstream(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	struct th_pair p;
+	struct rdmx_msg m;
+	double t0;
+	int rc = 0;
+
+	(void)state;
+	o.rnr_retry = 7;
+	open_pair(&p, &o, &o);
+	for (uint64_t i = 0; i < 10; i++)
+		send_seq(p.client, 64, i);
+	for (uint64_t i = 0; i < 10; i++)
+		recv_seq(p.server, 64, i);
+	rdmx_conn_close(p.server);
+	p.server = NULL;
+	t0 = th_now_ms();
+	for (uint64_t i = 10; !rc && th_now_ms() - t0 < 30000; i++) {
+		rc = rdmx_msg_alloc(p.client, 64, &m, 1000);
+		if (!rc) {
+			m.len = 64;
+			rc = rdmx_send(p.client, &m);
+		}
+		if (!rc && i % 64 == 0)
+			rc = rdmx_flush(p.client, 1000);
+		if (!rc)
+			rc = rdmx_recv(p.client, &m, 0) == -ECONNRESET ? -ECONNRESET : 0;
+	}
+	assert_int_equal(rc, -ECONNRESET);
+	th_pair_close(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pingpong_mixed_sizes),
+		cmocka_unit_test(test_stream_in_order),
+		cmocka_unit_test(test_immediate_data),
+		cmocka_unit_test(test_oversize_is_emsgsize),
+		cmocka_unit_test(test_max_msg_negotiated),
+		cmocka_unit_test(test_bad_handles),
+		cmocka_unit_test(test_backpressure),
+		cmocka_unit_test(test_dial_without_listener),
+		cmocka_unit_test(test_bad_hello_rejected_listener_survives),
+		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_peer_close_delivers_then_resets),
+		cmocka_unit_test(test_receiver_close_midstream),
+	};
+	const char *const *names = rdmx_protocol_names();
+	const char *only = getenv("RDMX_TEST_PROTOCOL");
+	int failed = 0;
+
+	for (int i = 0; names[i]; i++) {
+		if (only && *only && strcmp(only, names[i]))
+			continue;
+		protocol = names[i];
+		print_message("=== protocol %s on the %s fabric ===\n", protocol, th_fabric());
+		failed += _cmocka_run_group_tests(protocol, tests, sizeof(tests) / sizeof(tests[0]),
+						  NULL, NULL);
+	}
+	return failed;
+}
