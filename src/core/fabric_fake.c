@@ -1,0 +1,1217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake fabric: an in-process model of rdma_cm and RC verbs, faithful
+ * enough that protocol code unit-tested on it behaves the same on rxe.
+ *
+ * All state is process-wide behind one mutex, so every fabric created in
+ * the process (say a client and a server context, on any threads) reaches
+ * the others by port. The data path never blocks: work requests execute
+ * at post time, under the lock, except those queued behind a send that
+ * found no receive posted (RNR).
+ *
+ * What is modelled, and how:
+ *  - rdma_cm: a queue of connect requests per listening port; accept()
+ *    establishes both sides at once. Private data is zero-padded to the IB
+ *    CM sizes (connect 56, accept 196, reject 148), as IB CM delivers it;
+ *    a connect refused for want of a listener carries none.
+ *  - QP states: INIT after create_qp (receives may be posted, sends are
+ *    -EINVAL), RTS once connected, ERR. Entering ERR flushes the QP's
+ *    queued sends and its own posted receives (not those of its SRQ) with
+ *    FLUSHED completions; WRs posted in ERR complete FLUSHED at once.
+ *  - Send queue slots: a WR holds its slot until the completion covering
+ *    it is polled (an unsignaled WR is covered by the next completion of
+ *    its QP), as providers free slots in poll_cq. A QP that only posts
+ *    unsignaled WRs therefore fills up and gets -ENOMEM, as on hardware.
+ *    Receive queue slots are freed when a message consumes them.
+ *  - RNR: a SEND, SEND_IMM or WRITE_IMM meeting an empty receive queue
+ *    stays at the head of its QP's queue with everything posted after it
+ *    (RC executes in order) and is delivered when the peer posts a
+ *    receive. With rnr_retry < 7 it fails with RNR_RETRY (requester QP to
+ *    ERR) unless a receive comes within (rnr_retry + 1) ms of the first
+ *    refusal. The deadline is checked whenever the QP is progressed: on
+ *    post_send, when the peer posts receives, and on every poll of the
+ *    QP's send CQ (the only place a requester can see the failure).
+ *    Receives posted to an SRQ go to its waiting senders in no fair order.
+ *  - INLINE data is copied at post time (no lkey needed) and limited to
+ *    the max_inline asked for at create_qp; other data is read when the
+ *    WR executes, which for a WR held up by RNR is when it is delivered.
+ *  - Errors: remote access and length errors put both QPs in ERR, local
+ *    protection and RNR only the requester's; a requester whose peer QP is
+ *    in ERR while still connected gets RETRY (the peer stopped answering).
+ *    vendor_status holds the matching ibv_wc_status number.
+ *  - Keys: lkey and rkey differ (even, odd) so one used for the other
+ *    fails; any rkey registered in the process is valid remotely, and a
+ *    zero-length transfer checks no key.
+ *  - The owner of memory reached by WRITE/READ/FETCH_ADD may access it
+ *    concurrently with __atomic operations. Built with ThreadSanitizer,
+ *    the fake moves remote bytes one at a time with atomic release stores
+ *    (acquire loads for READ), so an owner polling a flag written last
+ *    with an acquire load sees the data before it race-free; otherwise it
+ *    is memmove. FETCH_ADD is always an __atomic_fetch_add.
+ *  - A CQ holds exactly @depth completions. Overflowing one is a caller
+ *    bug: it is reported on stderr and poll_cq returns -EOVERFLOW forever.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "errors.h"
+#include "fabric.h"
+
+#define EPHEMERAL_FIRST 49152
+#define FIRST_QPN 0x11
+#define RNR_INFINITE 7
+#define RNR_STEP_NS 1000000LL
+
+#if defined(__SANITIZE_THREAD__)
+#define FAKE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FAKE_TSAN 1
+#endif
+#endif
+
+/* vendor_status of error completions: the ibv_wc_status number. */
+enum {
+	VS_LOC_LEN = 1,
+	VS_LOC_PROT = 4,
+	VS_FLUSH = 5,
+	VS_REM_INV_REQ = 9,
+	VS_REM_ACCESS = 10,
+	VS_REM_OP = 11,
+	VS_RETRY = 12,
+	VS_RNR_RETRY = 13,
+};
+
+struct fmr {
+	struct rdmx__mr pub;
+	int access;
+	struct fmr *next;
+};
+
+/* Posted receives: a QP's own receive queue, or an SRQ. */
+struct rq {
+	struct rdmx__wr *w;
+	uint32_t cap, head, count;
+};
+
+struct rdmx__srq {
+	struct rq rq;
+	struct rdmx__wr ring[];
+};
+
+struct cqe {
+	struct rdmx__wc wc;
+	struct rdmx__ep *owner; /* send completions: QP whose slots it frees */
+	uint32_t slots;
+};
+
+struct rdmx__cq {
+	uint32_t cap, head, count;
+	int overflow;
+	struct cqe ring[];
+};
+
+/* A posted send WR not executed yet (it is, or waits behind, RNR). */
+struct pend {
+	struct rdmx__wr wr;
+	int64_t deadline; /* RNR give-up time once refused, 0 before */
+};
+
+struct rdmx__fabric {
+	int unused;
+};
+
+enum ep_kind { EP_LISTENER, EP_CLIENT, EP_CHILD };
+enum cm_state { CM_IDLE, CM_CONNECTING, CM_CONNECTED, CM_DISCONNECTED };
+enum qp_state { QP_NONE, QP_INIT, QP_RTS, QP_ERR };
+
+struct rdmx__ep {
+	struct rdmx__fabric *fab;
+	enum ep_kind kind;
+	uint16_t port;             /* listener, child: local; client: remote */
+	struct rdmx__ep *lnext;    /* in G.listeners */
+	struct rdmx__ep *reqs;     /* listener: dialers not yet picked up */
+	struct rdmx__ep *rnext;    /* client: next in its listener's reqs */
+	struct rdmx__ep *lis;      /* client: the listener it is queued on */
+	enum cm_state cm;
+	struct rdmx__ep *peer;     /* the other end, from get_request on */
+	int answer;                /* client: 1 waiting, 0 or -ECONNREFUSED */
+	uint8_t pdata[RDMX__PDATA_BUF]; /* client: request, then the answer */
+	size_t plen;
+
+	enum qp_state qp;
+	uint32_t qpn;
+	struct rdmx__qp_caps caps;
+	struct rq rq;
+	struct pend *sq;           /* ring of max_send_wr */
+	uint8_t *inl;              /* inline copies: max_inline per sq slot */
+	uint32_t sq_head, sq_count;
+	uint32_t sq_used;          /* slots whose completion is not polled */
+	uint32_t unsig;            /* unsignaled WRs since the last completion */
+	struct rdmx__ep *qnext;    /* in G.qps */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cm;         /* broadcast on every rdma_cm change */
+	struct rdmx__ep *listeners;
+	struct rdmx__ep *qps;
+	struct fmr *mrs;
+	uint32_t next_key;
+	uint32_t next_qpn;
+	uint16_t next_port;
+} G = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.next_key = 1,
+	.next_qpn = FIRST_QPN,
+	.next_port = EPHEMERAL_FIRST,
+};
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void g_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&G.cm, &a);
+	pthread_condattr_destroy(&a);
+}
+
+static void lock(void)
+{
+	pthread_mutex_lock(&G.lock);
+}
+
+static void unlock(void)
+{
+	pthread_mutex_unlock(&G.lock);
+}
+
+/* ------------------------------------------------------------------ time */
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int64_t deadline_in(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : now_ns() + (int64_t)timeout_ms * 1000000;
+}
+
+/* Wait for an rdma_cm change until @deadline (< 0: forever). */
+static int cm_wait(int64_t deadline)
+{
+	struct timespec t;
+
+	if (deadline < 0)
+		return pthread_cond_wait(&G.cm, &G.lock);
+	t.tv_sec = deadline / 1000000000;
+	t.tv_nsec = deadline % 1000000000;
+	return pthread_cond_timedwait(&G.cm, &G.lock, &t);
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static void mem_copy(void *dst, const void *src, size_t len)
+{
+	if (len)
+		memmove(dst, src, len);
+}
+
+/* Bytes into memory its owner may be polling (see the top). */
+static void remote_store(uint64_t raddr, const void *src, size_t len)
+{
+#ifdef FAKE_TSAN
+	uint8_t *d = (uint8_t *)(uintptr_t)raddr;
+	const uint8_t *s = src;
+
+	for (size_t i = 0; i < len; i++)
+		__atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
+#else
+	mem_copy((void *)(uintptr_t)raddr, src, len);
+#endif
+}
+
+static void remote_load(void *dst, uint64_t raddr, size_t len)
+{
+#ifdef FAKE_TSAN
+	const uint8_t *s = (const uint8_t *)(uintptr_t)raddr;
+	uint8_t *d = dst;
+
+	for (size_t i = 0; i < len; i++)
+		d[i] = __atomic_load_n(s + i, __ATOMIC_ACQUIRE);
+#else
+	mem_copy(dst, (const void *)(uintptr_t)raddr, len);
+#endif
+}
+
+/* The MR with @key (an rkey if @remote) if it covers [addr, addr+len). */
+static struct fmr *mr_find(uint32_t key, int remote, uint64_t addr,
+			   uint64_t len)
+{
+	for (struct fmr *m = G.mrs; m; m = m->next) {
+		uint64_t base = (uintptr_t)m->pub.addr;
+
+		if ((remote ? m->pub.rkey : m->pub.lkey) != key)
+			continue;
+		if (addr < base || len > m->pub.len || addr - base > m->pub.len - len)
+			return NULL;
+		return m;
+	}
+	return NULL;
+}
+
+static int local_ok(uint32_t lkey, const void *addr, uint64_t len)
+{
+	return !len || mr_find(lkey, 0, (uintptr_t)addr, len);
+}
+
+static int remote_ok(const struct rdmx__wr *wr, uint64_t len, int access)
+{
+	struct fmr *m;
+
+	if (!len)
+		return 1;
+	m = mr_find(wr->rkey, 1, wr->remote_addr, len);
+	return m && (m->access & access);
+}
+
+static int ff_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
+		     struct rdmx__mr **out)
+{
+	struct fmr *m = calloc(1, sizeof(*m));
+
+	(void)ep;
+	if (!m)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for a memory region");
+	m->access = access;
+	lock();
+	m->pub = (struct rdmx__mr){ addr, len, G.next_key * 2, G.next_key * 2 + 1 };
+	G.next_key = G.next_key % 0x7fffffff + 1;
+	m->next = G.mrs;
+	G.mrs = m;
+	unlock();
+	*out = &m->pub;
+	return 0;
+}
+
+static void ff_dereg_mr(struct rdmx__mr *mr)
+{
+	struct fmr *m = (struct fmr *)mr, **pp;
+
+	if (!m)
+		return;
+	lock();
+	for (pp = &G.mrs; *pp && *pp != m; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = m->next;
+	unlock();
+	free(m);
+}
+
+/* ----------------------------------------------------------- completions */
+
+static void cq_push(struct rdmx__cq *cq, const struct rdmx__wc *wc,
+		    struct rdmx__ep *owner, uint32_t slots)
+{
+	if (!cq)
+		return; /* destroyed under a live QP: reported then */
+	if (cq->count == cq->cap) {
+		if (!cq->overflow)
+			fprintf(stderr, "rdmx fake fabric: completion queue of depth %u overflowed\n",
+				cq->cap);
+		cq->overflow = 1;
+		return;
+	}
+	cq->ring[(cq->head + cq->count++) % cq->cap] = (struct cqe){ *wc, owner, slots };
+}
+
+/* Successful unsignaled WRs complete silently; errors always report. */
+static void send_done(struct rdmx__ep *qp, const struct rdmx__wr *wr,
+		      enum rdmx__wc_status st, int vs)
+{
+	struct rdmx__wc wc = {
+		.wr_id = wr->wr_id,
+		.op = wr->op,
+		.status = st,
+		.byte_len = wr->op == RDMX__OP_FETCH_ADD ? 8 : wr->len,
+		.qp_num = qp->qpn,
+		.vendor_status = vs,
+	};
+
+	if (st == RDMX__WC_OK && !(wr->flags & RDMX__WR_SIGNALED)) {
+		qp->unsig++;
+		return;
+	}
+	cq_push(qp->caps.send_cq, &wc, qp, qp->unsig + 1);
+	qp->unsig = 0;
+}
+
+static void recv_done(struct rdmx__ep *qp, const struct rdmx__wr *r,
+		      struct rdmx__wc *wc)
+{
+	wc->wr_id = r->wr_id;
+	wc->qp_num = qp->qpn;
+	cq_push(qp->caps.recv_cq, wc, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- queues */
+
+static struct rq *recv_queue(struct rdmx__ep *qp)
+{
+	return qp->caps.srq ? &qp->caps.srq->rq : &qp->rq;
+}
+
+static int rq_push(struct rq *q, const struct rdmx__wr *wr)
+{
+	if (q->count == q->cap)
+		return rdmx__fail(-ENOMEM, "fake: receive queue full (%u posted)", q->cap);
+	q->w[(q->head + q->count++) % q->cap] = *wr;
+	return 0;
+}
+
+static struct rdmx__wr rq_pop(struct rq *q)
+{
+	struct rdmx__wr w = q->w[q->head];
+
+	q->head = (q->head + 1) % q->cap;
+	q->count--;
+	return w;
+}
+
+static void rq_flush(struct rdmx__ep *qp)
+{
+	while (qp->rq.count) {
+		struct rdmx__wr r = rq_pop(&qp->rq);
+		struct rdmx__wc wc = { .op = RDMX__OP_RECV, .status = RDMX__WC_FLUSHED,
+				       .vendor_status = VS_FLUSH };
+
+		recv_done(qp, &r, &wc);
+	}
+}
+
+/* Queue @wr; INLINE data is copied now and the WR pointed at the copy. */
+static void sq_push(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	uint32_t i = (qp->sq_head + qp->sq_count++) % qp->caps.max_send_wr;
+	uint8_t *copy = qp->inl + (size_t)i * qp->caps.max_inline;
+
+	qp->sq[i] = (struct pend){ .wr = *wr };
+	if ((wr->flags & RDMX__WR_INLINE) && wr->len) {
+		memcpy(copy, wr->addr, wr->len);
+		qp->sq[i].wr.addr = copy;
+	}
+}
+
+static struct rdmx__wr sq_pop(struct rdmx__ep *qp)
+{
+	struct rdmx__wr wr = qp->sq[qp->sq_head].wr;
+
+	qp->sq_head = (qp->sq_head + 1) % qp->caps.max_send_wr;
+	qp->sq_count--;
+	return wr;
+}
+
+static void qp_error(struct rdmx__ep *qp)
+{
+	if (qp->qp != QP_INIT && qp->qp != QP_RTS)
+		return;
+	qp->qp = QP_ERR;
+	while (qp->sq_count) {
+		struct rdmx__wr wr = sq_pop(qp);
+
+		send_done(qp, &wr, RDMX__WC_FLUSHED, VS_FLUSH);
+	}
+	rq_flush(qp);
+}
+
+/* ------------------------------------------------------------- execution */
+
+/* Complete @wr in error; the requester's QP, and the responder's if
+ * @both, go to ERR. */
+static void wr_fail(struct rdmx__ep *qp, const struct rdmx__wr *wr,
+		    enum rdmx__wc_status st, int vs, int both)
+{
+	struct rdmx__ep *peer = qp->peer;
+
+	send_done(qp, wr, st, vs);
+	qp_error(qp);
+	if (both && peer)
+		qp_error(peer);
+}
+
+static int wr_local_ok(const struct rdmx__wr *wr)
+{
+	if (wr->flags & RDMX__WR_INLINE)
+		return 1;
+	return local_ok(wr->lkey, wr->addr, wr->op == RDMX__OP_FETCH_ADD ? 8 : wr->len);
+}
+
+/* SEND/SEND_IMM: fill the responder's oldest receive (there is one). */
+static void run_send(struct rdmx__ep *qp, struct rdmx__ep *peer,
+		     const struct rdmx__wr *wr)
+{
+	struct rdmx__wr r = rq_pop(recv_queue(peer));
+	struct rdmx__wc wc = { .op = RDMX__OP_RECV, .byte_len = wr->len };
+
+	if (wr->op == RDMX__OP_SEND_IMM) {
+		wc.has_imm = 1;
+		wc.imm = wr->imm;
+	}
+	if (wr->len > r.len) {
+		wc.status = RDMX__WC_LOCAL_LENGTH;
+		wc.vendor_status = VS_LOC_LEN;
+	} else if (!local_ok(r.lkey, r.addr, wr->len)) {
+		wc.status = RDMX__WC_OTHER;
+		wc.vendor_status = VS_LOC_PROT;
+	} else {
+		mem_copy(r.addr, wr->addr, wr->len);
+	}
+	recv_done(peer, &r, &wc);
+	if (wc.status == RDMX__WC_OK)
+		send_done(qp, wr, RDMX__WC_OK, 0);
+	else
+		wr_fail(qp, wr, RDMX__WC_OTHER, wc.status == RDMX__WC_LOCAL_LENGTH ?
+			VS_REM_INV_REQ : VS_REM_OP, 1);
+}
+
+/* WRITE/WRITE_IMM: the data lands before the receive completes. */
+static void run_write(struct rdmx__ep *qp, struct rdmx__ep *peer,
+		      const struct rdmx__wr *wr)
+{
+	struct rdmx__wc wc = { .op = RDMX__OP_RECV_IMM, .byte_len = wr->len,
+			       .has_imm = 1, .imm = wr->imm };
+	struct rdmx__wr r;
+
+	if (!remote_ok(wr, wr->len, RDMX__ACCESS_WRITE)) {
+		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
+		return;
+	}
+	remote_store(wr->remote_addr, wr->addr, wr->len);
+	if (wr->op == RDMX__OP_WRITE_IMM) {
+		r = rq_pop(recv_queue(peer));
+		recv_done(peer, &r, &wc);
+	}
+	send_done(qp, wr, RDMX__WC_OK, 0);
+}
+
+static void run_read(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	if (!remote_ok(wr, wr->len, RDMX__ACCESS_READ)) {
+		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
+		return;
+	}
+	remote_load(wr->addr, wr->remote_addr, wr->len);
+	send_done(qp, wr, RDMX__WC_OK, 0);
+}
+
+static void run_fetch_add(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	uint64_t old;
+
+	if (wr->remote_addr % 8) {
+		wr_fail(qp, wr, RDMX__WC_OTHER, VS_REM_INV_REQ, 1);
+		return;
+	}
+	if (!remote_ok(wr, 8, RDMX__ACCESS_ATOMIC)) {
+		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
+		return;
+	}
+	old = __atomic_fetch_add((uint64_t *)(uintptr_t)wr->remote_addr, wr->add,
+				 __ATOMIC_SEQ_CST);
+	memcpy(wr->addr, &old, sizeof(old));
+	send_done(qp, wr, RDMX__WC_OK, 0);
+}
+
+static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	struct rdmx__ep *peer = qp->peer;
+
+	if (qp->qp != QP_RTS)
+		send_done(qp, wr, RDMX__WC_FLUSHED, VS_FLUSH);
+	else if (!peer || peer->qp != QP_RTS)
+		wr_fail(qp, wr, RDMX__WC_RETRY, VS_RETRY, 0);
+	else if (!wr_local_ok(wr))
+		wr_fail(qp, wr, RDMX__WC_OTHER, VS_LOC_PROT, 0);
+	else if (wr->op == RDMX__OP_SEND || wr->op == RDMX__OP_SEND_IMM)
+		run_send(qp, peer, wr);
+	else if (wr->op == RDMX__OP_WRITE || wr->op == RDMX__OP_WRITE_IMM)
+		run_write(qp, peer, wr);
+	else if (wr->op == RDMX__OP_READ)
+		run_read(qp, wr);
+	else
+		run_fetch_add(qp, wr);
+}
+
+/* RNR: @wr needs a receive and the responder has none posted. */
+static int wr_blocked(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	struct rdmx__ep *peer = qp->peer;
+
+	if (wr->op != RDMX__OP_SEND && wr->op != RDMX__OP_SEND_IMM &&
+	    wr->op != RDMX__OP_WRITE_IMM)
+		return 0;
+	if (qp->qp != QP_RTS || !peer || peer->qp != QP_RTS || !wr_local_ok(wr))
+		return 0; /* fails in wr_run() */
+	return recv_queue(peer)->count == 0;
+}
+
+static int64_t rnr_deadline(const struct rdmx__ep *qp)
+{
+	if (qp->caps.rnr_retry >= RNR_INFINITE)
+		return INT64_MAX;
+	return now_ns() + (qp->caps.rnr_retry + 1) * RNR_STEP_NS;
+}
+
+/* Execute @qp's queued WRs in order, up to one that meets RNR. */
+static void sq_progress(struct rdmx__ep *qp)
+{
+	while (qp->sq_count) {
+		struct pend *head = &qp->sq[qp->sq_head];
+		struct rdmx__wr wr;
+
+		if (head->deadline && now_ns() >= head->deadline) {
+			wr = sq_pop(qp);
+			wr_fail(qp, &wr, RDMX__WC_RNR_RETRY, VS_RNR_RETRY, 0);
+			continue;
+		}
+		if (wr_blocked(qp, &head->wr)) {
+			if (!head->deadline)
+				head->deadline = rnr_deadline(qp);
+			return;
+		}
+		wr = sq_pop(qp);
+		wr_run(qp, &wr);
+	}
+}
+
+/* ---------------------------------------------------------- data path ops */
+
+static int send_check(const struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	if ((unsigned)wr->op > RDMX__OP_FETCH_ADD)
+		return rdmx__fail(-EINVAL, "fake: bad send opcode %d", wr->op);
+	if (qp->sq_used >= qp->caps.max_send_wr)
+		return rdmx__fail(-ENOMEM, "fake: send queue full: %u WRs outstanding "
+				  "(max_send_wr %u; poll the send CQ, signal now and then)",
+				  qp->sq_used, qp->caps.max_send_wr);
+	if (!(wr->flags & RDMX__WR_INLINE))
+		return 0;
+	if (wr->op == RDMX__OP_READ || wr->op == RDMX__OP_FETCH_ADD)
+		return rdmx__fail(-EINVAL, "fake: INLINE on a READ or FETCH_ADD");
+	if (wr->len > qp->caps.max_inline)
+		return rdmx__fail(-EINVAL, "fake: %u bytes inline exceed max_inline %u",
+				  wr->len, qp->caps.max_inline);
+	return 0;
+}
+
+static int ff_post_send(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
+{
+	int rc = 0;
+
+	lock();
+	if (ep->qp != QP_RTS && ep->qp != QP_ERR)
+		rc = rdmx__fail(-EINVAL, "fake: post_send on a QP that was never connected");
+	for (int i = 0; i < n && !rc; i++) {
+		rc = send_check(ep, &wr[i]);
+		if (rc)
+			break;
+		ep->sq_used++;
+		sq_push(ep, &wr[i]);
+	}
+	sq_progress(ep);
+	unlock();
+	return rc;
+}
+
+static int post_recvs(struct rq *q, const struct rdmx__wr *wr, int n)
+{
+	int rc = 0;
+
+	for (int i = 0; i < n && !rc; i++)
+		rc = rq_push(q, &wr[i]);
+	return rc;
+}
+
+static int ff_post_recv(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
+{
+	int rc;
+
+	lock();
+	if (ep->qp == QP_NONE || ep->caps.srq)
+		rc = rdmx__fail(-EINVAL, "fake: post_recv needs a QP with its own receive queue");
+	else
+		rc = post_recvs(&ep->rq, wr, n);
+	if (ep->qp == QP_ERR)
+		rq_flush(ep);
+	else if (ep->peer && ep->qp == QP_RTS)
+		sq_progress(ep->peer);
+	unlock();
+	return rc;
+}
+
+/* Senders to any QP on the SRQ may be waiting for these receives. */
+static int ff_post_srq_recv(struct rdmx__srq *srq, const struct rdmx__wr *wr,
+			    int n)
+{
+	int rc;
+
+	lock();
+	rc = post_recvs(&srq->rq, wr, n);
+	for (struct rdmx__ep *qp = G.qps; qp && srq->rq.count; qp = qp->qnext)
+		if (qp->caps.srq == srq && qp->qp == QP_RTS && qp->peer)
+			sq_progress(qp->peer);
+	unlock();
+	return rc;
+}
+
+static int ff_poll_cq(struct rdmx__cq *cq, struct rdmx__wc *wc, int n)
+{
+	int got = 0;
+
+	lock();
+	for (struct rdmx__ep *qp = G.qps; qp; qp = qp->qnext)
+		if (qp->caps.send_cq == cq && qp->sq_count)
+			sq_progress(qp); /* RNR deadlines */
+	if (cq->overflow) {
+		unlock();
+		return rdmx__fail(-EOVERFLOW, "fake: completion queue overflow: more than "
+				  "%u completions were outstanding", cq->cap);
+	}
+	for (; got < n && cq->count; got++) {
+		struct cqe *e = &cq->ring[cq->head];
+
+		wc[got] = e->wc;
+		if (e->owner)
+			e->owner->sq_used -= e->slots;
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->count--;
+	}
+	unlock();
+	return got;
+}
+
+/* ------------------------------------------------------------- resources */
+
+static int ff_create_cq(struct rdmx__ep *ep, int depth, struct rdmx__cq **out)
+{
+	struct rdmx__cq *cq;
+
+	(void)ep;
+	if (depth <= 0)
+		return rdmx__fail(-EINVAL, "fake: CQ depth %d", depth);
+	cq = calloc(1, sizeof(*cq) + (size_t)depth * sizeof(cq->ring[0]));
+	if (!cq)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for a CQ of %d", depth);
+	cq->cap = (uint32_t)depth;
+	*out = cq;
+	return 0;
+}
+
+static int ff_create_srq(struct rdmx__ep *ep, int depth,
+			 struct rdmx__srq **out)
+{
+	struct rdmx__srq *srq;
+
+	(void)ep;
+	if (depth <= 0)
+		return rdmx__fail(-EINVAL, "fake: SRQ depth %d", depth);
+	srq = calloc(1, sizeof(*srq) + (size_t)depth * sizeof(srq->ring[0]));
+	if (!srq)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for an SRQ of %d", depth);
+	srq->rq = (struct rq){ .w = srq->ring, .cap = (uint32_t)depth };
+	*out = srq;
+	return 0;
+}
+
+/* Destroying a CQ or SRQ still in use is a caller bug (verbs refuses with
+ * EBUSY): say so, detach it from its QPs, and free it. */
+static void destroy_queue(void *res, const char *what)
+{
+	if (!res)
+		return;
+	lock();
+	for (struct rdmx__ep *qp = G.qps; qp; qp = qp->qnext) {
+		struct rdmx__qp_caps *c = &qp->caps;
+
+		if (c->send_cq != res && c->recv_cq != res && (void *)c->srq != res)
+			continue;
+		fprintf(stderr, "rdmx fake fabric: %s destroyed while QP %u uses it\n",
+			what, qp->qpn);
+		c->send_cq = c->send_cq == res ? NULL : c->send_cq;
+		c->recv_cq = c->recv_cq == res ? NULL : c->recv_cq;
+		c->srq = (void *)c->srq == res ? NULL : c->srq;
+	}
+	unlock();
+	free(res);
+}
+
+static void ff_destroy_cq(struct rdmx__cq *cq)
+{
+	destroy_queue(cq, "CQ");
+}
+
+static void ff_destroy_srq(struct rdmx__srq *srq)
+{
+	destroy_queue(srq, "SRQ");
+}
+
+static void qp_free_rings(struct rdmx__ep *ep)
+{
+	free(ep->rq.w);
+	free(ep->sq);
+	free(ep->inl);
+	ep->rq.w = NULL;
+	ep->sq = NULL;
+	ep->inl = NULL;
+}
+
+static int qp_alloc_rings(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps)
+{
+	size_t nsend = caps->max_send_wr ? caps->max_send_wr : 1;
+	size_t nrecv = caps->srq || !caps->max_recv_wr ? 1 : caps->max_recv_wr;
+
+	ep->sq = calloc(nsend, sizeof(*ep->sq));
+	ep->inl = calloc(nsend, caps->max_inline ? caps->max_inline : 1);
+	ep->rq.w = calloc(nrecv, sizeof(*ep->rq.w));
+	if (ep->sq && ep->inl && ep->rq.w)
+		return 0;
+	qp_free_rings(ep);
+	return rdmx__fail(-ENOMEM, "fake: out of memory for a QP (send %u, recv %u)",
+			  caps->max_send_wr, caps->max_recv_wr);
+}
+
+static int ff_create_qp(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps)
+{
+	int rc;
+
+	if (!caps || !caps->send_cq || !caps->recv_cq)
+		return rdmx__fail(-EINVAL, "fake: create_qp needs a send and a receive CQ");
+	if (ep->kind == EP_LISTENER)
+		return rdmx__fail(-EINVAL, "fake: create_qp on a listening ep");
+	lock();
+	rc = ep->qp == QP_NONE ? qp_alloc_rings(ep, caps) :
+	     rdmx__fail(-EEXIST, "fake: the ep already has a QP");
+	if (!rc) {
+		ep->caps = *caps;
+		ep->rq.cap = caps->srq ? 0 : caps->max_recv_wr;
+		ep->qpn = G.next_qpn++;
+		ep->qp = QP_INIT;
+		ep->qnext = G.qps;
+		G.qps = ep;
+	}
+	unlock();
+	return rc;
+}
+
+/* Destroy the QP: its completions still queued no longer free slots. */
+static void qp_release(struct rdmx__ep *qp)
+{
+	struct rdmx__cq *cq = qp->caps.send_cq;
+	struct rdmx__ep **pp;
+
+	if (qp->qp == QP_NONE)
+		return;
+	for (pp = &G.qps; *pp != qp; pp = &(*pp)->qnext)
+		;
+	*pp = qp->qnext;
+	for (uint32_t i = 0; cq && i < cq->count; i++)
+		if (cq->ring[(cq->head + i) % cq->cap].owner == qp)
+			cq->ring[(cq->head + i) % cq->cap].owner = NULL;
+	qp->qp = QP_NONE;
+}
+
+static uint32_t ff_qp_num(const struct rdmx__ep *ep)
+{
+	return ep->qpn;
+}
+
+/* --------------------------------------------------------------- rdma_cm */
+
+static struct rdmx__ep *ep_new(struct rdmx__fabric *fab, enum ep_kind kind)
+{
+	struct rdmx__ep *ep = calloc(1, sizeof(*ep));
+
+	if (ep) {
+		ep->fab = fab;
+		ep->kind = kind;
+	}
+	return ep;
+}
+
+static struct rdmx__ep *listener_find(uint16_t port)
+{
+	struct rdmx__ep *l = G.listeners;
+
+	while (l && l->port != port)
+		l = l->lnext;
+	return l;
+}
+
+static int port_take(uint16_t *port)
+{
+	if (*port)
+		return listener_find(*port) ?
+		       rdmx__fail(-EADDRINUSE, "fake: port %u is already in use", *port) : 0;
+	for (int i = EPHEMERAL_FIRST; i <= UINT16_MAX; i++) {
+		uint16_t p = G.next_port;
+
+		G.next_port = p == UINT16_MAX ? EPHEMERAL_FIRST : p + 1;
+		if (!listener_find(p)) {
+			*port = p;
+			return 0;
+		}
+	}
+	return rdmx__fail(-EADDRINUSE, "fake: no free ephemeral port");
+}
+
+static int ff_listen(struct rdmx__fabric *fab, const char *addr, uint16_t port,
+		     struct rdmx__ep **out)
+{
+	struct rdmx__ep *ep = ep_new(fab, EP_LISTENER);
+	int rc;
+
+	(void)addr; /* every fake listener listens on "any" */
+	if (!ep)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for a listener");
+	lock();
+	rc = port_take(&port);
+	if (!rc) {
+		ep->port = port;
+		ep->lnext = G.listeners;
+		G.listeners = ep;
+	}
+	unlock();
+	if (rc)
+		free(ep);
+	else
+		*out = ep;
+	return rc;
+}
+
+static uint16_t ff_local_port(const struct rdmx__ep *ep)
+{
+	return ep->kind == EP_CLIENT ? 0 : ep->port;
+}
+
+static int ff_resolve(struct rdmx__fabric *fab, const char *addr,
+		      uint16_t port, int timeout_ms, struct rdmx__ep **out)
+{
+	struct rdmx__ep *ep;
+
+	(void)timeout_ms;
+	if (!addr)
+		return rdmx__fail(-EINVAL, "fake: resolve needs an address");
+	ep = ep_new(fab, EP_CLIENT);
+	if (!ep)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for an endpoint");
+	ep->port = port;
+	*out = ep;
+	return 0;
+}
+
+/* Answer a waiting dialer; private data is padded to @pad as IB CM does. */
+static void answer(struct rdmx__ep *cl, int rc, const void *pdata,
+		   size_t plen, size_t pad)
+{
+	memset(cl->pdata, 0, sizeof(cl->pdata));
+	mem_copy(cl->pdata, pdata, plen);
+	cl->plen = pad;
+	cl->answer = rc;
+	cl->cm = rc ? CM_IDLE : CM_CONNECTED;
+	pthread_cond_broadcast(&G.cm);
+}
+
+/* Undo a handshake in progress: @ep gives up or goes away. */
+static void cm_detach(struct rdmx__ep *ep)
+{
+	struct rdmx__ep **pp;
+
+	if (ep->cm != CM_CONNECTING)
+		return;
+	if (ep->lis) {
+		for (pp = &ep->lis->reqs; *pp != ep; pp = &(*pp)->rnext)
+			;
+		*pp = ep->rnext;
+		ep->lis = NULL;
+	}
+	if (ep->peer && ep->kind == EP_CHILD)
+		answer(ep->peer, -ECONNREFUSED, NULL, 0, 0);
+	if (ep->peer)
+		ep->peer->peer = NULL;
+	ep->peer = NULL;
+	ep->cm = CM_IDLE;
+}
+
+/* Both ends see the disconnect; both QPs go to ERR. */
+static void cm_disconnect(struct rdmx__ep *ep)
+{
+	struct rdmx__ep *peer = ep->peer;
+
+	if (ep->cm != CM_CONNECTED)
+		return;
+	ep->cm = CM_DISCONNECTED;
+	ep->peer = NULL;
+	qp_error(ep);
+	if (peer) {
+		peer->cm = CM_DISCONNECTED;
+		peer->peer = NULL;
+		qp_error(peer);
+	}
+}
+
+/* A listener going away refuses the dialers still queued on it. */
+static void listener_close(struct rdmx__ep *lis)
+{
+	struct rdmx__ep **pp, *cl;
+
+	for (pp = &G.listeners; *pp != lis; pp = &(*pp)->lnext)
+		;
+	*pp = lis->lnext;
+	while ((cl = lis->reqs)) {
+		lis->reqs = cl->rnext;
+		cl->lis = NULL;
+		answer(cl, -ECONNREFUSED, NULL, 0, 0);
+	}
+}
+
+static void ff_destroy_ep(struct rdmx__ep *ep)
+{
+	if (!ep)
+		return;
+	lock();
+	if (ep->kind == EP_LISTENER)
+		listener_close(ep);
+	cm_detach(ep);
+	cm_disconnect(ep); /* as when the process dies: the peer sees it */
+	qp_release(ep);
+	unlock();
+	qp_free_rings(ep);
+	free(ep);
+}
+
+static int connect_start(struct rdmx__ep *ep, const void *pdata, size_t plen)
+{
+	struct rdmx__ep *lis, **pp;
+
+	if (ep->qp == QP_NONE)
+		return rdmx__fail(-EINVAL, "fake: connect before the QP was created");
+	if (ep->kind != EP_CLIENT || ep->cm != CM_IDLE || ep->qp != QP_INIT)
+		return rdmx__fail(-EINVAL, "fake: connect on an ep that is not a fresh client");
+	lis = listener_find(ep->port);
+	if (!lis)
+		return rdmx__fail(-ECONNREFUSED, "fake: no listener on port %u", ep->port);
+	memset(ep->pdata, 0, sizeof(ep->pdata));
+	mem_copy(ep->pdata, pdata, plen);
+	ep->plen = RDMX__PDATA_CONNECT_MAX; /* IB CM pads the REQ */
+	ep->answer = 1;
+	ep->cm = CM_CONNECTING;
+	ep->lis = lis;
+	ep->rnext = NULL;
+	for (pp = &lis->reqs; *pp; pp = &(*pp)->rnext)
+		;
+	*pp = ep;
+	pthread_cond_broadcast(&G.cm);
+	return 0;
+}
+
+static int connect_wait(struct rdmx__ep *ep, int timeout_ms)
+{
+	int64_t deadline = deadline_in(timeout_ms);
+
+	while (ep->answer == 1) {
+		if (cm_wait(deadline) == ETIMEDOUT && ep->answer == 1) {
+			cm_detach(ep); /* withdraw the request */
+			return rdmx__fail(-ETIMEDOUT, "fake: no answer from the listener "
+					  "on port %u within %d ms", ep->port, timeout_ms);
+		}
+	}
+	if (ep->answer)
+		return rdmx__fail(ep->answer, "fake: connection to port %u rejected",
+				  ep->port);
+	return 0;
+}
+
+static int ff_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
+		      int timeout_ms, void *reply, size_t *rlen)
+{
+	size_t got = 0;
+	int rc;
+
+	if (plen > RDMX__PDATA_CONNECT_MAX || (plen && !pdata))
+		return rdmx__fail(-EINVAL, "fake: %zu bytes of connect private data "
+				  "(at most %d)", plen, RDMX__PDATA_CONNECT_MAX);
+	lock();
+	rc = connect_start(ep, pdata, plen);
+	if (!rc) {
+		rc = connect_wait(ep, timeout_ms);
+		got = rc == -ETIMEDOUT ? 0 : ep->plen; /* accept or reject data */
+	}
+	if (reply)
+		memcpy(reply, ep->pdata, got);
+	unlock();
+	if (rlen)
+		*rlen = got;
+	return rc;
+}
+
+static int ff_get_request(struct rdmx__ep *lis, int timeout_ms,
+			  struct rdmx__ep **child, void *pdata, size_t *plen)
+{
+	int64_t deadline = deadline_in(timeout_ms);
+	struct rdmx__ep *ch, *cl;
+
+	if (lis->kind != EP_LISTENER)
+		return rdmx__fail(-EINVAL, "fake: get_request on an ep that does not listen");
+	ch = ep_new(lis->fab, EP_CHILD);
+	if (!ch)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for an endpoint");
+	lock();
+	while (!lis->reqs && cm_wait(deadline) != ETIMEDOUT)
+		;
+	cl = lis->reqs;
+	if (cl) {
+		lis->reqs = cl->rnext;
+		cl->lis = NULL;
+		cl->peer = ch;
+		ch->peer = cl;
+		ch->port = lis->port;
+		ch->cm = CM_CONNECTING;
+		if (pdata)
+			memcpy(pdata, cl->pdata, cl->plen);
+		if (plen)
+			*plen = cl->plen;
+	}
+	unlock();
+	if (!cl) {
+		free(ch);
+		return rdmx__fail(-ETIMEDOUT, "fake: no connect request on port %u within %d ms",
+				  lis->port, timeout_ms);
+	}
+	*child = ch;
+	return 0;
+}
+
+static int ff_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
+		     int timeout_ms)
+{
+	struct rdmx__ep *cl;
+	int rc = 0;
+
+	(void)timeout_ms; /* established at once */
+	if (plen > RDMX__PDATA_ACCEPT_MAX || (plen && !pdata))
+		return rdmx__fail(-EINVAL, "fake: %zu bytes of accept private data "
+				  "(at most %d)", plen, RDMX__PDATA_ACCEPT_MAX);
+	lock();
+	cl = ep->peer;
+	if (ep->kind != EP_CHILD || ep->cm != CM_CONNECTING)
+		rc = rdmx__fail(-EINVAL, "fake: accept on an ep that is not a pending request");
+	else if (ep->qp != QP_INIT)
+		rc = rdmx__fail(-EINVAL, "fake: accept before the QP was created");
+	else if (!cl)
+		rc = rdmx__fail(-ECONNABORTED, "fake: the dialer gave up before the accept");
+	if (!rc) {
+		ep->cm = CM_CONNECTED;
+		ep->qp = QP_RTS;
+		cl->qp = QP_RTS;
+		answer(cl, 0, pdata, plen, RDMX__PDATA_ACCEPT_MAX);
+	}
+	unlock();
+	return rc;
+}
+
+/* Reject a request; the ep is destroyed whatever happens. */
+static int ff_reject(struct rdmx__ep *ep, const void *pdata, size_t plen)
+{
+	int rc = 0;
+
+	if (plen > RDMX__PDATA_REJECT_MAX || (plen && !pdata))
+		rc = rdmx__fail(-EINVAL, "fake: %zu bytes of reject private data (at most %d)",
+				plen, RDMX__PDATA_REJECT_MAX);
+	lock();
+	if (!rc && ep->cm == CM_CONNECTING && ep->peer) {
+		answer(ep->peer, -ECONNREFUSED, pdata, plen, RDMX__PDATA_REJECT_MAX);
+		ep->peer->peer = NULL;
+		ep->peer = NULL;
+	}
+	unlock();
+	ff_destroy_ep(ep); /* refuses with no data if not answered above */
+	return rc;
+}
+
+static int ff_disconnect(struct rdmx__ep *ep)
+{
+	lock();
+	cm_disconnect(ep);
+	unlock();
+	return 0;
+}
+
+static int ff_check_event(struct rdmx__ep *ep)
+{
+	int down;
+
+	lock();
+	down = ep->cm == CM_DISCONNECTED;
+	unlock();
+	return down ? rdmx__fail(-ECONNRESET, "fake: connection closed") : 0;
+}
+
+/* ---------------------------------------------------------------- fabric */
+
+static int ff_create(struct rdmx__fabric **out)
+{
+	struct rdmx__fabric *fab;
+
+	pthread_once(&g_once, g_init);
+	fab = calloc(1, sizeof(*fab));
+	if (!fab)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for the fabric");
+	*out = fab;
+	return 0;
+}
+
+static void ff_destroy(struct rdmx__fabric *fab)
+{
+	free(fab);
+}
+
+const struct rdmx__fabric_ops rdmx__fabric_fake = {
+	.name = "fake",
+	.create = ff_create,
+	.destroy = ff_destroy,
+	.listen = ff_listen,
+	.local_port = ff_local_port,
+	.get_request = ff_get_request,
+	.resolve = ff_resolve,
+	.connect = ff_connect,
+	.accept = ff_accept,
+	.reject = ff_reject,
+	.disconnect = ff_disconnect,
+	.check_event = ff_check_event,
+	.destroy_ep = ff_destroy_ep,
+	.reg_mr = ff_reg_mr,
+	.dereg_mr = ff_dereg_mr,
+	.create_cq = ff_create_cq,
+	.destroy_cq = ff_destroy_cq,
+	.create_srq = ff_create_srq,
+	.destroy_srq = ff_destroy_srq,
+	.create_qp = ff_create_qp,
+	.qp_num = ff_qp_num,
+	.post_send = ff_post_send,
+	.post_recv = ff_post_recv,
+	.post_srq_recv = ff_post_srq_recv,
+	.poll_cq = ff_poll_cq,
+};

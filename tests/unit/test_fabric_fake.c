@@ -1,0 +1,985 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake fabric against the RC verbs and rdma_cm semantics it models:
+ * connection setup with private data, SEND/RECV, RNR, RDMA WRITE/READ,
+ * atomics, SRQs, errors and flushes, and the limits of queues.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "core/errors.h"
+#include "core/fabric.h"
+
+#define BUF 4096
+#define DEPTH 16
+#define WAIT_MS 2000
+
+static const struct rdmx__fabric_ops *F = &rdmx__fabric_fake;
+
+static const int ALL_ACCESS = RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE |
+			      RDMX__ACCESS_READ | RDMX__ACCESS_ATOMIC;
+
+/* One end of a connection: an ep with its QP, CQs and a registered buffer. */
+struct side {
+	struct rdmx__ep *ep;
+	struct rdmx__cq *scq, *rcq;
+	struct rdmx__mr *mr;
+	int access;      /* of mr; 0: all */
+	int cq_depth;    /* 0: DEPTH * 4 */
+	struct rdmx__qp_caps caps; /* template; CQs are filled in */
+	_Alignas(64) uint8_t buf[BUF];
+};
+
+struct pair {
+	struct rdmx__fabric *cfab, *sfab;
+	struct rdmx__ep *lis;
+	struct side c, s;
+	uint8_t req[RDMX__PDATA_BUF], rep[RDMX__PDATA_BUF];
+	size_t req_len, rep_len;
+};
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+static struct rdmx__qp_caps default_caps(void)
+{
+	return (struct rdmx__qp_caps){ .max_send_wr = DEPTH, .max_recv_wr = DEPTH,
+				       .max_inline = 64, .rnr_retry = 7, .retry_count = 7 };
+}
+
+/* Register the buffer, make the CQs and the QP on s->ep. */
+static int side_setup(struct side *s)
+{
+	int depth = s->cq_depth ? s->cq_depth : DEPTH * 4;
+	struct rdmx__qp_caps caps = s->caps;
+	int rc;
+
+	rc = F->reg_mr(s->ep, s->buf, sizeof(s->buf), s->access ? s->access : ALL_ACCESS,
+		       &s->mr);
+	if (!rc)
+		rc = F->create_cq(s->ep, depth, &s->scq);
+	if (!rc)
+		rc = F->create_cq(s->ep, depth, &s->rcq);
+	if (rc)
+		return rc;
+	caps.send_cq = s->scq;
+	if (!caps.recv_cq)
+		caps.recv_cq = s->rcq;
+	return F->create_qp(s->ep, &caps);
+}
+
+static void side_close(struct side *s)
+{
+	F->destroy_ep(s->ep);
+	s->ep = NULL;
+	F->destroy_cq(s->scq);
+	F->destroy_cq(s->rcq);
+	F->dereg_mr(s->mr);
+	s->scq = s->rcq = NULL;
+	s->mr = NULL;
+}
+
+/* A dialer on its own thread (connect blocks until the answer). */
+struct dial {
+	pthread_t thread;
+	struct rdmx__fabric *fab;
+	uint16_t port;
+	struct side *side;
+	const char *pdata;
+	int timeout_ms;
+	uint8_t reply[RDMX__PDATA_BUF];
+	size_t rlen;
+	int rc;
+};
+
+static void *dial_main(void *arg)
+{
+	struct dial *d = arg;
+
+	d->rc = F->resolve(d->fab, "fake", d->port, 1000, &d->side->ep);
+	if (!d->rc)
+		d->rc = side_setup(d->side);
+	if (!d->rc)
+		d->rc = F->connect(d->side->ep, d->pdata, strlen(d->pdata),
+				   d->timeout_ms, d->reply, &d->rlen);
+	return NULL;
+}
+
+static void dial_start(struct dial *d, struct rdmx__fabric *fab, uint16_t port,
+		       struct side *side, const char *pdata, int timeout_ms)
+{
+	d->fab = fab;
+	d->port = port;
+	d->side = side;
+	d->pdata = pdata;
+	d->timeout_ms = timeout_ms;
+	d->rlen = 0;
+	assert_int_equal(pthread_create(&d->thread, NULL, dial_main, d), 0);
+}
+
+/* Dial @lis from @cfab into @c and accept it into @s. */
+static void conn_open(struct pair *p, struct side *c, struct side *s)
+{
+	struct rdmx__ep *child;
+	struct dial d;
+
+	dial_start(&d, p->cfab, F->local_port(p->lis), c, "hello", WAIT_MS);
+	p->req_len = 0;
+	assert_int_equal(F->get_request(p->lis, WAIT_MS, &child, p->req, &p->req_len), 0);
+	s->ep = child;
+	assert_int_equal(side_setup(s), 0);
+	assert_int_equal(F->accept(child, "server-hi", 9, WAIT_MS), 0);
+	pthread_join(d.thread, NULL);
+	assert_int_equal(d.rc, 0);
+	memcpy(p->rep, d.reply, d.rlen);
+	p->rep_len = d.rlen;
+}
+
+static void pair_init(struct pair *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->c.caps = default_caps();
+	p->s.caps = default_caps();
+	assert_int_equal(F->create(&p->cfab), 0);
+	assert_int_equal(F->create(&p->sfab), 0);
+	assert_int_equal(F->listen(p->sfab, NULL, 0, &p->lis), 0);
+}
+
+static struct pair *pair_new(void)
+{
+	struct pair *p = malloc(sizeof(*p));
+
+	assert_non_null(p);
+	pair_init(p);
+	return p;
+}
+
+static void pair_open(struct pair *p)
+{
+	conn_open(p, &p->c, &p->s);
+}
+
+static void pair_free(struct pair *p)
+{
+	side_close(&p->c);
+	side_close(&p->s);
+	F->destroy_ep(p->lis);
+	F->destroy(p->cfab);
+	F->destroy(p->sfab);
+	free(p);
+}
+
+/* A signaled WR on @s's buffer at @off. */
+static struct rdmx__wr wr_on(struct side *s, enum rdmx__op op, size_t off,
+			     uint32_t len)
+{
+	return (struct rdmx__wr){ .wr_id = off, .op = op, .flags = RDMX__WR_SIGNALED,
+				  .addr = s->buf + off, .len = len, .lkey = s->mr->lkey };
+}
+
+static uint64_t raddr(struct side *s, size_t off)
+{
+	return (uintptr_t)(s->buf + off);
+}
+
+static int post(struct side *s, struct rdmx__wr w)
+{
+	return F->post_send(s->ep, &w, 1);
+}
+
+/* Post @n receives of @len bytes at @off, @off + len, ... */
+static void post_recvs(struct side *s, size_t off, uint32_t len, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct rdmx__wr w = wr_on(s, RDMX__OP_RECV, off + (size_t)i * len, len);
+
+		assert_int_equal(F->post_recv(s->ep, &w, 1), 0);
+	}
+}
+
+/* Poll until @n completions arrived or WAIT_MS passed; how many came. */
+static int poll_n(struct rdmx__cq *cq, struct rdmx__wc *wc, int n)
+{
+	double end = now_ms() + WAIT_MS;
+	int got = 0;
+
+	while (got < n && now_ms() < end) {
+		int k = F->poll_cq(cq, wc + got, n - got);
+
+		assert_true(k >= 0);
+		got += k;
+	}
+	return got;
+}
+
+static int poll_now(struct rdmx__cq *cq)
+{
+	struct rdmx__wc wc[8];
+
+	return F->poll_cq(cq, wc, 8);
+}
+
+/* ----------------------------------------------------------- rdma_cm */
+
+static void test_connect_accept_pdata(void **state)
+{
+	struct pair *p = pair_new();
+	size_t i;
+
+	(void)state;
+	assert_true(F->local_port(p->lis) >= 1024);
+	pair_open(p);
+	/* IB CM pads: the listener sees 56 bytes, the dialer 196. */
+	assert_int_equal(p->req_len, RDMX__PDATA_CONNECT_MAX);
+	assert_memory_equal(p->req, "hello", 5);
+	for (i = 5; i < p->req_len; i++)
+		assert_int_equal(p->req[i], 0);
+	assert_int_equal(p->rep_len, RDMX__PDATA_ACCEPT_MAX);
+	assert_memory_equal(p->rep, "server-hi", 9);
+	for (i = 9; i < p->rep_len; i++)
+		assert_int_equal(p->rep[i], 0);
+	assert_int_equal(F->check_event(p->c.ep), 0);
+	assert_int_equal(F->check_event(p->s.ep), 0);
+	assert_int_not_equal(F->qp_num(p->c.ep), 0);
+	assert_int_not_equal(F->qp_num(p->c.ep), F->qp_num(p->s.ep));
+	pair_free(p);
+}
+
+static void test_listen_port_in_use(void **state)
+{
+	struct rdmx__fabric *fab;
+	struct rdmx__ep *a, *b;
+	uint16_t port;
+
+	(void)state;
+	assert_int_equal(F->create(&fab), 0);
+	assert_int_equal(F->listen(fab, "any", 0, &a), 0);
+	port = F->local_port(a);
+	assert_int_equal(F->listen(fab, NULL, port, &b), -EADDRINUSE);
+	assert_int_equal(F->listen(fab, NULL, 0, &b), 0);
+	assert_int_not_equal(F->local_port(b), port);
+	F->destroy_ep(a);
+	F->destroy_ep(b);
+	assert_int_equal(F->listen(fab, NULL, port, &a), 0);
+	assert_int_equal(F->local_port(a), port);
+	F->destroy_ep(a);
+	F->destroy(fab);
+}
+
+static void test_reject_carries_pdata(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__ep *child;
+	struct dial d;
+
+	(void)state;
+	dial_start(&d, p->cfab, F->local_port(p->lis), &p->c, "let me in", WAIT_MS);
+	assert_int_equal(F->get_request(p->lis, WAIT_MS, &child, p->req, &p->req_len), 0);
+	assert_memory_equal(p->req, "let me in", 9);
+	assert_int_equal(F->reject(child, "go away", 7), 0);
+	pthread_join(d.thread, NULL);
+	assert_int_equal(d.rc, -ECONNREFUSED);
+	assert_int_equal(d.rlen, RDMX__PDATA_REJECT_MAX);
+	assert_memory_equal(d.reply, "go away", 7);
+	assert_int_equal(d.reply[7], 0);
+	pair_free(p);
+}
+
+static void test_connect_no_listener(void **state)
+{
+	struct pair *p = pair_new();
+	uint16_t port = F->local_port(p->lis);
+	uint8_t reply[RDMX__PDATA_BUF];
+	size_t rlen = 99;
+	char want[64];
+
+	(void)state;
+	F->destroy_ep(p->lis);
+	p->lis = NULL;
+	assert_int_equal(F->resolve(p->cfab, NULL, port, 100, &p->c.ep), -EINVAL);
+	assert_int_equal(F->resolve(p->cfab, "fake", port, 100, &p->c.ep), 0);
+	assert_int_equal(F->connect(p->c.ep, "x", 1, 100, reply, &rlen), -EINVAL);
+	assert_int_equal(side_setup(&p->c), 0);
+	assert_int_equal(F->connect(p->c.ep, "x", 1, 100, reply, &rlen), -ECONNREFUSED);
+	assert_int_equal(rlen, 0);
+	snprintf(want, sizeof(want), "no listener on port %u", port);
+	assert_non_null(strstr(rdmx__last(), want));
+	pair_free(p);
+}
+
+static void test_get_request_timeout(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__ep *child = NULL;
+	uint8_t pdata[RDMX__PDATA_BUF];
+	size_t plen;
+	double t0 = now_ms();
+
+	(void)state;
+	assert_int_equal(F->get_request(p->lis, 50, &child, pdata, &plen), -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 45);
+	assert_null(child);
+	pair_free(p);
+}
+
+/* A dialer that times out withdraws its request, even once picked up. */
+static void test_connect_timeout_withdraws(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__ep *child;
+	uint8_t pdata[RDMX__PDATA_BUF];
+	size_t plen;
+	struct dial d;
+
+	(void)state;
+	assert_int_equal(F->resolve(p->cfab, "fake", F->local_port(p->lis), 100, &p->c.ep), 0);
+	assert_int_equal(side_setup(&p->c), 0);
+	assert_int_equal(F->connect(p->c.ep, "a", 1, 30, pdata, &plen), -ETIMEDOUT);
+	assert_int_equal(F->get_request(p->lis, 0, &child, pdata, &plen), -ETIMEDOUT);
+	side_close(&p->c);
+
+	dial_start(&d, p->cfab, F->local_port(p->lis), &p->c, "b", 100);
+	assert_int_equal(F->get_request(p->lis, WAIT_MS, &child, pdata, &plen), 0);
+	pthread_join(d.thread, NULL);
+	assert_int_equal(d.rc, -ETIMEDOUT);
+	p->s.ep = child;
+	assert_int_equal(side_setup(&p->s), 0);
+	assert_int_equal(F->accept(child, NULL, 0, 100), -ECONNABORTED);
+	pair_free(p);
+}
+
+/* ------------------------------------------------------------ SEND/RECV */
+
+static void test_send_recv_imm_order(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+	struct rdmx__wc wc[3];
+
+	(void)state;
+	pair_open(p);
+	post_recvs(&p->c, 0, 100, 3);
+	memcpy(p->s.buf, "0123456789abcdefghij", 20);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 10)), 0);
+	w = wr_on(&p->s, RDMX__OP_SEND_IMM, 10, 10);
+	w.imm = 0xdeadbeef;
+	assert_int_equal(post(&p->s, w), 0);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 20, 0)), 0);
+
+	assert_int_equal(poll_n(p->c.rcq, wc, 3), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].status, RDMX__WC_OK);
+		assert_int_equal(wc[i].op, RDMX__OP_RECV);
+		assert_int_equal(wc[i].wr_id, i * 100);
+		assert_int_equal(wc[i].qp_num, F->qp_num(p->c.ep));
+	}
+	assert_int_equal(wc[0].byte_len, 10);
+	assert_false(wc[0].has_imm);
+	assert_int_equal(wc[1].byte_len, 10);
+	assert_true(wc[1].has_imm);
+	assert_int_equal(wc[1].imm, 0xdeadbeef);
+	assert_int_equal(wc[2].byte_len, 0);
+	assert_memory_equal(p->c.buf, "0123456789", 10);
+	assert_memory_equal(p->c.buf + 100, "abcdefghij", 10);
+
+	assert_int_equal(poll_n(p->s.scq, wc, 3), 3);
+	assert_int_equal(wc[0].op, RDMX__OP_SEND);
+	assert_int_equal(wc[1].op, RDMX__OP_SEND_IMM);
+	assert_int_equal(wc[2].wr_id, 20);
+	assert_int_equal(wc[2].status, RDMX__WC_OK);
+	pair_free(p);
+}
+
+/* RNR with rnr_retry 7: sends wait for receives, in order, and a WRITE
+ * posted behind a waiting send waits too. */
+static void test_rnr_waits_in_order(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+	struct rdmx__wc wc[3];
+
+	(void)state;
+	pair_open(p);
+	memcpy(p->s.buf, "first", 5);
+	memcpy(p->s.buf + 8, "written", 7);
+	memcpy(p->s.buf + 16, "second", 6);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 5)), 0);
+	w = wr_on(&p->s, RDMX__OP_WRITE, 8, 7);
+	w.remote_addr = raddr(&p->c, 2000);
+	w.rkey = p->c.mr->rkey;
+	assert_int_equal(post(&p->s, w), 0);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 16, 6)), 0);
+	sleep_ms(20);
+	assert_int_equal(poll_now(p->s.scq), 0);
+	assert_int_equal(p->c.buf[2000], 0); /* the WRITE waits behind */
+
+	post_recvs(&p->c, 0, 100, 1);
+	assert_int_equal(poll_n(p->s.scq, wc, 2), 2);
+	assert_int_equal(wc[0].wr_id, 0);
+	assert_int_equal(wc[1].wr_id, 8);
+	assert_memory_equal(p->c.buf + 2000, "written", 7);
+	assert_int_equal(poll_now(p->s.scq), 0);
+
+	post_recvs(&p->c, 100, 100, 1);
+	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
+	assert_int_equal(wc[0].wr_id, 16);
+	assert_int_equal(wc[0].status, RDMX__WC_OK);
+	assert_int_equal(poll_n(p->c.rcq, wc, 2), 2);
+	assert_memory_equal(p->c.buf, "first", 5);
+	assert_memory_equal(p->c.buf + 100, "second", 6);
+	pair_free(p);
+}
+
+static void test_rnr_retry_exhausted(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wc wc[2];
+
+	(void)state;
+	p->s.caps.rnr_retry = 0;
+	pair_open(p);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 8)), 0);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 8, 8)), 0);
+	assert_int_equal(poll_n(p->s.scq, wc, 2), 2);
+	assert_int_equal(wc[0].status, RDMX__WC_RNR_RETRY);
+	assert_int_equal(wc[0].wr_id, 0);
+	assert_int_equal(wc[1].status, RDMX__WC_FLUSHED);
+	/* Nothing is delivered late; the connection itself stays up. */
+	post_recvs(&p->c, 0, 100, 1);
+	assert_int_equal(poll_now(p->c.rcq), 0);
+	assert_int_equal(F->check_event(p->c.ep), 0);
+	pair_free(p);
+}
+
+static void test_send_too_long(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wc wc[2];
+
+	(void)state;
+	pair_open(p);
+	post_recvs(&p->c, 0, 8, 2);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 16)), 0);
+	assert_int_equal(poll_n(p->c.rcq, wc, 2), 2);
+	assert_int_equal(wc[0].status, RDMX__WC_LOCAL_LENGTH);
+	assert_int_equal(wc[1].status, RDMX__WC_FLUSHED); /* QP in error */
+	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 4)), 0);
+	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
+	pair_free(p);
+}
+
+/* INLINE data is taken at post time, even when the send waits (RNR). */
+static void test_inline_copied_at_post(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+	struct rdmx__wc wc;
+
+	(void)state;
+	pair_open(p);
+	memcpy(p->s.buf, "inline", 6);
+	w = wr_on(&p->s, RDMX__OP_SEND, 0, 6);
+	w.flags |= RDMX__WR_INLINE;
+	w.lkey = 0;
+	assert_int_equal(post(&p->s, w), 0);
+	memcpy(p->s.buf, "XXXXXX", 6);
+	post_recvs(&p->c, 0, 100, 1);
+	assert_int_equal(poll_n(p->c.rcq, &wc, 1), 1);
+	assert_int_equal(wc.status, RDMX__WC_OK);
+	assert_memory_equal(p->c.buf, "inline", 6);
+	w.len = 65; /* above max_inline */
+	assert_int_equal(post(&p->s, w), -EINVAL);
+	pair_free(p);
+}
+
+/* -------------------------------------------------------- RDMA and atomics */
+
+static void test_write_then_read(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+	struct rdmx__wc wc[2];
+
+	(void)state;
+	pair_open(p);
+	for (int i = 0; i < 100; i++)
+		p->c.buf[i] = (uint8_t)(i * 7 + 1);
+	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 100);
+	w.remote_addr = raddr(&p->s, 64);
+	w.rkey = p->s.mr->rkey;
+	assert_int_equal(post(&p->c, w), 0);
+	w = wr_on(&p->c, RDMX__OP_READ, 1024, 100);
+	w.remote_addr = raddr(&p->s, 64);
+	w.rkey = p->s.mr->rkey;
+	assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_n(p->c.scq, wc, 2), 2);
+	assert_int_equal(wc[0].op, RDMX__OP_WRITE);
+	assert_int_equal(wc[0].status, RDMX__WC_OK);
+	assert_int_equal(wc[1].op, RDMX__OP_READ);
+	assert_int_equal(wc[1].status, RDMX__WC_OK);
+	assert_memory_equal(p->s.buf + 64, p->c.buf, 100);
+	assert_memory_equal(p->c.buf + 1024, p->c.buf, 100);
+	assert_int_equal(poll_now(p->s.rcq), 0); /* a WRITE takes no receive */
+	pair_free(p);
+}
+
+enum violation { BAD_RKEY, OUT_OF_BOUNDS, NO_ACCESS, DEREGISTERED };
+
+static void remote_access_case(enum violation v)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+	struct rdmx__wc wc[2];
+	uint32_t rkey;
+
+	if (v == NO_ACCESS)
+		p->s.access = RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ;
+	pair_open(p);
+	rkey = p->s.mr->rkey;
+	post_recvs(&p->s, 0, 64, 1);
+	if (v == DEREGISTERED) {
+		F->dereg_mr(p->s.mr);
+		p->s.mr = NULL;
+	}
+	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 16);
+	w.remote_addr = raddr(&p->s, 128);
+	w.rkey = v == BAD_RKEY ? p->s.mr->lkey : rkey;
+	if (v == OUT_OF_BOUNDS)
+		w.remote_addr = raddr(&p->s, BUF - 8);
+	assert_int_equal(post(&p->c, w), 0);
+	w.wr_id = 77;
+	w.rkey = rkey;
+	w.remote_addr = raddr(&p->s, 0);
+	assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_n(p->c.scq, wc, 2), 2);
+	assert_int_equal(wc[0].status, RDMX__WC_REMOTE_ACCESS);
+	assert_int_equal(wc[1].status, RDMX__WC_FLUSHED);
+	assert_int_equal(wc[1].wr_id, 77);
+	assert_int_equal(p->s.buf[128], 0);
+	/* The responder's QP went to error too: its receive is flushed. */
+	assert_int_equal(poll_n(p->s.rcq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
+	pair_free(p);
+}
+
+static void test_remote_access_errors(void **state)
+{
+	(void)state;
+	remote_access_case(BAD_RKEY);
+	remote_access_case(OUT_OF_BOUNDS);
+	remote_access_case(NO_ACCESS);
+	remote_access_case(DEREGISTERED);
+}
+
+static void test_local_key_error(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+	struct rdmx__wc wc[2];
+
+	(void)state;
+	pair_open(p);
+	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 16);
+	w.remote_addr = raddr(&p->s, 0);
+	w.rkey = p->s.mr->rkey;
+	w.lkey = p->c.mr->rkey; /* an rkey is not an lkey */
+	assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_n(p->c.scq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
+	assert_int_not_equal(wc[0].vendor_status, 0);
+	/* Only the requester is in error: the peer's WRs get no answer. */
+	w = wr_on(&p->s, RDMX__OP_WRITE, 0, 16);
+	w.remote_addr = raddr(&p->c, 0);
+	w.rkey = p->c.mr->rkey;
+	assert_int_equal(post(&p->s, w), 0);
+	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_RETRY);
+	pair_free(p);
+}
+
+static void test_write_imm(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+	struct rdmx__wc wc;
+
+	(void)state;
+	pair_open(p);
+	memset(p->s.buf, 0xab, 32);
+	w = wr_on(&p->s, RDMX__OP_WRITE_IMM, 0, 32);
+	w.remote_addr = raddr(&p->c, 512);
+	w.rkey = p->c.mr->rkey;
+	w.imm = 77;
+	assert_int_equal(post(&p->s, w), 0);
+	assert_int_equal(poll_now(p->s.scq), 0); /* RNR: no receive yet */
+	post_recvs(&p->c, 0, 4, 1);
+	assert_int_equal(poll_n(p->c.rcq, &wc, 1), 1);
+	assert_int_equal(wc.status, RDMX__WC_OK);
+	assert_int_equal(wc.op, RDMX__OP_RECV_IMM);
+	assert_int_equal(wc.byte_len, 32);
+	assert_true(wc.has_imm);
+	assert_int_equal(wc.imm, 77);
+	assert_memory_equal(p->c.buf + 512, p->s.buf, 32);
+	assert_int_equal(p->c.buf[0], 0); /* the receive buffer is untouched */
+	pair_free(p);
+}
+
+#define ADDERS 4
+#define ADDS 10000
+#define BATCH 16
+
+static _Alignas(8) uint64_t counter;
+
+struct adder {
+	pthread_t thread;
+	struct side *c;
+	uint32_t rkey;
+	uint64_t *olds;
+	int rc;
+};
+
+static int add_batch(struct adder *a, uint64_t *olds)
+{
+	struct rdmx__wr w[BATCH];
+	struct rdmx__wc wc[BATCH];
+	int got = 0, rc;
+
+	for (int i = 0; i < BATCH; i++) {
+		w[i] = wr_on(a->c, RDMX__OP_FETCH_ADD, (size_t)i * 8, 8);
+		w[i].remote_addr = (uintptr_t)&counter;
+		w[i].rkey = a->rkey;
+		w[i].add = 1;
+	}
+	rc = F->post_send(a->c->ep, w, BATCH);
+	while (!rc && got < BATCH) {
+		int k = F->poll_cq(a->c->scq, wc + got, BATCH - got);
+
+		rc = k < 0 ? k : 0;
+		for (int i = got; i < got + k && !rc; i++)
+			rc = wc[i].status == RDMX__WC_OK ? 0 : -EIO;
+		got += k > 0 ? k : 0;
+	}
+	memcpy(olds, a->c->buf, sizeof(uint64_t) * BATCH);
+	return rc;
+}
+
+static void *adder_main(void *arg)
+{
+	struct adder *a = arg;
+
+	for (int n = 0; n < ADDS && !a->rc; n += BATCH)
+		a->rc = add_batch(a, a->olds + n);
+	return NULL;
+}
+
+static void test_fetch_add_threads(void **state)
+{
+	struct pair *p[ADDERS];
+	struct adder a[ADDERS];
+	struct rdmx__mr *cmr;
+	uint8_t *seen = calloc(ADDERS * ADDS, 1);
+
+	(void)state;
+	assert_int_equal(ADDS % BATCH, 0);
+	counter = 0;
+	for (int i = 0; i < ADDERS; i++) {
+		p[i] = pair_new();
+		pair_open(p[i]);
+	}
+	assert_int_equal(F->reg_mr(p[0]->s.ep, &counter, 8, RDMX__ACCESS_ATOMIC, &cmr), 0);
+	for (int i = 0; i < ADDERS; i++) {
+		a[i] = (struct adder){ .c = &p[i]->c, .rkey = cmr->rkey,
+				       .olds = calloc(ADDS, sizeof(uint64_t)) };
+		assert_int_equal(pthread_create(&a[i].thread, NULL, adder_main, &a[i]), 0);
+	}
+	/* The owner reads its counter while the adders run. */
+	for (double end = now_ms() + 10 * WAIT_MS; now_ms() < end;) {
+		if (__atomic_load_n(&counter, __ATOMIC_ACQUIRE) == ADDERS * ADDS)
+			break;
+		sched_yield();
+	}
+	for (int i = 0; i < ADDERS; i++) {
+		pthread_join(a[i].thread, NULL);
+		assert_int_equal(a[i].rc, 0);
+		for (int n = 0; n < ADDS; n++) {
+			assert_true(a[i].olds[n] < ADDERS * ADDS);
+			assert_int_equal(seen[a[i].olds[n]]++, 0);
+		}
+		free(a[i].olds);
+	}
+	assert_int_equal(counter, ADDERS * ADDS);
+	F->dereg_mr(cmr);
+	for (int i = 0; i < ADDERS; i++)
+		pair_free(p[i]);
+	free(seen);
+}
+
+/* --------------------------------------------------------------- SRQ */
+
+#define SENDERS 3
+
+/* Check SRQ completions: the byte each message carries names its sender
+ * (i, then 10 + i); qp_num must be that sender's server-side QP. */
+static void srq_check(struct rdmx__wc *wc, int n, struct side *s, const uint8_t *buf)
+{
+	int next[SENDERS] = { 0 };
+
+	for (int k = 0; k < n; k++) {
+		uint8_t b = buf[wc[k].wr_id];
+		int i = b % 10;
+
+		assert_int_equal(wc[k].status, RDMX__WC_OK);
+		assert_true(i < SENDERS);
+		assert_int_equal(wc[k].qp_num, F->qp_num(s[i].ep));
+		assert_int_equal(b / 10, next[i]++); /* in order per QP */
+	}
+}
+
+static void test_srq_shared(void **state)
+{
+	struct pair *p = pair_new();
+	struct side *c = calloc(SENDERS, sizeof(*c)), *s = calloc(SENDERS, sizeof(*s));
+	struct rdmx__wc wc[2 * SENDERS];
+	struct rdmx__srq *srq;
+	struct rdmx__cq *rcq;
+	struct rdmx__wr w;
+
+	(void)state;
+	assert_int_equal(F->create_cq(p->lis, 4 * SENDERS, &rcq), 0);
+	assert_int_equal(F->create_srq(p->lis, 4 * SENDERS, &srq), 0);
+	for (int i = 0; i < SENDERS; i++) {
+		c[i].caps = s[i].caps = default_caps();
+		s[i].caps.srq = srq;
+		s[i].caps.recv_cq = rcq;
+		conn_open(p, &c[i], &s[i]);
+	}
+	w = wr_on(&s[0], RDMX__OP_RECV, 0, 64);
+	assert_int_equal(F->post_recv(s[0].ep, &w, 1), -EINVAL);
+	/* Round 1 waits (RNR) until the SRQ gets receives; round 2 not. */
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < SENDERS; i++) {
+			c[i].buf[round] = (uint8_t)(round * 10 + i);
+			assert_int_equal(post(&c[i], wr_on(&c[i], RDMX__OP_SEND, (size_t)round, 1)), 0);
+		}
+		if (round)
+			continue;
+		for (int k = 0; k < 2 * SENDERS; k++) {
+			w = wr_on(&s[0], RDMX__OP_RECV, (size_t)k * 64, 64);
+			assert_int_equal(F->post_srq_recv(srq, &w, 1), 0);
+		}
+	}
+	assert_int_equal(poll_n(rcq, wc, 2 * SENDERS), 2 * SENDERS);
+	srq_check(wc, 2 * SENDERS, s, s[0].buf);
+
+	/* A QP going to error does not flush its SRQ's receives. */
+	w = wr_on(&s[0], RDMX__OP_RECV, 1024, 64);
+	assert_int_equal(F->post_srq_recv(srq, &w, 1), 0);
+	assert_int_equal(F->disconnect(c[0].ep), 0);
+	assert_int_equal(poll_now(rcq), 0);
+	c[1].buf[8] = 11;
+	assert_int_equal(post(&c[1], wr_on(&c[1], RDMX__OP_SEND, 8, 1)), 0);
+	assert_int_equal(poll_n(rcq, wc, 1), 1);
+	assert_int_equal(wc[0].wr_id, 1024);
+	assert_int_equal(wc[0].qp_num, F->qp_num(s[1].ep));
+
+	for (int i = 0; i < SENDERS; i++) {
+		side_close(&c[i]);
+		side_close(&s[i]);
+	}
+	F->destroy_srq(srq);
+	F->destroy_cq(rcq);
+	free(c);
+	free(s);
+	pair_free(p);
+}
+
+/* ------------------------------------------------- disconnect and limits */
+
+static void test_disconnect_flushes(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wc wc[4];
+	struct rdmx__wr w;
+
+	(void)state;
+	pair_open(p);
+	post_recvs(&p->c, 0, 64, 4);
+	post_recvs(&p->s, 0, 64, 2);
+	assert_int_equal(F->disconnect(p->c.ep), 0);
+	assert_int_equal(F->check_event(p->c.ep), -ECONNRESET);
+	assert_int_equal(F->check_event(p->s.ep), -ECONNRESET);
+	assert_int_equal(poll_n(p->c.rcq, wc, 4), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].status, RDMX__WC_FLUSHED);
+		assert_int_equal(wc[i].wr_id, i * 64);
+		assert_int_equal(wc[i].qp_num, F->qp_num(p->c.ep));
+	}
+	assert_int_equal(poll_n(p->s.rcq, wc, 2), 2);
+	assert_int_equal(wc[1].status, RDMX__WC_FLUSHED);
+	/* WRs posted in error complete at once, flushed. */
+	w = wr_on(&p->s, RDMX__OP_SEND, 0, 8);
+	w.flags = 0; /* errors complete even unsignaled */
+	assert_int_equal(post(&p->s, w), 0);
+	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
+	post_recvs(&p->s, 0, 64, 1);
+	assert_int_equal(poll_n(p->s.rcq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
+	pair_free(p);
+}
+
+/* Like a process dying: destroying one end is seen by the other. */
+static void test_destroy_seen_by_peer(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wc wc;
+
+	(void)state;
+	pair_open(p);
+	post_recvs(&p->s, 0, 64, 1);
+	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 8)), 0);
+	assert_int_equal(poll_now(p->s.scq), 0); /* RNR: it waits */
+	side_close(&p->c);
+	assert_int_equal(F->check_event(p->s.ep), -ECONNRESET);
+	assert_int_equal(poll_n(p->s.scq, &wc, 1), 1);
+	assert_int_equal(wc.status, RDMX__WC_FLUSHED);
+	assert_int_equal(poll_n(p->s.rcq, &wc, 1), 1);
+	assert_int_equal(wc.status, RDMX__WC_FLUSHED);
+	pair_free(p);
+}
+
+static void test_unsignaled(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wc wc[4];
+	struct rdmx__wr w;
+
+	(void)state;
+	pair_open(p);
+	post_recvs(&p->c, 0, 64, 4);
+	for (int i = 0; i < 4; i++) {
+		w = wr_on(&p->s, RDMX__OP_SEND, (size_t)i * 8, 8);
+		if (i < 3)
+			w.flags = 0;
+		assert_int_equal(post(&p->s, w), 0);
+	}
+	assert_int_equal(poll_n(p->c.rcq, wc, 4), 4);
+	assert_int_equal(F->poll_cq(p->s.scq, wc, 4), 1);
+	assert_int_equal(wc[0].wr_id, 24);
+	pair_free(p);
+}
+
+static void test_max_send_wr(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wc wc[4];
+	struct rdmx__wr w;
+
+	(void)state;
+	p->c.caps.max_send_wr = 4;
+	p->s.caps.max_send_wr = 4;
+	pair_open(p);
+	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 8);
+	w.remote_addr = raddr(&p->s, 0);
+	w.rkey = p->s.mr->rkey;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(post(&p->c, w), -ENOMEM);
+	assert_int_equal(poll_n(p->c.scq, wc, 1), 1);
+	assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_n(p->c.scq, wc, 4), 4);
+	/* Unsignaled WRs hold their slots until a later completion is polled. */
+	w.flags = 0;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_now(p->c.scq), 0);
+	assert_int_equal(post(&p->c, w), -ENOMEM);
+
+	w = wr_on(&p->s, RDMX__OP_WRITE, 0, 8);
+	w.remote_addr = raddr(&p->c, 0);
+	w.rkey = p->c.mr->rkey;
+	w.flags = 0;
+	for (int i = 0; i < 4; i++) {
+		w.flags = i == 3 ? RDMX__WR_SIGNALED : 0;
+		assert_int_equal(post(&p->s, w), 0);
+	}
+	assert_int_equal(post(&p->s, w), -ENOMEM);
+	/* Polling the one completion frees the slots of the WRs it covers. */
+	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(post(&p->s, w), 0);
+	pair_free(p);
+}
+
+static void test_cq_overflow(void **state)
+{
+	struct pair *p = pair_new();
+	struct rdmx__wr w;
+
+	(void)state;
+	p->c.cq_depth = 2;
+	pair_open(p);
+	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 8);
+	w.remote_addr = raddr(&p->s, 0);
+	w.rkey = p->s.mr->rkey;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_now(p->c.scq), -EOVERFLOW);
+	pair_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_connect_accept_pdata),
+		cmocka_unit_test(test_listen_port_in_use),
+		cmocka_unit_test(test_reject_carries_pdata),
+		cmocka_unit_test(test_connect_no_listener),
+		cmocka_unit_test(test_get_request_timeout),
+		cmocka_unit_test(test_connect_timeout_withdraws),
+		cmocka_unit_test(test_send_recv_imm_order),
+		cmocka_unit_test(test_rnr_waits_in_order),
+		cmocka_unit_test(test_rnr_retry_exhausted),
+		cmocka_unit_test(test_send_too_long),
+		cmocka_unit_test(test_inline_copied_at_post),
+		cmocka_unit_test(test_write_then_read),
+		cmocka_unit_test(test_remote_access_errors),
+		cmocka_unit_test(test_local_key_error),
+		cmocka_unit_test(test_write_imm),
+		cmocka_unit_test(test_fetch_add_threads),
+		cmocka_unit_test(test_srq_shared),
+		cmocka_unit_test(test_disconnect_flushes),
+		cmocka_unit_test(test_destroy_seen_by_peer),
+		cmocka_unit_test(test_unsignaled),
+		cmocka_unit_test(test_max_send_wr),
+		cmocka_unit_test(test_cq_overflow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

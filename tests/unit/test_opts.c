@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/* The tools' table-driven option parser and its --help generation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "opts.h"
+
+static const char *const protos[] = { "send_recv", "write_imm", NULL };
+
+struct vals {
+	bool verify;
+	long long iters;
+	uint64_t size;
+	const char *device;
+	const char *proto;
+};
+
+struct fixture {
+	struct vals v;
+	struct opt table[6];
+	const char *pos[2];
+	int n_pos;
+	char err[256];
+};
+
+static void setup_table(struct fixture *f)
+{
+	struct opt t[] = {
+		{ "verify", 0, OPT_FLAG, &f->v.verify, 0, 0, NULL, NULL, "check every byte" },
+		{ "iters", 'n', OPT_INT, &f->v.iters, 1, 100000000, NULL, NULL, "round trips" },
+		{ "size", 's', OPT_SIZE, &f->v.size, 1, 1 << 30, NULL, NULL, "message size" },
+		{ "device", 'd', OPT_STRING, &f->v.device, 0, 0, NULL, "NAME", "RDMA device" },
+		{ "protocol", 'p', OPT_CHOICE, &f->v.proto, 0, 0, protos, "PROTO", "protocol" },
+		{ 0 },
+	};
+
+	memcpy(f->table, t, sizeof(t));
+	f->v = (struct vals){ .iters = 1000, .size = 64, .proto = "send_recv" };
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	setup_table(f);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	free(*state);
+	return 0;
+}
+
+/* Parse a NULL-terminated argument list (argv[0] is the command). */
+static int parse(struct fixture *f, ...)
+{
+	char *argv[32];
+	va_list ap;
+	int argc = 0;
+
+	va_start(ap, f);
+	while ((argv[argc] = va_arg(ap, char *)))
+		argc++;
+	va_end(ap);
+	return opts_parse(f->table, argc, argv, f->pos, 2, &f->n_pos, f->err,
+			  sizeof(f->err));
+}
+
+static void expect_error(struct fixture *f, const char *msg)
+{
+	if (!strstr(f->err, msg))
+		fail_msg("error '%s' does not contain '%s'", f->err, msg);
+}
+
+static void test_defaults_kept(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", NULL), OPTS_OK);
+	assert_false(f->v.verify);
+	assert_int_equal(f->v.iters, 1000);
+	assert_int_equal(f->v.size, 64);
+	assert_null(f->v.device);
+	assert_string_equal(f->v.proto, "send_recv");
+	assert_int_equal(f->n_pos, 0);
+	assert_string_equal(f->err, "");
+}
+
+static void test_every_kind(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--verify", "--iters", "5", "--size=4K",
+			       "--device", "rxe0", "--protocol=write_imm", NULL), OPTS_OK);
+	assert_true(f->v.verify);
+	assert_int_equal(f->v.iters, 5);
+	assert_int_equal(f->v.size, 4096);
+	assert_string_equal(f->v.device, "rxe0");
+	assert_string_equal(f->v.proto, "write_imm");
+}
+
+static void test_short_forms(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "-n", "7", "-s1M", "-d", "mlx5_0",
+			       "-pwrite_imm", NULL), OPTS_OK);
+	assert_int_equal(f->v.iters, 7);
+	assert_int_equal(f->v.size, 1 << 20);
+	assert_string_equal(f->v.device, "mlx5_0");
+	assert_string_equal(f->v.proto, "write_imm");
+}
+
+static void test_sizes(void **state)
+{
+	uint64_t v;
+	char buf[32];
+
+	(void)state;
+	assert_int_equal(opts_parse_size("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(opts_parse_size("64", &v), 0);
+	assert_int_equal(v, 64);
+	assert_int_equal(opts_parse_size("4k", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(opts_parse_size("2MiB", &v), 0);
+	assert_int_equal(v, 2u << 20);
+	assert_int_equal(opts_parse_size("3G", &v), 0);
+	assert_int_equal(v, 3ull << 30);
+	assert_int_equal(opts_parse_size("1T", &v), 0);
+	assert_int_equal(v, 1ull << 40);
+	assert_int_equal(opts_parse_size("12Q", &v), -1);
+	assert_int_equal(opts_parse_size("", &v), -1);
+	assert_int_equal(opts_parse_size("-1", &v), -1);
+	assert_int_equal(opts_parse_size(" 1", &v), -1);
+	assert_int_equal(opts_parse_size("1KK", &v), -1);
+	assert_int_equal(opts_parse_size("K", &v), -1);
+	assert_int_equal(opts_parse_size("99999999999999999999", &v), -1);
+	assert_int_equal(opts_parse_size("17179869184G", &v), -1);
+	assert_string_equal(opts_format_size(4096, buf, sizeof(buf)), "4K");
+	assert_string_equal(opts_format_size(1 << 30, buf, sizeof(buf)), "1G");
+	assert_string_equal(opts_format_size(1000, buf, sizeof(buf)), "1000");
+	assert_string_equal(opts_format_size(0, buf, sizeof(buf)), "0");
+}
+
+static void test_size_errors(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--size", "12Q", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--size: '12Q' is not a size (examples: 64, 4K, 1M)");
+	assert_int_equal(parse(f, "cmd", "--size=2G", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--size: must be between 1 and 1G");
+	assert_int_equal(parse(f, "cmd", "-s", "0", NULL), OPTS_ERROR);
+	expect_error(f, "must be between");
+	assert_int_equal(f->v.size, 64); /* untouched on error */
+}
+
+static void test_int_errors(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--iters", "0", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--iters: must be between 1 and 100000000");
+	assert_int_equal(parse(f, "cmd", "--iters=100000001", NULL), OPTS_ERROR);
+	expect_error(f, "must be between 1 and 100000000");
+	assert_int_equal(parse(f, "cmd", "--iters=99999999999999999999999", NULL), OPTS_ERROR);
+	expect_error(f, "must be between");
+	assert_int_equal(parse(f, "cmd", "--iters", "12x", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--iters: '12x' is not an integer");
+	assert_int_equal(parse(f, "cmd", "--iters=", NULL), OPTS_ERROR);
+	expect_error(f, "is not an integer");
+}
+
+static void test_choice_errors(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "-p", "rdma", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--protocol: 'rdma' is not one of: send_recv, write_imm");
+}
+
+static void test_unknown_and_missing(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--bogus", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "unknown option '--bogus'");
+	assert_int_equal(parse(f, "cmd", "--bogus=1", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "unknown option '--bogus'");
+	assert_int_equal(parse(f, "cmd", "-x", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "unknown option '-x'");
+	assert_int_equal(parse(f, "cmd", "--ver", NULL), OPTS_ERROR); /* no prefixes */
+	expect_error(f, "unknown option");
+	assert_int_equal(parse(f, "cmd", "--size", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--size: missing value");
+	assert_int_equal(parse(f, "cmd", "-s", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--size: missing value");
+	assert_int_equal(parse(f, "cmd", "--verify=yes", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "--verify: does not take a value");
+}
+
+static void test_help(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--help", NULL), OPTS_HELP);
+	assert_int_equal(parse(f, "cmd", "-s", "4K", "-h", NULL), OPTS_HELP);
+	assert_int_equal(parse(f, "cmd", "--", "--help", NULL), OPTS_OK);
+	assert_int_equal(f->n_pos, 1);
+	assert_string_equal(f->pos[0], "--help");
+}
+
+static void test_positional(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "10.0.0.1", "--iters", "3", "-", NULL), OPTS_OK);
+	assert_int_equal(f->n_pos, 2);
+	assert_string_equal(f->pos[0], "10.0.0.1");
+	assert_string_equal(f->pos[1], "-");
+	assert_int_equal(f->v.iters, 3);
+	assert_int_equal(parse(f, "cmd", "--", "-n", "--x", NULL), OPTS_OK);
+	assert_int_equal(f->n_pos, 2);
+	assert_string_equal(f->pos[0], "-n");
+	assert_string_equal(f->pos[1], "--x");
+	assert_int_equal(f->v.iters, 3);
+	assert_int_equal(parse(f, "cmd", "a", "b", "c", NULL), OPTS_ERROR);
+	assert_string_equal(f->err, "too many arguments: 'c' (at most 2 expected)");
+}
+
+static void test_no_positional(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[] = { "cmd", "extra", NULL };
+
+	assert_int_equal(opts_parse(f->table, 2, argv, NULL, 0, &f->n_pos, f->err,
+				    sizeof(f->err)), OPTS_ERROR);
+	assert_string_equal(f->err, "unexpected argument 'extra'");
+}
+
+static char *help_of(const struct opt *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	assert_non_null(m);
+	opts_print_help(t, m);
+	fclose(m);
+	return buf;
+}
+
+/* The help text of every option starts in the same column. */
+static void check_aligned(const char *text)
+{
+	int col = -1;
+
+	while (*text) {
+		const char *nl = strchr(text, '\n'), *h;
+		size_t n = nl ? (size_t)(nl - text) : strlen(text);
+
+		h = strstr(text, "  ");
+		while (h && h < text + n && h[2] == ' ')
+			h++;
+		if (text[4] == '-' && h && h < text + n) {
+			if (col < 0)
+				col = (int)(h - text);
+			assert_int_equal((int)(h - text), col);
+		}
+		text += n + (nl != NULL);
+	}
+	assert_true(col > 0);
+}
+
+static void test_help_generation(void **state)
+{
+	struct fixture *f = *state;
+	char *h = help_of(f->table);
+
+	assert_non_null(strstr(h, "    --verify"));
+	assert_non_null(strstr(h, "-n, --iters=N"));
+	assert_non_null(strstr(h, "-s, --size=BYTES"));
+	assert_non_null(strstr(h, "-d, --device=NAME"));
+	assert_non_null(strstr(h, "-p, --protocol=PROTO"));
+	assert_non_null(strstr(h, "-h, --help"));
+	assert_non_null(strstr(h, "check every byte"));
+	assert_non_null(strstr(h, "(default: 1000)"));
+	assert_non_null(strstr(h, "(default: 64)"));
+	assert_non_null(strstr(h, "one of: send_recv, write_imm"));
+	assert_null(strstr(h, "(default: (null))"));
+	check_aligned(h);
+	free(h);
+}
+
+static void test_help_page(void **state)
+{
+	struct fixture *f = *state;
+	struct opts_page page = {
+		.name = "rdmx-test - a test", .synopsis = "rdmx test [OPTIONS]",
+		.description = "Line one.\n\nLine two.", .exit_status = "0 ok",
+		.examples = "rdmx test",
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	assert_non_null(m);
+	opts_print_page(&page, f->table, m);
+	fclose(m);
+	assert_non_null(strstr(buf, "NAME\n    rdmx-test - a test\n"));
+	assert_non_null(strstr(buf, "SYNOPSIS\n"));
+	assert_non_null(strstr(buf, "    Line one.\n\n    Line two.\n"));
+	assert_non_null(strstr(buf, "OPTIONS\n"));
+	assert_non_null(strstr(buf, "--iters=N"));
+	assert_non_null(strstr(buf, "EXIT STATUS\n    0 ok\n"));
+	assert_non_null(strstr(buf, "EXAMPLES\n    rdmx test\n"));
+	free(buf);
+}
+
+static void test_help_wraps_long_text(void **state)
+{
+	static long long v = 5;
+	static const struct opt t[] = {
+		{ "a-very-long-option-name-indeed", 0, OPT_INT, &v, 0, 10, NULL,
+		  "SOMETHING", "this help text is long enough that it has to be "
+		  "wrapped onto a second line to stay within eighty columns" },
+		{ 0 },
+	};
+	char *h = help_of(t), *line;
+
+	(void)state;
+	for (line = strtok(h, "\n"); line; line = strtok(NULL, "\n"))
+		assert_true(strlen(line) < 80);
+	free(h);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_defaults_kept), T(test_every_kind), T(test_short_forms),
+		T(test_sizes), T(test_size_errors), T(test_int_errors),
+		T(test_choice_errors), T(test_unknown_and_missing), T(test_help),
+		T(test_positional), T(test_no_positional), T(test_help_generation),
+		T(test_help_page), T(test_help_wraps_long_text),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* The rdmx subcommands and what they share. */
+#ifndef RDMX_TOOLS_CMDS_H
+#define RDMX_TOOLS_CMDS_H
+
+#include "opts.h"
+
+/* Exit statuses of every subcommand. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,		/* the operation failed */
+	EXIT_USAGE = 2,		/* bad command line */
+};
+
+#define CMD_CONTINUE (-1)
+
+/*
+ * Each subcommand gets argv[0] == its own name. Returns the exit status.
+ */
+int cmd_devices(int argc, char **argv);
+int cmd_pingpong(int argc, char **argv);
+
+/**
+ * cmd_parse - parse a subcommand's arguments; on --help print @page and
+ * return EXIT_OK, on a usage error print it and return EXIT_USAGE, else
+ * return CMD_CONTINUE.
+ */
+int cmd_parse(const struct opts_page *page, const struct opt *table,
+	      int argc, char **argv, const char **pos, int max_pos, int *n_pos);
+
+#endif /* RDMX_TOOLS_CMDS_H */

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: MIT
+/* Table-driven option parsing and --help generation for the rdmx tools. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opts.h"
+
+#define HELP_WIDTH	79	/* wrap help text before this column */
+#define HELP_INDENT	4	/* options start in this column */
+#define HELP_MAX_LEFT	30	/* longer option columns put help below */
+
+static void __attribute__((format(printf, 3, 4)))
+put(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!buf || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Append to the string in @buf, truncating silently. */
+static void __attribute__((format(printf, 3, 4)))
+append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------------ sizes */
+
+int opts_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "kmgt";
+	unsigned long long v;
+	unsigned shift = 0;
+	const char *u;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end) {
+		u = strchr(units, tolower((unsigned char)*end));
+		if (!u)
+			return -1;
+		shift = 10 * (unsigned)(u - units + 1);
+		end++;
+		if (!strcmp(end, "iB") || !strcmp(end, "B"))
+			end += strlen(end);
+		if (*end)
+			return -1;
+	}
+	if (shift && v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+const char *opts_format_size(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "TGMK";
+	int i;
+
+	for (i = 0; v && i < 4; i++) {
+		unsigned shift = 10 * (unsigned)(4 - i);
+
+		if (v % ((uint64_t)1 << shift) == 0) {
+			put(buf, len, "%" PRIu64 "%c", v >> shift, units[i]);
+			return buf;
+		}
+	}
+	put(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+static const struct opt *find_long(const struct opt *t, const char *name,
+				   size_t len)
+{
+	for (; t->name; t++)
+		if (strlen(t->name) == len && !strncmp(t->name, name, len))
+			return t;
+	return NULL;
+}
+
+static const struct opt *find_short(const struct opt *t, char c)
+{
+	for (; t->name; t++)
+		if (t->short_name && t->short_name == c)
+			return t;
+	return NULL;
+}
+
+static int set_int(const struct opt *o, const char *val, char *err, size_t len)
+{
+	long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoll(val, &end, 10);
+	if (!*val || *end || isspace((unsigned char)*val)) {
+		put(err, len, "--%s: '%s' is not an integer", o->name, val);
+		return OPTS_ERROR;
+	}
+	if (errno || v < o->min || v > o->max) {
+		put(err, len, "--%s: must be between %lld and %lld", o->name,
+		    o->min, o->max);
+		return OPTS_ERROR;
+	}
+	*(long long *)o->dest = v;
+	return OPTS_OK;
+}
+
+static int set_size(const struct opt *o, const char *val, char *err, size_t len)
+{
+	char lo[32], hi[32];
+	uint64_t v;
+
+	if (opts_parse_size(val, &v)) {
+		put(err, len, "--%s: '%s' is not a size (examples: 64, 4K, 1M)",
+		    o->name, val);
+		return OPTS_ERROR;
+	}
+	if (v < (uint64_t)o->min || v > (uint64_t)o->max) {
+		put(err, len, "--%s: must be between %s and %s", o->name,
+		    opts_format_size((uint64_t)o->min, lo, sizeof(lo)),
+		    opts_format_size((uint64_t)o->max, hi, sizeof(hi)));
+		return OPTS_ERROR;
+	}
+	*(uint64_t *)o->dest = v;
+	return OPTS_OK;
+}
+
+static void list_choices(const char *const *c, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (; c && *c; c++)
+		append(buf, len, "%s%s", buf[0] ? ", " : "", *c);
+}
+
+static int set_choice(const struct opt *o, const char *val, char *err,
+		      size_t len)
+{
+	const char *const *c;
+	char list[256];
+
+	for (c = o->choices; c && *c; c++) {
+		if (!strcmp(*c, val)) {
+			*(const char **)o->dest = *c;
+			return OPTS_OK;
+		}
+	}
+	list_choices(o->choices, list, sizeof(list));
+	put(err, len, "--%s: '%s' is not one of: %s", o->name, val, list);
+	return OPTS_ERROR;
+}
+
+static int set_value(const struct opt *o, const char *val, char *err,
+		     size_t len)
+{
+	switch (o->kind) {
+	case OPT_INT:
+		return set_int(o, val, err, len);
+	case OPT_SIZE:
+		return set_size(o, val, err, len);
+	case OPT_CHOICE:
+		return set_choice(o, val, err, len);
+	case OPT_STRING:
+		*(const char **)o->dest = val;
+		return OPTS_OK;
+	case OPT_FLAG:
+		break;
+	}
+	put(err, len, "--%s: bad option table entry", o->name);
+	return OPTS_ERROR;
+}
+
+/* --name, --name=value or --name value; advances *i past a separate value. */
+static int parse_long(const struct opt *t, int argc, char **argv, int *i,
+		      char *err, size_t len)
+{
+	const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+	size_t n = eq ? (size_t)(eq - name) : strlen(name);
+	const struct opt *o = find_long(t, name, n);
+
+	if (!o && n == 4 && !strncmp(name, "help", 4))
+		return OPTS_HELP;
+	if (!o) {
+		put(err, len, "unknown option '--%.*s'", (int)n, name);
+		return OPTS_ERROR;
+	}
+	if (o->kind == OPT_FLAG) {
+		if (eq) {
+			put(err, len, "--%s: does not take a value", o->name);
+			return OPTS_ERROR;
+		}
+		*(bool *)o->dest = true;
+		return OPTS_OK;
+	}
+	if (eq)
+		return set_value(o, eq + 1, err, len);
+	if (*i + 1 >= argc) {
+		put(err, len, "--%s: missing value", o->name);
+		return OPTS_ERROR;
+	}
+	return set_value(o, argv[++*i], err, len);
+}
+
+/* -x, -x value or -xvalue. */
+static int parse_short(const struct opt *t, int argc, char **argv, int *i,
+		       char *err, size_t len)
+{
+	const char *a = argv[*i];
+	const struct opt *o = find_short(t, a[1]);
+
+	if (!o && a[1] == 'h' && !a[2])
+		return OPTS_HELP;
+	if (!o || (o->kind == OPT_FLAG && a[2])) {
+		put(err, len, "unknown option '%s'", a);
+		return OPTS_ERROR;
+	}
+	if (o->kind == OPT_FLAG) {
+		*(bool *)o->dest = true;
+		return OPTS_OK;
+	}
+	if (a[2])
+		return set_value(o, a + 2, err, len);
+	if (*i + 1 >= argc) {
+		put(err, len, "--%s: missing value", o->name);
+		return OPTS_ERROR;
+	}
+	return set_value(o, argv[++*i], err, len);
+}
+
+static int add_positional(const char *a, const char **pos, int max_pos,
+			  int *n_pos, char *err, size_t len)
+{
+	if (*n_pos >= max_pos) {
+		if (max_pos == 0)
+			put(err, len, "unexpected argument '%s'", a);
+		else
+			put(err, len, "too many arguments: '%s' (at most %d expected)",
+			    a, max_pos);
+		return OPTS_ERROR;
+	}
+	pos[(*n_pos)++] = a;
+	return OPTS_OK;
+}
+
+int opts_parse(const struct opt *table, int argc, char **argv,
+	       const char **pos, int max_pos, int *n_pos,
+	       char *err, size_t err_len)
+{
+	bool only_pos = false;
+	int i, rc;
+
+	put(err, err_len, "%s", "");
+	*n_pos = 0;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!only_pos && !strcmp(a, "--")) {
+			only_pos = true;
+			continue;
+		}
+		if (only_pos || a[0] != '-' || a[1] == '\0')
+			rc = add_positional(a, pos, max_pos, n_pos, err, err_len);
+		else if (a[1] == '-')
+			rc = parse_long(table, argc, argv, &i, err, err_len);
+		else
+			rc = parse_short(table, argc, argv, &i, err, err_len);
+		if (rc != OPTS_OK)
+			return rc;
+	}
+	return OPTS_OK;
+}
+
+/* ------------------------------------------------------------------- help */
+
+static const char *metavar(const struct opt *o)
+{
+	static const char *const def[] = {
+		[OPT_FLAG] = "", [OPT_INT] = "N", [OPT_SIZE] = "BYTES",
+		[OPT_STRING] = "STR", [OPT_CHOICE] = "NAME",
+	};
+
+	return o->metavar ? o->metavar : def[o->kind];
+}
+
+static void left_column(const struct opt *o, char *buf, size_t len)
+{
+	char sh[8] = "    ";
+
+	if (o->short_name)
+		snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
+	put(buf, len, "%*s%s--%s%s%s", HELP_INDENT, "", sh, o->name,
+	    o->kind == OPT_FLAG ? "" : "=", metavar(o));
+}
+
+/* The default shown in help: the destination's value before parsing. */
+static void default_text(const struct opt *o, char *buf, size_t len)
+{
+	long long v;
+	uint64_t s;
+
+	buf[0] = '\0';
+	switch (o->kind) {
+	case OPT_INT:
+		v = *(const long long *)o->dest;
+		if (v >= o->min && v <= o->max)
+			put(buf, len, "%lld", v);
+		break;
+	case OPT_SIZE:
+		s = *(const uint64_t *)o->dest;
+		if (s >= (uint64_t)o->min && s <= (uint64_t)o->max)
+			opts_format_size(s, buf, len);
+		break;
+	case OPT_STRING:
+	case OPT_CHOICE:
+		if (*(const char *const *)o->dest)
+			put(buf, len, "%s", *(const char *const *)o->dest);
+		break;
+	case OPT_FLAG:
+		break;
+	}
+}
+
+static void help_text(const struct opt *o, char *buf, size_t len)
+{
+	char tmp[256];
+
+	char def[64];
+
+	put(buf, len, "%s", o->help ? o->help : "");
+	default_text(o, def, sizeof(def));
+	if (o->kind == OPT_CHOICE) {
+		list_choices(o->choices, tmp, sizeof(tmp));
+		append(buf, len, " (one of: %s%s%s)", tmp, def[0] ? "; default: " : "",
+		       def);
+	} else if (def[0]) {
+		append(buf, len, " (default: %s)", def);
+	}
+}
+
+/* Write @text word-wrapped, continuation lines starting at column @col. */
+static void print_wrapped(FILE *f, const char *text, int col, int start)
+{
+	int at = start;
+
+	while (*text) {
+		int w = (int)strcspn(text, " ");
+
+		if (at > col && at + 1 + w > HELP_WIDTH) {
+			fprintf(f, "\n%*s", col, "");
+			at = col;
+		} else if (at > col) {
+			fputc(' ', f);
+			at++;
+		}
+		fprintf(f, "%.*s", w, text);
+		at += w;
+		text += w;
+		text += strspn(text, " ");
+	}
+	fputc('\n', f);
+}
+
+static void print_entry(FILE *f, const char *left, const char *help, int col)
+{
+	int n = (int)strlen(left);
+
+	fputs(left, f);
+	if (n + 2 > col) {
+		fprintf(f, "\n%*s", col, "");
+		n = col;
+	} else {
+		fprintf(f, "%*s", col - n, "");
+		n = col;
+	}
+	print_wrapped(f, help, col, n);
+}
+
+void opts_print_help(const struct opt *table, FILE *f)
+{
+	static const struct opt help = {
+		"help", 'h', OPT_FLAG, NULL, 0, 0, NULL, NULL, "show this help and exit",
+	};
+	const struct opt *o;
+	char left[96], text[640];
+	int col = HELP_INDENT + (int)strlen("-h, --help") + 2;
+
+	for (o = table; o->name; o++) {
+		left_column(o, left, sizeof(left));
+		if ((int)strlen(left) + 2 > col && (int)strlen(left) + 2 <= HELP_MAX_LEFT)
+			col = (int)strlen(left) + 2;
+	}
+	for (o = table; o->name; o++) {
+		left_column(o, left, sizeof(left));
+		help_text(o, text, sizeof(text));
+		print_entry(f, left, text, col);
+	}
+	left_column(&help, left, sizeof(left));
+	print_entry(f, left, help.help, col);
+}
+
+/* A section heading and its text, each line indented. */
+static void print_section(FILE *f, const char *title, const char *text)
+{
+	if (!text)
+		return;
+	fprintf(f, "%s\n", title);
+	while (*text) {
+		size_t n = strcspn(text, "\n");
+
+		if (n)
+			fprintf(f, "%*s%.*s", HELP_INDENT, "", (int)n, text);
+		fputc('\n', f);
+		text += n;
+		if (*text)
+			text++;
+	}
+	fputc('\n', f);
+}
+
+void opts_print_page(const struct opts_page *page, const struct opt *table,
+		     FILE *f)
+{
+	print_section(f, "NAME", page->name);
+	print_section(f, "SYNOPSIS", page->synopsis);
+	print_section(f, "DESCRIPTION", page->description);
+	fputs("OPTIONS\n", f);
+	opts_print_help(table, f);
+	fputc('\n', f);
+	print_section(f, "EXIT STATUS", page->exit_status);
+	print_section(f, "EXAMPLES", page->examples);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small table-driven command-line option parser for the rdmx tools.
+ *
+ * Each subcommand describes its options in a table ending with an all-zero
+ * entry; opts_parse() fills the destinations, collects positional arguments
+ * and reports the first problem as one line in a caller-provided buffer.
+ * opts_print_help() writes the OPTIONS section of --help from the same table.
+ * No globals: everything is reentrant and unit-testable.
+ */
+#ifndef RDMX_TOOLS_OPTS_H
+#define RDMX_TOOLS_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum opt_kind {
+	OPT_FLAG,	/* bool *: set to true, takes no value */
+	OPT_INT,	/* long long *: decimal integer in [min, max] */
+	OPT_SIZE,	/* uint64_t *: bytes, K/M/G binary suffixes, in [min, max] */
+	OPT_STRING,	/* const char **: any string (points into argv) */
+	OPT_CHOICE,	/* const char **: one of choices[] (points into choices) */
+};
+
+struct opt {
+	const char *name;		/* long name, without the leading "--" */
+	char short_name;		/* single-letter alias, 0 if none */
+	enum opt_kind kind;
+	void *dest;			/* see enum opt_kind; its value is the default */
+	long long min, max;		/* OPT_INT and OPT_SIZE (size: both >= 0) */
+	const char *const *choices;	/* OPT_CHOICE: NULL-terminated list */
+	const char *metavar;		/* value placeholder in help, e.g. "BYTES" */
+	const char *help;		/* one sentence, no trailing period needed */
+};
+
+/* opts_parse() results. */
+enum {
+	OPTS_ERROR = -1,	/* problem described in @err */
+	OPTS_OK = 0,
+	OPTS_HELP = 1,		/* -h or --help was given */
+};
+
+/**
+ * opts_parse - parse @argc/@argv against @table.
+ * @argv[0] is skipped (the command name). Options and positional arguments
+ * may be mixed; "--" ends the options. Positional arguments are stored in
+ * @pos (at most @max_pos of them) and counted in *@n_pos.
+ * Returns OPTS_OK, OPTS_HELP or OPTS_ERROR with a one-line message in @err.
+ */
+int opts_parse(const struct opt *table, int argc, char **argv,
+	       const char **pos, int max_pos, int *n_pos,
+	       char *err, size_t err_len);
+
+/**
+ * opts_parse_size - parse "64", "4K", "1M", "2G" (binary multiples) into
+ * *@out. Returns 0, or -1 if @s is not a size or does not fit in 64 bits.
+ */
+int opts_parse_size(const char *s, uint64_t *out);
+
+/** opts_format_size - "4K" for 4096, "1000" for 1000, into @buf. */
+const char *opts_format_size(uint64_t v, char *buf, size_t len);
+
+/**
+ * opts_print_help - write the aligned option list (the body of OPTIONS),
+ * including -h/--help, with each option's current value as its default.
+ */
+void opts_print_help(const struct opt *table, FILE *f);
+
+/* The sections of a man-page style --help; NULL sections are omitted. */
+struct opts_page {
+	const char *name;		/* "rdmx-devices - list RDMA devices" */
+	const char *synopsis;		/* one usage line per line */
+	const char *description;
+	const char *exit_status;
+	const char *examples;
+};
+
+/** opts_print_page - write a full --help page, OPTIONS generated from @table. */
+void opts_print_page(const struct opts_page *page, const struct opt *table,
+		     FILE *f);
+
+#endif /* RDMX_TOOLS_OPTS_H */

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmx - the command-line tool of the rdmx library: a table of subcommands,
+ * each with its own table of options (see opts.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <rdmx/rdmx.h>
+
+#include "cmds.h"
+
+#ifndef RDMX_VERSION_STRING
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define RDMX_VERSION_STRING STR(RDMX_VERSION_MAJOR) "." STR(RDMX_VERSION_MINOR)
+#endif
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "devices", cmd_devices,
+	  "list RDMA devices, ports, GIDs and the address rdmx uses" },
+	{ "pingpong", cmd_pingpong,
+	  "measure message round-trip latency" },
+	{ "help", cmd_help, "show this help or the help of COMMAND" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fputs("NAME\n"
+	      "    rdmx - RDMA messaging tool\n\n"
+	      "SYNOPSIS\n"
+	      "    rdmx COMMAND [OPTIONS] [ARGS]\n"
+	      "    rdmx help [COMMAND]\n"
+	      "    rdmx --version\n\n"
+	      "DESCRIPTION\n"
+	      "    rdmx inspects the RDMA devices of this host and exercises rdmx\n"
+	      "    connections. Each command has its own options: rdmx COMMAND --help.\n\n"
+	      "COMMANDS\n", f);
+	for (i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "    %-10s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nOPTIONS\n"
+	      "    -h, --help   show this help and exit\n"
+	      "        --version\n"
+	      "                 show the version and the built-in protocols and exit\n\n"
+	      "EXIT STATUS\n"
+	      "    0 on success, 1 when the command failed, 2 on a usage error\n"
+	      "    (unknown command or option, bad value, or no command at all).\n\n"
+	      "EXAMPLES\n"
+	      "    rdmx devices\n"
+	      "    rdmx pingpong --server\n"
+	      "    rdmx pingpong --size 4K --iters 100000 10.0.0.1\n\n"
+	      "SEE ALSO\n"
+	      "    rdmx-devices(1), rdmx-pingpong(1)\n", f);
+}
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+	fprintf(stderr, "rdmx: '%s' is not an rdmx command; see 'rdmx --help'\n",
+		name);
+	return EXIT_USAGE;
+}
+
+/* rdmx help [COMMAND]: COMMAND --help. */
+static int cmd_help(int argc, char **argv)
+{
+	const struct command *c;
+	char help[] = "--help";
+	char *args[3];
+
+	if (argc < 2) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "rdmx help: too many arguments; usage: rdmx help [COMMAND]\n");
+		return EXIT_USAGE;
+	}
+	c = find_command(argv[1]);
+	if (!c)
+		return unknown_command(argv[1]);
+	if (c->fn == cmd_help)
+		return cmd_help(1, argv);
+	args[0] = argv[1];
+	args[1] = help;
+	args[2] = NULL;
+	return c->fn(2, args);
+}
+
+static void version(void)
+{
+	const char *const *p = rdmx_protocol_names();
+
+	printf("rdmx %s (protocols:", RDMX_VERSION_STRING);
+	for (; p && *p; p++)
+		printf(" %s", *p);
+	printf(")\n");
+}
+
+int cmd_parse(const struct opts_page *page, const struct opt *table,
+	      int argc, char **argv, const char **pos, int max_pos, int *n_pos)
+{
+	char err[256];
+	int rc;
+
+	rc = opts_parse(table, argc, argv, pos, max_pos, n_pos, err, sizeof(err));
+	if (rc == OPTS_HELP) {
+		opts_print_page(page, table, stdout);
+		return EXIT_OK;
+	}
+	if (rc != OPTS_OK) {
+		fprintf(stderr, "rdmx %s: %s\n", argv[0], err);
+		fprintf(stderr, "Try 'rdmx %s --help' for more information.\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	return CMD_CONTINUE;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *c;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		version();
+		return EXIT_OK;
+	}
+	c = find_command(argv[1]);
+	if (!c)
+		return unknown_command(argv[1]);
+	return c->fn(argc - 1, argv + 1);
+}
