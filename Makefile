@@ -8,7 +8,7 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 CMAKE_GEN  := -G Ninja
 SANDBOX    := sandbox/run
-VALGRIND   := valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --quiet
+VALGRIND   := RDMX_TEST_QUICK=1 valgrind --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --quiet
 
 .PHONY: all deps build asan tsan check unit-check valgrind-check integration-check demo clean
 
