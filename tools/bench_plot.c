@@ -6,6 +6,7 @@
  * number of connections per protocol at the smallest size.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -114,7 +115,7 @@ static void plot_cmd(FILE *f, const char *data, const struct series *s,
 
 	fputs("plot ", f);
 	for (i = 0; i < s->n; i++)
-		fprintf(f, "%s'%s' index %d using %s with linespoints title '%s'",
+		fprintf(f, "%s'%s' index %d using %s with linespoints title '%s' noenhanced",
 			i ? ", \\\n     " : "", data, i, cols, s->proto[i]);
 	fputc('\n', f);
 }
@@ -139,42 +140,68 @@ static void script_head(FILE *f, const struct bench_report *r)
 		"subtitle = 'rdmx bench %s, device %s'\n\n", r->timestamp, r->device);
 }
 
+/* "set xtics ("8" 8, "4K" 4096, ...)" for the sizes of the bandwidth rows. */
+static void size_tics(const struct bench_report *r, char *buf, size_t len)
+{
+	size_t off = (size_t)snprintf(buf, len, "set xtics (");
+	uint64_t last = 0, next;
+	char sz[32];
+	int i;
+
+	for (;;) { /* ascending, each size once */
+		next = 0;
+		for (i = 0; i < r->n_results; i++)
+			if (r->results[i].mode == BENCH_BW && r->results[i].size > last &&
+			    (!next || r->results[i].size < next))
+				next = r->results[i].size;
+		if (!next || off + 40 >= len)
+			break;
+		off += (size_t)snprintf(buf + off, len - off, "%s\"%s\" %llu",
+					last ? ", " : "", opts_format_size(next, sz, sizeof(sz)),
+					(unsigned long long)next);
+		last = next;
+	}
+	snprintf(buf + off, len - off, ")");
+}
+
 static int write_script(const struct bench_report *r, const char *dir,
 			const struct series *cdf, const struct series *bw,
 			const struct series *cn, uint64_t lat_size, uint64_t bw_size)
 {
 	FILE *f = open_in(dir, "plots.gp");
-	char set[600], a[32], b[32];
+	char set[2000], tics[1200], a[32], b[32];
 
 	if (!f)
 		return -EIO;
 	script_head(f, r);
 	if (cdf->n) {
-		snprintf(set, sizeof(set), "set title sprintf(\"Latency CDF, %s messages "
+		snprintf(set, sizeof(set), "set title sprintf(\"Latency CDF, %s-byte messages "
 			 "(round trip)\\n%%s\", subtitle)\nset xlabel 'round-trip "
 			 "latency (microseconds, log scale)'\nset ylabel 'fraction of "
 			 "round trips at or below'\nset logscale x\nset yrange [0:1]",
 			 opts_format_size(lat_size, a, sizeof(a)));
 		chart(f, "latency_cdf", set, "lat_cdf.dat", cdf, "1:2");
 	}
+	size_tics(r, tics, sizeof(tics));
 	if (bw->n) {
 		snprintf(set, sizeof(set), "set title sprintf(\"Throughput vs message "
 			 "size (1 connection)\\n%%s\", subtitle)\nset xlabel 'message "
 			 "size (bytes, log scale)'\nset ylabel 'payload throughput "
-			 "(Gb/s)'\nset logscale x 2\nset format x '%%.0s%%cB'");
+			 "(Gb/s)'\nset logscale x 2\n%s", tics);
 		chart(f, "throughput_vs_size", set, "bw.dat", bw, "1:2");
 		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
 			 "message size (1 connection)\\n%%s\", subtitle)\nset xlabel "
 			 "'message size (bytes, log scale)'\nset ylabel 'messages per "
-			 "second'\nset logscale x 2\nset format x '%%.0s%%cB'");
+			 "second'\nset logscale x 2\n%s", tics);
 		chart(f, "msgrate_vs_size", set, "bw.dat", bw, "1:3");
 	}
 	if (cn->n) {
 		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
-			 "connections, %s messages\\n%%s\", subtitle)\nset xlabel "
+			 "connections, %s-byte messages\\n%%s\", subtitle)\nset xlabel "
 			 "'connections (one thread each)'\nset ylabel 'aggregate "
 			 "messages per second'\nset xtics 1\nset yrange [0:*]\nset "
-			 "offsets 0.5, 0.5, 0, 0", opts_format_size(bw_size, b, sizeof(b)));
+			 "offsets 0, 0.5, 0, 0\nset xrange [0:*]",
+			 opts_format_size(bw_size, b, sizeof(b)));
 		chart(f, "msgrate_vs_conns", set, "conns.dat", cn, "1:2");
 	}
 	return fclose(f) ? -EIO : 0;
@@ -183,14 +210,18 @@ static int write_script(const struct bench_report *r, const char *dir,
 /* Run gnuplot on plots.gp inside @dir. */
 static int run_gnuplot(const char *dir)
 {
-	int st;
+	int st, log;
 	pid_t pid = fork();
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		if (chdir(dir) == 0)
+		if (chdir(dir) == 0) {
+			log = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+			if (log >= 0)
+				dup2(log, STDERR_FILENO); /* its warnings */
 			execlp("gnuplot", "gnuplot", "plots.gp", (char *)NULL);
+		}
 		fprintf(stderr, "rdmx bench: --plot: cannot run gnuplot: %s "
 			"(install gnuplot-nox)\n", strerror(errno));
 		_exit(127);
@@ -199,8 +230,8 @@ static int run_gnuplot(const char *dir)
 		return -errno;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
-	fprintf(stderr, "rdmx bench: --plot: gnuplot failed; the data and "
-		"%s/plots.gp are kept\n", dir);
+	fprintf(stderr, "rdmx bench: --plot: gnuplot failed (see %s/gnuplot.log); "
+		"the data and %s/plots.gp are kept\n", dir, dir);
 	return -EIO;
 }
 
