@@ -18,6 +18,7 @@
 
 #define DEFAULT_SIZES	"8,64,512,4K,32K,256K,1M"
 #define DEFAULT_ITERS	1000
+#define RECV_HEADROOM	4	/* receive depth = RECV_HEADROOM x --outstanding */
 
 static const struct opts_page bench_page = {
 	.name = "rdmx-bench - latency and bandwidth of the rdmx protocols and TCP",
@@ -134,7 +135,10 @@ static void conn_opts(struct bench_cfg *cfg)
 {
 	cfg->copts.max_msg_size = (uint32_t)cfg->max_size;
 	cfg->copts.send_depth = (uint32_t)cfg->outstanding;
-	cfg->copts.recv_depth = (uint32_t)cfg->outstanding;
+	/* receive headroom: a send completes once it landed, not once it was
+	 * consumed, so a receiver with only K buffers would RNR-stall a sender
+	 * keeping K in flight whenever it falls a little behind */
+	cfg->copts.recv_depth = (uint32_t)(cfg->outstanding * RECV_HEADROOM);
 	cfg->copts.connect_timeout_ms = (int)cfg->timeout;
 }
 
@@ -345,7 +349,7 @@ int cmd_bench(int argc, char **argv)
 		{ "warmup", 'w', OPT_INT, &cfg.warmup, 0, 1000000000, NULL, "N",
 		  "untimed messages before each test" },
 		{ "outstanding", 'k', OPT_INT, &cfg.outstanding, 1, 4096, NULL, "K",
-		  "messages in flight in bandwidth tests (the send and receive depth)" },
+		  "messages in flight in bandwidth tests (send depth; receive depth: 4 x K)" },
 		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",
 		  "connections, one thread each: runs 1, 2, 4, ... T" },
 		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
