@@ -178,7 +178,8 @@ static int write_script(const struct bench_report *r, const char *dir,
 		snprintf(set, sizeof(set), "set title sprintf(\"Latency CDF, %s-byte messages "
 			 "(round trip)\\n%%s\", subtitle)\nset xlabel 'round-trip "
 			 "latency (microseconds, log scale)'\nset ylabel 'fraction of "
-			 "round trips at or below'\nset logscale x\nset yrange [0:1]",
+			 "round trips at or below'\nset logscale x\nset format x '%%g'\n"
+			 "set yrange [0:1]",
 			 opts_format_size(lat_size, a, sizeof(a)));
 		chart(f, "latency_cdf", set, "lat_cdf.dat", cdf, "1:2");
 	}
@@ -187,12 +188,14 @@ static int write_script(const struct bench_report *r, const char *dir,
 		snprintf(set, sizeof(set), "set title sprintf(\"Throughput vs message "
 			 "size (1 connection)\\n%%s\", subtitle)\nset xlabel 'message "
 			 "size (bytes, log scale)'\nset ylabel 'payload throughput "
-			 "(Gb/s)'\nset logscale x 2\n%s", tics);
+			 "(Gb/s, log scale)'\nset logscale x 2\nset logscale y\n"
+			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
 		chart(f, "throughput_vs_size", set, "bw.dat", bw, "1:2");
 		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
 			 "message size (1 connection)\\n%%s\", subtitle)\nset xlabel "
 			 "'message size (bytes, log scale)'\nset ylabel 'messages per "
-			 "second'\nset logscale x 2\n%s", tics);
+			 "second (log scale)'\nset logscale x 2\nset logscale y\n"
+			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
 		chart(f, "msgrate_vs_size", set, "bw.dat", bw, "1:3");
 	}
 	if (cn->n) {
