@@ -217,10 +217,9 @@ int bench_server_start(rdmx_ctx *ctx, const struct bench_server_cfg *cfg,
 	s->tcp_fd = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	for (i = 0; i < cfg->n_protos && !rc; i++)
-		rc = listen_one(s, cfg->protos[i]);
-	if (!rc)
-		rc = -pthread_create(&s->thread, NULL, accept_main, s);
+	for (i = 0; i < cfg->n_protos; i++)
+		listen_one(s, cfg->protos[i]); /* the others still run */
+	rc = s->n ? -pthread_create(&s->thread, NULL, accept_main, s) : -EADDRNOTAVAIL;
 	if (rc) {
 		close_listeners(s);
 		free(s);

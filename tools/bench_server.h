@@ -22,7 +22,11 @@ struct bench_server;
 /** bench_proto_port - the port protocol @name listens on under @base. */
 uint16_t bench_proto_port(uint16_t base, const char *name);
 
-/** bench_server_start - listen for every protocol and start accepting. */
+/**
+ * bench_server_start - listen for every protocol and start accepting. A
+ * protocol whose listener fails is reported on stderr and left out
+ * (bench_server_port() gives 0 for it); fails only if none listens.
+ */
 int bench_server_start(rdmx_ctx *ctx, const struct bench_server_cfg *cfg,
 		       struct bench_server **out);
 

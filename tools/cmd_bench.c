@@ -209,6 +209,12 @@ static void run_protocol(struct run *r, int pi)
 	bool hw;
 
 	target_for(r, proto, &t);
+	r->rep.protos[pi] = proto;
+	if (!t.port) { /* the self-test's listener failed (reported) */
+		fprintf(stderr, "rdmx bench: %s: skipped, no listener\n", proto);
+		r->failures++;
+		return;
+	}
 	hw = r->device[0] && !bench_counters_read(r->device, &before);
 	n = bench_conn_sweep((int)r->cfg->threads, sweep, 16);
 	for (i = 0; i < n; i++) {
@@ -220,7 +226,6 @@ static void run_protocol(struct run *r, int pi)
 		r->failures++;
 		break;
 	}
-	r->rep.protos[pi] = proto;
 	if (hw && !bench_counters_read(r->device, &after))
 		bench_counters_delta(&before, &after, &r->rep.counters[pi]);
 }
