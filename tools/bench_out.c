@@ -162,6 +162,12 @@ static void json_kv_num(FILE *f, const char *k, double v, bool first)
 	json_num(f, v);
 }
 
+static void json_kv_u64(FILE *f, const char *k, uint64_t v, bool first)
+{
+	json_key(f, k, first);
+	fprintf(f, "%" PRIu64, v);
+}
+
 static void json_kv_str(FILE *f, const char *k, const char *v, bool first)
 {
 	json_key(f, k, first);
@@ -208,12 +214,12 @@ static void json_result(const struct bench_report *r,
 	fputs("    {", f);
 	json_kv_str(f, "protocol", x->protocol, true);
 	json_kv_str(f, "mode", mode_name(x->mode), false);
-	json_kv_num(f, "size", (double)x->size, false);
-	json_kv_num(f, "conns", x->conns, false);
+	json_kv_u64(f, "size", x->size, false);
+	json_kv_u64(f, "conns", (uint64_t)x->conns, false);
 	json_kv_str(f, "device", r->device, false);
 	json_kv_str(f, "timestamp", r->timestamp, false);
-	json_kv_num(f, "msgs", (double)x->msgs, false);
-	json_kv_num(f, "warmup", (double)x->warmup, false);
+	json_kv_u64(f, "msgs", x->msgs, false);
+	json_kv_u64(f, "warmup", x->warmup, false);
 	json_kv_num(f, "seconds", (double)x->wall_ns / 1e9, false);
 	json_kv_num(f, "msg_rate", x->msg_rate, false);
 	json_kv_num(f, "gbps", x->gbps, false);
@@ -244,7 +250,7 @@ static void json_counters(const struct bench_report *r, FILE *f)
 		json_key(f, r->protos[p] ? r->protos[p] : "?", p == 0);
 		fputc('{', f);
 		for (i = 0; i < c->n; i++)
-			json_kv_num(f, c->name[i], (double)c->value[i], i == 0);
+			json_kv_u64(f, c->name[i], c->value[i], i == 0);
 		fputc('}', f);
 	}
 	fputs("}\n", f);

@@ -85,6 +85,8 @@ static int __attribute__((format(printf, 1, 2))) usage_err(const char *fmt, ...)
 
 static int check_roles(const struct bench_cfg *cfg)
 {
+	int n;
+
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
 		return usage_err("%s", "--fabric fake runs only the self-test "
 				 "(no --server, no ADDR)");
@@ -97,7 +99,9 @@ static int check_roles(const struct bench_cfg *cfg)
 	if (!cfg->server && cfg->addr && cfg->port == 0)
 		return usage_err("%s", "--port: a client needs the server's port "
 				 "(1-65535)");
-	if (cfg->port + cfg->n_protos > 65535)
+	for (n = 0; rdmx_protocol_names()[n]; n++)
+		;
+	if (cfg->port + n > 65535) /* protocol i on port + i, tcp after them */
 		return usage_err("%s", "--port: too high for one port per protocol");
 	return CMD_CONTINUE;
 }

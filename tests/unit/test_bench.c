@@ -295,7 +295,7 @@ static void make_report(struct fixture *fx)
 	for (i = 1; i <= 1000; i++)
 		hist_record(&fx->h, i * 1000); /* 1 .. 1000 us */
 	fx->res[0] = (struct bench_result){ .protocol = "send_recv", .mode = BENCH_LAT,
-		.size = 64, .conns = 1, .msgs = 1000, .warmup = 10,
+		.size = 1ull << 30, .conns = 1, .msgs = 1000, .warmup = 10,
 		.wall_ns = 500000000, .rtt = &fx->h };
 	fx->res[1] = (struct bench_result){ .protocol = "tcp", .mode = BENCH_BW,
 		.size = 4096, .conns = 2, .msgs = 2000, .wall_ns = 1000000000,
@@ -329,9 +329,11 @@ static void test_json(void **state)
 	p50 = strtod(p + 7, NULL);
 	assert_true(p50 > 498 && p50 < 502); /* 500 us within the hist's 0.4% */
 	assert_non_null(strstr(s, "\"rcvd_pkts\": 1234"));
+	assert_non_null(strstr(s, "\"size\": 1073741824,")); /* exact */
 	assert_non_null(strstr(s, "\"per_conn_msg_rate\": [900, 1100]"));
 	assert_non_null(strstr(s, "\"client_pct\": 50"));
 	assert_int_equal(count(s, "\"one_way_us\""), 1); /* latency rows only */
+	assert_non_null(strstr(s, "\"size\": 4096, \"conns\": 2"));
 	/* the checker itself rejects broken documents */
 	assert_false(json_valid("{\"a\": 1,}"));
 	assert_false(json_valid("{\"a\": inf}"));
@@ -373,7 +375,7 @@ static void test_csv(void **state)
 				proto, mode, &size, &msgs), 4);
 	assert_string_equal(proto, "send_recv");
 	assert_string_equal(mode, "lat");
-	assert_int_equal(size, 64);
+	assert_int_equal(size, 1ull << 30);
 	assert_int_equal(msgs, 1000);
 	line = strchr(line, '\n') + 1;
 	assert_non_null(strstr(line, ",tcp,bw,4096,2,2000,0,1.000000000,2000.000,0.065536,"
