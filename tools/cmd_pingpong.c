@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include <rdmx/rdmx.h>
 
+#include "cli.h"
 #include "cmds.h"
 #include "hist.h"
 
@@ -76,43 +76,6 @@ struct pp_cfg {
 	struct rdmx_conn_opts copts;
 };
 
-/* One side's first error, formatted but not yet printed. */
-struct pp_err {
-	char msg[512];
-};
-
-static void __attribute__((format(printf, 2, 3)))
-set_err(struct pp_err *e, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (e->msg[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-}
-
-/* "<what>: <rdmx_strerror(rc)> (<detail>)"; the detail of @conn if any. */
-static int fail(struct pp_err *e, const char *what, int rc, const rdmx_conn *conn)
-{
-	const char *detail = conn ? rdmx_conn_error(conn) : NULL;
-
-	if (!detail || !*detail)
-		detail = rdmx_last_error();
-	if (detail && *detail)
-		set_err(e, "%s: %s (%s)", what, rdmx_strerror(rc), detail);
-	else
-		set_err(e, "%s: %s", what, rdmx_strerror(rc));
-	return EXIT_FAIL;
-}
-
-static void print_err(const struct pp_err *e)
-{
-	if (e->msg[0])
-		fprintf(stderr, "rdmx pingpong: %s\n", e->msg);
-}
-
 /* --------------------------------------------------------------- patterns */
 
 static uint64_t xorshift64(uint64_t *s)
@@ -172,27 +135,27 @@ static long long pattern_check(const uint8_t *p, size_t len, uint64_t seq,
 /* ------------------------------------------------------------ echo server */
 
 static int echo_one(rdmx_conn *c, const struct rdmx_msg *in, int timeout_ms,
-		    struct pp_err *e)
+		    struct cli_err *e)
 {
 	struct rdmx_msg out;
 	int rc;
 
 	rc = rdmx_msg_alloc(c, in->len, &out, timeout_ms);
 	if (rc)
-		return fail(e, "allocate the echo", rc, c);
+		return cli_fail(e, "allocate the echo", rc, c);
 	memcpy(out.data, in->data, in->len);
 	out.len = in->len;
 	out.imm = in->imm;
 	out.flags = in->flags & RDMX_MSG_IMM;
 	rc = rdmx_send(c, &out);
 	if (rc)
-		return fail(e, "send the echo", rc, c);
+		return cli_fail(e, "send the echo", rc, c);
 	return EXIT_OK;
 }
 
 /* Echo until the peer goes away; -ECONNRESET is the normal end. */
 static int echo_loop(rdmx_conn *c, int recv_timeout_ms, int timeout_ms,
-		     uint64_t *n, struct pp_err *e)
+		     uint64_t *n, struct cli_err *e)
 {
 	struct rdmx_msg in;
 	int rc;
@@ -202,7 +165,7 @@ static int echo_loop(rdmx_conn *c, int recv_timeout_ms, int timeout_ms,
 		if (rc == -ECONNRESET)
 			return EXIT_OK;
 		if (rc)
-			return fail(e, "receive", rc, c);
+			return cli_fail(e, "receive", rc, c);
 		rc = echo_one(c, &in, timeout_ms, e);
 		rdmx_msg_release(c, &in);
 		if (rc)
@@ -217,7 +180,7 @@ struct server {
 	int accept_timeout_ms, recv_timeout_ms;
 	bool verbose;
 	int rc;
-	struct pp_err err;
+	struct cli_err err;
 };
 
 static int serve_one(struct server *s)
@@ -228,7 +191,7 @@ static int serve_one(struct server *s)
 
 	rc = rdmx_accept(s->lis, s->accept_timeout_ms, &c);
 	if (rc)
-		return fail(&s->err, "accept", rc, NULL);
+		return cli_fail(&s->err, "accept", rc, NULL);
 	if (s->verbose)
 		printf("connected (protocol %s, max message %zu bytes)\n",
 		       rdmx_conn_protocol(c), rdmx_conn_max_msg(c));
@@ -256,14 +219,8 @@ struct client {
 	bool connected;
 	size_t size;
 	struct hist hist;
-	struct pp_err err;
+	struct cli_err err;
 };
-
-static uint64_t elapsed_ns(const struct timespec *a, const struct timespec *b)
-{
-	return (uint64_t)(b->tv_sec - a->tv_sec) * 1000000000ull +
-	       (uint64_t)b->tv_nsec - (uint64_t)a->tv_nsec;
-}
 
 /* The echo of message @seq: length, sequence number, with --verify all. */
 static int check_echo(struct client *cl, const struct rdmx_msg *m, uint64_t seq)
@@ -273,7 +230,7 @@ static int check_echo(struct client *cl, const struct rdmx_msg *m, uint64_t seq)
 	uint8_t want;
 
 	if (m->len != cl->size) {
-		set_err(&cl->err, "verify: message %" PRIu64 " came back with %zu "
+		cli_set_err(&cl->err, "verify: message %" PRIu64 " came back with %zu "
 			"bytes, sent %zu", seq, m->len, cl->size);
 		return EXIT_FAIL;
 	}
@@ -283,13 +240,13 @@ static int check_echo(struct client *cl, const struct rdmx_msg *m, uint64_t seq)
 		memcpy(&got, m->data, sizeof(got));
 		if (got == seq)
 			return EXIT_OK;
-		set_err(&cl->err, "verify: expected the echo of message %" PRIu64
+		cli_set_err(&cl->err, "verify: expected the echo of message %" PRIu64
 			", got message %" PRIu64, seq, got);
 		return EXIT_FAIL;
 	}
 	off = pattern_check(m->data, m->len, seq, &want);
 	if (off >= 0) {
-		set_err(&cl->err, "verify: message %" PRIu64 " differs at offset "
+		cli_set_err(&cl->err, "verify: message %" PRIu64 " differs at offset "
 			"%lld of %zu: expected 0x%02x, got 0x%02x", seq, off,
 			m->len, want, ((const uint8_t *)m->data)[off]);
 		return EXIT_FAIL;
@@ -315,17 +272,17 @@ static int round_trip(struct client *cl, uint64_t seq, uint64_t *ns)
 
 	rc = rdmx_msg_alloc(cl->conn, cl->size, &m, tmo);
 	if (rc)
-		return fail(&cl->err, "allocate a message", rc, cl->conn);
+		return cli_fail(&cl->err, "allocate a message", rc, cl->conn);
 	fill(cl, &m, seq);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = rdmx_send(cl->conn, &m);
 	if (rc)
-		return fail(&cl->err, "send", rc, cl->conn);
+		return cli_fail(&cl->err, "send", rc, cl->conn);
 	rc = rdmx_recv(cl->conn, &m, tmo);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (rc)
-		return fail(&cl->err, "receive the echo", rc, cl->conn);
-	*ns = elapsed_ns(&t0, &t1);
+		return cli_fail(&cl->err, "receive the echo", rc, cl->conn);
+	*ns = cli_elapsed_ns(&t0, &t1);
 	rc = check_echo(cl, &m, seq);
 	rdmx_msg_release(cl->conn, &m);
 	return rc;
@@ -338,7 +295,7 @@ static int check_size(struct client *cl)
 
 	if (cl->size <= max)
 		return EXIT_OK;
-	set_err(&cl->err, "--size: %s is more than the connection's largest "
+	cli_set_err(&cl->err, "--size: %s is more than the connection's largest "
 		"message (%s); start the server with --size %s too",
 		opts_format_size(cl->size, a, sizeof(a)),
 		opts_format_size(max, b, sizeof(b)), a);
@@ -361,7 +318,7 @@ static int client_run(struct client *cl)
 	if (rc == EXIT_OK) {
 		rc = rdmx_flush(cl->conn, (int)cl->cfg->timeout);
 		if (rc)
-			rc = fail(&cl->err, "flush", rc, cl->conn);
+			rc = cli_fail(&cl->err, "flush", rc, cl->conn);
 	}
 	return rc;
 }
@@ -400,7 +357,7 @@ static int dial(rdmx_ctx *ctx, struct client *cl, const char *addr,
 	rc = rdmx_dial(ctx, addr, port, &cl->cfg->copts, &cl->conn);
 	if (rc) {
 		snprintf(what, sizeof(what), "connect to %s port %u", addr, port);
-		return fail(&cl->err, what, rc, NULL);
+		return cli_fail(&cl->err, what, rc, NULL);
 	}
 	cl->connected = true;
 	return EXIT_OK;
@@ -426,7 +383,7 @@ static int run_client(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 			print_report(cl, peer);
 		rdmx_conn_close(cl->conn);
 	}
-	print_err(&cl->err);
+	cli_print_err("pingpong", &cl->err);
 	free(cl);
 	return rc;
 }
@@ -434,7 +391,7 @@ static int run_client(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 static int listen_on(rdmx_ctx *ctx, const struct pp_cfg *cfg, const char *addr,
 		     uint16_t port, rdmx_listener **lis)
 {
-	struct pp_err e = { "" };
+	struct cli_err e = { "" };
 	char what[128];
 	int rc;
 
@@ -442,29 +399,8 @@ static int listen_on(rdmx_ctx *ctx, const struct pp_cfg *cfg, const char *addr,
 	if (rc) {
 		snprintf(what, sizeof(what), "listen on %s port %u",
 			 addr ? addr : "any address", port);
-		fail(&e, what, rc, NULL);
-		print_err(&e);
-		return EXIT_FAIL;
-	}
-	return EXIT_OK;
-}
-
-/* The local address for --server without ADDR and for the self-test. */
-static int local_addr(const struct pp_cfg *cfg, char *buf, size_t len)
-{
-	struct pp_err e = { "" };
-	int rc;
-
-	if (!strcmp(cfg->fabric, "fake")) {
-		snprintf(buf, len, "fake"); /* the fake fabric's only address */
-		return EXIT_OK;
-	}
-	rc = rdmx_pick_address(cfg->device, (int)cfg->gid_index, buf, len);
-	if (rc) {
-		fail(&e, "no local RDMA address", rc, NULL);
-		print_err(&e);
-		fprintf(stderr, "rdmx pingpong: see 'rdmx devices'; without an RDMA "
-			"NIC, try: sandbox/run -- rdmx pingpong\n");
+		cli_fail(&e, what, rc, NULL);
+		cli_print_err("pingpong", &e);
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
@@ -479,7 +415,8 @@ static int run_server(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 	int rc;
 
 	if (!addr && (cfg->device || cfg->gid_index >= 0)) {
-		if (local_addr(cfg, buf, sizeof(buf)))
+		if (cli_local_addr("pingpong", cfg->fabric, cfg->device,
+				   (int)cfg->gid_index, buf, sizeof(buf)))
 			return EXIT_FAIL;
 		addr = buf;
 	}
@@ -490,7 +427,7 @@ static int run_server(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 	       cfg->copts.protocol ? cfg->copts.protocol : "default");
 	fflush(stdout);
 	rc = serve_one(&s);
-	print_err(&s.err);
+	cli_print_err("pingpong", &s.err);
 	rdmx_listener_destroy(s.lis);
 	return rc;
 }
@@ -527,7 +464,8 @@ static int run_self_test(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 	}
 	cl->cfg = cfg;
 	cl->size = (size_t)cfg->size;
-	rc = local_addr(cfg, addr, sizeof(addr));
+	rc = cli_local_addr("pingpong", cfg->fabric, cfg->device,
+			    (int)cfg->gid_index, addr, sizeof(addr));
 	if (rc == EXIT_OK)
 		rc = listen_on(ctx, cfg, addr, 0, &s.lis);
 	if (rc) {
@@ -541,9 +479,9 @@ static int run_self_test(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 	} else {
 		rc = self_test_client(ctx, cl, addr, rdmx_listener_port(s.lis));
 		pthread_join(t, NULL);
-		print_err(&cl->err);
+		cli_print_err("pingpong", &cl->err);
 		if (cl->connected) /* the server's error matters once it had a peer */
-			print_err(&s.err);
+			cli_print_err("pingpong", &s.err);
 		rc = rc ? rc : s.rc;
 	}
 	rdmx_listener_destroy(s.lis);
@@ -584,14 +522,14 @@ static int run(struct pp_cfg *cfg)
 {
 	struct rdmx_ctx_opts o = { .fabric = cfg->fabric };
 	rdmx_ctx *ctx;
-	struct pp_err e = { "" };
+	struct cli_err e = { "" };
 	int rc;
 
 	conn_opts(cfg);
 	rc = rdmx_ctx_create(&ctx, &o);
 	if (rc) {
-		fail(&e, "create a context", rc, NULL);
-		print_err(&e);
+		cli_fail(&e, "create a context", rc, NULL);
+		cli_print_err("pingpong", &e);
 		return EXIT_FAIL;
 	}
 	if (cfg->server)

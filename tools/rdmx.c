@@ -29,6 +29,8 @@ static const struct command commands[] = {
 	  "list RDMA devices, ports, GIDs and the address rdmx uses" },
 	{ "pingpong", cmd_pingpong,
 	  "measure message round-trip latency" },
+	{ "bench", cmd_bench,
+	  "latency and bandwidth of every protocol and TCP, with reports" },
 	{ "help", cmd_help, "show this help or the help of COMMAND" },
 };
 
@@ -60,9 +62,10 @@ static void usage(FILE *f)
 	      "EXAMPLES\n"
 	      "    rdmx devices\n"
 	      "    rdmx pingpong --server\n"
-	      "    rdmx pingpong --size 4K --iters 100000 10.0.0.1\n\n"
+	      "    rdmx pingpong --size 4K --iters 100000 10.0.0.1\n"
+	      "    rdmx bench -p all --sizes 64,4K,64K\n\n"
 	      "SEE ALSO\n"
-	      "    rdmx-devices(1), rdmx-pingpong(1)\n", f);
+	      "    rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1)\n", f);
 }
 
 static const struct command *find_command(const char *name)

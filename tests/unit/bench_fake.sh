@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# rdmx bench end to end on the fake fabric (every protocol and tcp on
+# loopback): the JSON parses and has a row per protocol, size and mode with
+# every message counted; the CSV has the same rows; bad input exits 2.
+# Usage: bench_fake.sh RDMX_BINARY
+set -euo pipefail
+rdmx=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$rdmx" bench --fabric fake -p all --sizes 8,4K --iters 200 --warmup 20 \
+	--threads 2 --json "$dir/b.json" --csv "$dir/b.csv" >"$dir/out" ||
+	{ cat "$dir/out"; fail "rdmx bench exited $?"; }
+cat "$dir/out"
+jq -e . "$dir/b.json" >/dev/null || fail "the JSON does not parse"
+nproto=$("$rdmx" --version | sed 's/.*(protocols: *//; s/)//' | wc -w)
+nproto=$((nproto + 1)) # tcp
+# per protocol: 2 sizes x 2 modes x 2 connection counts (1, 2)
+rows=$(jq '.results | length' "$dir/b.json")
+[ "$rows" -eq $((nproto * 8)) ] || fail "$rows result rows, expected $((nproto * 8))"
+[ "$(jq '[.results[].protocol] | unique | length' "$dir/b.json")" -eq "$nproto" ] ||
+	fail "not every protocol has results"
+jq -e '.results[] | select(.conns == 1) | .msgs == 200' "$dir/b.json" >/dev/null ||
+	fail "a single connection did not count 200 messages"
+jq -e 'all(.results[]; .msgs == 200 * .conns and .msg_rate > 0 and
+	(.mode == "bw" or .rtt_us.p50 > 0))' "$dir/b.json" >/dev/null ||
+	fail "a row lacks messages, rate or latency"
+[ "$(wc -l <"$dir/b.csv")" -eq $((rows + 1)) ] || fail "CSV rows differ from JSON rows"
+grep -q '^protocol *conns' "$dir/out" || fail "no table on stdout"
+
+usage() { # expect exit status 2 and a message naming the problem
+	local want=$1; shift
+	set +e; "$rdmx" bench --fabric fake "$@" >/dev/null 2>"$dir/err"; rc=$?; set -e
+	[ "$rc" -eq 2 ] || fail "bench $* exited $rc, expected 2"
+	grep -q -- "$want" "$dir/err" || { cat "$dir/err"; fail "bench $*: no '$want'"; }
+}
+usage "unknown protocol 'nope'" -p nope
+usage "--sizes" --sizes 8,,64
+usage "--sizes" --sizes 0
+usage "iters" --iters 0
+usage "exclude each other" --iters 5 --duration 1
+usage "--duration" --duration 0
+usage "mode" --mode fast
+usage "self-test" --server
+usage "threads" --threads 0
+echo "ok: rdmx bench on the fake fabric"

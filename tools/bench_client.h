@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmx bench: the command's settings and the client side (bench_client.c). */
+#ifndef RDMX_TOOLS_BENCH_CLIENT_H
+#define RDMX_TOOLS_BENCH_CLIENT_H
+
+#include "bench_ep.h"
+
+struct bench_cfg {
+	/* as given */
+	const char *protocol, *mode, *sizes_s, *duration_s, *fabric, *device;
+	const char *json, *csv, *plot, *addr;
+	long long iters, warmup, outstanding, threads, port, timeout, gid_index;
+	bool server;
+	/* derived */
+	int modes;				/* BENCH_LAT | BENCH_BW */
+	int n_sizes, n_protos;
+	uint64_t sizes[BENCH_MAX_SIZES];
+	const char *protos[BENCH_MAX_PROTOS];
+	uint64_t max_size, duration_ns;
+	struct rdmx_conn_opts copts;
+};
+
+/* Where a group dials. */
+struct bench_target {
+	const char *addr;	/* rdmx address */
+	const char *tcp_addr;	/* tcp address */
+	uint16_t port;
+};
+
+/**
+ * bench_run_group - run every size and mode of @cfg for protocol @proto on
+ * @conns connections at once (one thread each) and append one result row
+ * per size and mode to @rep. Returns 0, or -errno with the first error in @e.
+ */
+int bench_run_group(rdmx_ctx *ctx, const struct bench_cfg *cfg,
+		    const char *proto, const struct bench_target *t, int conns,
+		    struct bench_report *rep, struct cli_err *e);
+
+/** bench_dial - one connection to @t speaking @proto. */
+int bench_dial(rdmx_ctx *ctx, const struct bench_cfg *cfg, const char *proto,
+	       const struct bench_target *t, struct bench_ep **out,
+	       struct cli_err *e);
+
+/** bench_report_free - free the rows of @rep. */
+void bench_report_free(struct bench_report *rep);
+
+#endif /* RDMX_TOOLS_BENCH_CLIENT_H */

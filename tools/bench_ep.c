@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/* rdmx bench: the rdmx endpoint and the control messages; see bench_ep.h. */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_ep.h"
+
+struct rdmx_ep {
+	struct bench_ep ep;
+	rdmx_conn *conn;
+};
+
+static struct rdmx_ep *rep_of(struct bench_ep *ep)
+{
+	return (struct rdmx_ep *)ep;
+}
+
+/* Record "<what>: <error> (<detail>)" and pass @rc on. */
+static int rep_fail(struct rdmx_ep *r, const char *what, int rc)
+{
+	cli_fail(&r->ep.err, what, rc, r->conn);
+	return rc;
+}
+
+static int rep_send(struct bench_ep *ep, const void *head, size_t head_len,
+		    size_t len, bool ctrl)
+{
+	struct rdmx_ep *r = rep_of(ep);
+	struct rdmx_msg m;
+	int rc;
+
+	rc = rdmx_msg_alloc(r->conn, len, &m, ep->timeout_ms);
+	if (rc)
+		return rep_fail(r, "allocate a message", rc);
+	memcpy(m.data, head, head_len < len ? head_len : len);
+	m.len = len;
+	m.flags = ctrl ? RDMX_MSG_IMM : 0;
+	m.imm = ctrl ? BENCH_CTRL_IMM : 0;
+	rc = rdmx_send(r->conn, &m);
+	return rc ? rep_fail(r, "send", rc) : 0;
+}
+
+static int rep_recv(struct bench_ep *ep, struct bench_rx *rx)
+{
+	struct rdmx_ep *r = rep_of(ep);
+	struct rdmx_msg m;
+	int rc;
+
+	rc = rdmx_recv(r->conn, &m, ep->timeout_ms);
+	if (rc == -ECONNRESET)
+		return rc;
+	if (rc)
+		return rep_fail(r, "receive", rc);
+	rx->len = m.len;
+	rx->ctrl = (m.flags & RDMX_MSG_IMM) && m.imm == BENCH_CTRL_IMM;
+	memcpy(rx->head, m.data, m.len < BENCH_HEAD ? m.len : BENCH_HEAD);
+	rc = rdmx_msg_release(r->conn, &m);
+	return rc ? rep_fail(r, "release a message", rc) : 0;
+}
+
+static int rep_flush(struct bench_ep *ep)
+{
+	struct rdmx_ep *r = rep_of(ep);
+	int rc = rdmx_flush(r->conn, ep->timeout_ms);
+
+	return rc ? rep_fail(r, "flush", rc) : 0;
+}
+
+static void rep_close(struct bench_ep *ep)
+{
+	struct rdmx_ep *r = rep_of(ep);
+
+	rdmx_conn_close(r->conn);
+	free(r);
+}
+
+static const struct bench_ep_ops rdmx_ep_ops = {
+	.send = rep_send,
+	.recv = rep_recv,
+	.flush = rep_flush,
+	.close = rep_close,
+};
+
+struct bench_ep *bench_ep_rdmx(rdmx_conn *conn, int timeout_ms)
+{
+	struct rdmx_ep *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->ep.ops = &rdmx_ep_ops;
+	r->ep.timeout_ms = timeout_ms;
+	r->conn = conn;
+	return &r->ep;
+}
+
+void bench_ep_close(struct bench_ep *ep)
+{
+	if (ep)
+		ep->ops->close(ep);
+}
+
+/* ------------------------------------------------------- control messages */
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+int bench_send_ctrl(struct bench_ep *ep, const struct bench_ctrl *c)
+{
+	uint8_t b[BENCH_CTRL_LEN];
+
+	put64(b, c->op);
+	put64(b + 8, c->size);
+	put64(b + 16, c->count);
+	put64(b + 24, c->bad);
+	put64(b + 32, c->user_ns);
+	put64(b + 40, c->sys_ns);
+	return ep->ops->send(ep, b, sizeof(b), sizeof(b), true);
+}
+
+int bench_send_data(struct bench_ep *ep, size_t size, uint64_t seq)
+{
+	uint8_t b[8];
+
+	put64(b, seq);
+	return ep->ops->send(ep, b, sizeof(b), size, false);
+}
+
+int bench_rx_ctrl(struct bench_ep *ep, const struct bench_rx *rx,
+		  struct bench_ctrl *c)
+{
+	if (!rx->ctrl || rx->len != BENCH_CTRL_LEN) {
+		cli_set_err(&ep->err, "protocol error: expected a control message, "
+			    "got %zu bytes of data", rx->len);
+		return -EPROTO;
+	}
+	c->op = (uint32_t)get64(rx->head);
+	c->size = get64(rx->head + 8);
+	c->count = get64(rx->head + 16);
+	c->bad = get64(rx->head + 24);
+	c->user_ns = get64(rx->head + 32);
+	c->sys_ns = get64(rx->head + 40);
+	if (c->op < BENCH_OP_BEGIN_LAT || c->op > BENCH_OP_SHUTDOWN) {
+		cli_set_err(&ep->err, "protocol error: unknown control %u", c->op);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+uint64_t bench_rx_seq(const struct bench_rx *rx)
+{
+	return rx->len >= 8 ? get64(rx->head) : 0;
+}
+
+int bench_recv_ack(struct bench_ep *ep, struct bench_ctrl *ack)
+{
+	struct bench_rx rx;
+	int rc;
+
+	rc = ep->ops->recv(ep, &rx);
+	if (rc == -ECONNRESET)
+		cli_set_err(&ep->err, "the server disconnected");
+	if (rc)
+		return rc;
+	rc = bench_rx_ctrl(ep, &rx, ack);
+	if (rc)
+		return rc;
+	if (ack->op != BENCH_OP_ACK) {
+		cli_set_err(&ep->err, "protocol error: expected ACK, got control %u",
+			    ack->op);
+		return -EPROTO;
+	}
+	return 0;
+}

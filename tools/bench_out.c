@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: MIT
+/* rdmx bench: the table on stdout, the JSON and the CSV files. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "bench.h"
+#include "opts.h"
+
+static const double pcts[] = { 50, 90, 99, 99.9 };
+#define N_PCTS (sizeof(pcts) / sizeof(pcts[0]))
+
+static double us(uint64_t ns)
+{
+	return (double)ns / 1e3;
+}
+
+static const char *mode_name(enum bench_mode m)
+{
+	return m == BENCH_LAT ? "lat" : "bw";
+}
+
+static bool has_mode(const struct bench_report *r, enum bench_mode m)
+{
+	int i;
+
+	for (i = 0; i < r->n_results; i++)
+		if (r->results[i].mode == m)
+			return true;
+	return false;
+}
+
+/* "user/sys" percentages of one core over the row's wall time. */
+static const char *cpu_text(const struct bench_cpu *c, uint64_t wall,
+			    char *buf, size_t len)
+{
+	snprintf(buf, len, "%.0f/%.0f", bench_pct(c->user_ns, wall),
+		 bench_pct(c->sys_ns, wall));
+	return buf;
+}
+
+static void lat_row(const struct bench_result *x, FILE *f)
+{
+	const struct hist *h = x->rtt;
+	char sz[32], a[32], b[32];
+	size_t i;
+
+	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %9.2f", x->protocol, x->conns,
+		opts_format_size(x->size, sz, sizeof(sz)), x->msgs, us(hist_min(h)));
+	for (i = 0; i < N_PCTS; i++)
+		fprintf(f, " %9.2f", us(hist_percentile(h, pcts[i])));
+	fprintf(f, " %9.2f %9.2f %9.2f %9.2f %9s %9s\n", us(hist_max(h)),
+		hist_mean(h) / 1e3, hist_stdev(h) / 1e3,
+		us(hist_percentile(h, 50)) / 2,
+		cpu_text(&x->client, x->wall_ns, a, sizeof(a)),
+		cpu_text(&x->server, x->wall_ns, b, sizeof(b)));
+}
+
+static void per_conn_range(const struct bench_result *x, double *lo, double *hi)
+{
+	int i;
+
+	*lo = *hi = x->thread_rate[0];
+	for (i = 1; i < x->conns && i < BENCH_MAX_THREADS; i++) {
+		*lo = fmin(*lo, x->thread_rate[i]);
+		*hi = fmax(*hi, x->thread_rate[i]);
+	}
+}
+
+static void bw_row(const struct bench_result *x, FILE *f)
+{
+	char sz[32], a[32], b[32];
+	double lo, hi;
+
+	per_conn_range(x, &lo, &hi);
+	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %12.0f %10.4f %12.0f %12.0f %9s %9s\n",
+		x->protocol, x->conns, opts_format_size(x->size, sz, sizeof(sz)),
+		x->msgs, x->msg_rate, x->gbps, lo, hi,
+		cpu_text(&x->client, x->wall_ns, a, sizeof(a)),
+		cpu_text(&x->server, x->wall_ns, b, sizeof(b)));
+}
+
+void bench_print_table(const struct bench_report *r, FILE *f)
+{
+	int i;
+
+	fprintf(f, "rdmx bench %s  device %s  peer %s\n", r->timestamp, r->device,
+		r->peer);
+	if (has_mode(r, BENCH_LAT)) {
+		fprintf(f, "\nlatency: round trip (RTT) in microseconds; one-way = "
+			"RTT p50 / 2; cpu = user/sys %% of one core\n");
+		fprintf(f, "%-14s %5s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n",
+			"protocol", "conns", "size", "iters", "min", "p50", "p90",
+			"p99", "p99.9", "max", "mean", "stdev", "one-way",
+			"cpu cli", "cpu srv");
+		for (i = 0; i < r->n_results; i++)
+			if (r->results[i].mode == BENCH_LAT)
+				lat_row(&r->results[i], f);
+	}
+	if (has_mode(r, BENCH_BW)) {
+		fprintf(f, "\nbandwidth: %d outstanding, receiver-confirmed; per-conn "
+			"= slowest and fastest connection\n", r->outstanding);
+		fprintf(f, "%-14s %5s %6s %9s %12s %10s %12s %12s %9s %9s\n",
+			"protocol", "conns", "size", "msgs", "msg/s", "Gb/s",
+			"per-conn min", "per-conn max", "cpu cli", "cpu srv");
+		for (i = 0; i < r->n_results; i++)
+			if (r->results[i].mode == BENCH_BW)
+				bw_row(&r->results[i], f);
+	}
+}
+
+void bench_print_counters(const struct bench_report *r, FILE *f)
+{
+	const struct bench_counters *c;
+	int p, i;
+
+	for (p = 0; p < r->n_protos; p++) {
+		c = &r->counters[p];
+		if (!c->n)
+			continue;
+		fprintf(f, "\nhw_counters of %s during %s (non-zero changes):\n",
+			r->device, r->protos[p]);
+		for (i = 0; i < c->n; i++)
+			fprintf(f, "  %-28s %12" PRIu64 "\n", c->name[i], c->value[i]);
+	}
+}
+
+/* ------------------------------------------------------------------- JSON */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* A finite number (JSON has no inf or nan). */
+static void json_num(FILE *f, double v)
+{
+	fprintf(f, "%.9g", isfinite(v) ? v : 0.0);
+}
+
+static void json_key(FILE *f, const char *k, bool first)
+{
+	if (!first)
+		fputs(", ", f);
+	json_str(f, k);
+	fputs(": ", f);
+}
+
+static void json_kv_num(FILE *f, const char *k, double v, bool first)
+{
+	json_key(f, k, first);
+	json_num(f, v);
+}
+
+static void json_kv_u64(FILE *f, const char *k, uint64_t v, bool first)
+{
+	json_key(f, k, first);
+	fprintf(f, "%" PRIu64, v);
+}
+
+static void json_kv_str(FILE *f, const char *k, const char *v, bool first)
+{
+	json_key(f, k, first);
+	json_str(f, v);
+}
+
+/* min, p50, ... max, mean, stdev in microseconds, each divided by @div. */
+static void json_lat(FILE *f, const char *k, const struct hist *h, double div)
+{
+	static const char *const names[] = { "p50", "p90", "p99", "p99_9" };
+	size_t i;
+
+	json_key(f, k, false);
+	fputc('{', f);
+	json_kv_num(f, "min", us(hist_min(h)) / div, true);
+	for (i = 0; i < N_PCTS; i++)
+		json_kv_num(f, names[i], us(hist_percentile(h, pcts[i])) / div, false);
+	json_kv_num(f, "max", us(hist_max(h)) / div, false);
+	json_kv_num(f, "mean", hist_mean(h) / 1e3 / div, false);
+	json_kv_num(f, "stdev", hist_stdev(h) / 1e3 / div, false);
+	fputc('}', f);
+}
+
+static void json_cpu(FILE *f, const struct bench_result *x)
+{
+	json_key(f, "cpu", false);
+	fputc('{', f);
+	json_kv_num(f, "client_user_s", (double)x->client.user_ns / 1e9, true);
+	json_kv_num(f, "client_sys_s", (double)x->client.sys_ns / 1e9, false);
+	json_kv_num(f, "server_user_s", (double)x->server.user_ns / 1e9, false);
+	json_kv_num(f, "server_sys_s", (double)x->server.sys_ns / 1e9, false);
+	json_kv_num(f, "client_pct", bench_pct(x->client.user_ns + x->client.sys_ns,
+					       x->wall_ns), false);
+	json_kv_num(f, "server_pct", bench_pct(x->server.user_ns + x->server.sys_ns,
+					       x->wall_ns), false);
+	fputc('}', f);
+}
+
+static void json_result(const struct bench_report *r,
+			const struct bench_result *x, FILE *f)
+{
+	int i;
+
+	fputs("    {", f);
+	json_kv_str(f, "protocol", x->protocol, true);
+	json_kv_str(f, "mode", mode_name(x->mode), false);
+	json_kv_u64(f, "size", x->size, false);
+	json_kv_u64(f, "conns", (uint64_t)x->conns, false);
+	json_kv_str(f, "device", r->device, false);
+	json_kv_str(f, "timestamp", r->timestamp, false);
+	json_kv_u64(f, "msgs", x->msgs, false);
+	json_kv_u64(f, "warmup", x->warmup, false);
+	json_kv_num(f, "seconds", (double)x->wall_ns / 1e9, false);
+	json_kv_num(f, "msg_rate", x->msg_rate, false);
+	json_kv_num(f, "gbps", x->gbps, false);
+	json_key(f, "per_conn_msg_rate", false);
+	fputc('[', f);
+	for (i = 0; i < x->conns && i < BENCH_MAX_THREADS; i++) {
+		if (i)
+			fputs(", ", f);
+		json_num(f, x->thread_rate[i]);
+	}
+	fputc(']', f);
+	json_cpu(f, x);
+	if (x->mode == BENCH_LAT && x->rtt) {
+		json_lat(f, "rtt_us", x->rtt, 1);
+		json_lat(f, "one_way_us", x->rtt, 2);
+	}
+	fputc('}', f);
+}
+
+static void json_counters(const struct bench_report *r, FILE *f)
+{
+	const struct bench_counters *c;
+	int p, i;
+
+	fputs("  \"hw_counters\": {", f);
+	for (p = 0; p < r->n_protos; p++) {
+		c = &r->counters[p];
+		json_key(f, r->protos[p] ? r->protos[p] : "?", p == 0);
+		fputc('{', f);
+		for (i = 0; i < c->n; i++)
+			json_kv_u64(f, c->name[i], c->value[i], i == 0);
+		fputc('}', f);
+	}
+	fputs("}\n", f);
+}
+
+int bench_write_json(const struct bench_report *r, FILE *f)
+{
+	int i;
+
+	fputs("{\n  ", f);
+	json_kv_str(f, "tool", "rdmx bench", true);
+	fputs(",\n  ", f);
+	json_kv_str(f, "timestamp", r->timestamp, true);
+	json_kv_str(f, "device", r->device, false);
+	json_kv_str(f, "fabric", r->fabric, false);
+	json_kv_str(f, "peer", r->peer, false);
+	json_kv_num(f, "outstanding", r->outstanding, false);
+	fputs(",\n  \"results\": [\n", f);
+	for (i = 0; i < r->n_results; i++) {
+		json_result(r, &r->results[i], f);
+		fputs(i + 1 < r->n_results ? ",\n" : "\n", f);
+	}
+	fputs("  ],\n", f);
+	json_counters(r, f);
+	fputs("}\n", f);
+	return ferror(f) ? -EIO : 0;
+}
+
+/* -------------------------------------------------------------------- CSV */
+
+static const char csv_header[] =
+	"timestamp,device,fabric,protocol,mode,size,conns,msgs,warmup,seconds,"
+	"msg_rate,gbps,rtt_min_us,rtt_p50_us,rtt_p90_us,rtt_p99_us,rtt_p99_9_us,"
+	"rtt_max_us,rtt_mean_us,rtt_stdev_us,one_way_p50_us,client_user_pct,"
+	"client_sys_pct,server_user_pct,server_sys_pct\n";
+
+static void csv_lat(const struct hist *h, FILE *f)
+{
+	size_t i;
+
+	if (!h) {
+		fputs(",,,,,,,,,", f);
+		return;
+	}
+	fprintf(f, "%.3f,", us(hist_min(h)));
+	for (i = 0; i < N_PCTS; i++)
+		fprintf(f, "%.3f,", us(hist_percentile(h, pcts[i])));
+	fprintf(f, "%.3f,%.3f,%.3f,%.3f,", us(hist_max(h)), hist_mean(h) / 1e3,
+		hist_stdev(h) / 1e3, us(hist_percentile(h, 50)) / 2);
+}
+
+int bench_write_csv(const struct bench_report *r, FILE *f)
+{
+	const struct bench_result *x;
+	int i;
+
+	fputs(csv_header, f);
+	for (i = 0; i < r->n_results; i++) {
+		x = &r->results[i];
+		/* names are identifiers: no commas or quotes to escape */
+		fprintf(f, "%s,%s,%s,%s,%s,%" PRIu64 ",%d,%" PRIu64 ",%" PRIu64
+			",%.9f,%.3f,%.6f,", r->timestamp, r->device, r->fabric,
+			x->protocol, mode_name(x->mode), x->size, x->conns, x->msgs,
+			x->warmup, (double)x->wall_ns / 1e9, x->msg_rate, x->gbps);
+		csv_lat(x->mode == BENCH_LAT ? x->rtt : NULL, f);
+		fprintf(f, "%.1f,%.1f,%.1f,%.1f\n",
+			bench_pct(x->client.user_ns, x->wall_ns),
+			bench_pct(x->client.sys_ns, x->wall_ns),
+			bench_pct(x->server.user_ns, x->wall_ns),
+			bench_pct(x->server.sys_ns, x->wall_ns));
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+int bench_write_file(const char *path, const struct bench_report *r,
+		     int (*fn)(const struct bench_report *, FILE *))
+{
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (!f) {
+		rc = -errno;
+		fprintf(stderr, "rdmx bench: cannot write %s: %s\n", path, strerror(-rc));
+		return rc;
+	}
+	rc = fn(r, f);
+	if (fclose(f) && !rc)
+		rc = -errno;
+	if (rc)
+		fprintf(stderr, "rdmx bench: cannot write %s: %s\n", path, strerror(-rc));
+	return rc;
+}

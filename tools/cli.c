@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/* Error reporting and local address selection shared by the subcommands. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmds.h"
+
+void cli_set_err(struct cli_err *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->msg[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+}
+
+int cli_fail(struct cli_err *e, const char *what, int rc, const rdmx_conn *conn)
+{
+	const char *detail = conn ? rdmx_conn_error(conn) : NULL;
+
+	if (!detail || !*detail)
+		detail = rdmx_last_error();
+	if (detail && *detail)
+		cli_set_err(e, "%s: %s (%s)", what, rdmx_strerror(rc), detail);
+	else
+		cli_set_err(e, "%s: %s", what, rdmx_strerror(rc));
+	return EXIT_FAIL;
+}
+
+void cli_print_err(const char *cmd, const struct cli_err *e)
+{
+	if (e->msg[0])
+		fprintf(stderr, "rdmx %s: %s\n", cmd, e->msg);
+}
+
+int cli_local_addr(const char *cmd, const char *fabric, const char *device,
+		   int gid_index, char *buf, size_t len)
+{
+	struct cli_err e = { "" };
+	int rc;
+
+	if (!strcmp(fabric, "fake")) {
+		snprintf(buf, len, "fake"); /* the fake fabric's only address */
+		return EXIT_OK;
+	}
+	rc = rdmx_pick_address(device, gid_index, buf, len);
+	if (rc) {
+		cli_fail(&e, "no local RDMA address", rc, NULL);
+		cli_print_err(cmd, &e);
+		fprintf(stderr, "rdmx %s: see 'rdmx devices'; without an RDMA "
+			"NIC, try: sandbox/run -- rdmx %s\n", cmd, cmd);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b)
+{
+	return (uint64_t)(b->tv_sec - a->tv_sec) * 1000000000ull +
+	       (uint64_t)b->tv_nsec - (uint64_t)a->tv_nsec;
+}

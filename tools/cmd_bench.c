@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmx bench: latency and bandwidth of every protocol (and of plain TCP)
+ * over a size sweep.
+ *   --server          answer benchmark clients until one sends SHUTDOWN
+ *   ADDR              the client: run the tests against a server at ADDR
+ *   neither           self-test: the server on threads of this process
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_client.h"
+#include "bench_server.h"
+#include "cmds.h"
+
+#define DEFAULT_SIZES	"8,64,512,4K,32K,256K,1M"
+#define DEFAULT_ITERS	1000
+#define RECV_HEADROOM	4	/* receive depth = RECV_HEADROOM x --outstanding */
+
+static const struct opts_page bench_page = {
+	.name = "rdmx-bench - latency and bandwidth of the rdmx protocols and TCP",
+	.synopsis =
+		"rdmx bench [OPTIONS] --server [ADDR]\n"
+		"rdmx bench [OPTIONS] ADDR\n"
+		"rdmx bench [OPTIONS]",
+	.description =
+		"Measures each protocol of --protocol at each size of --sizes.\n"
+		"Latency (--mode lat): one message at a time, echoed by the server;\n"
+		"round-trip and one-way (half) min, p50, p90, p99, p99.9, max, mean\n"
+		"and stdev (CLOCK_MONOTONIC, warmup excluded). Bandwidth (--mode bw):\n"
+		"the client keeps --outstanding messages in flight; the clock stops\n"
+		"when the server confirms it received every message, so messages/s\n"
+		"and Gb/s count delivered messages only. CPU time (user and system)\n"
+		"of each side's threads is reported as a percentage of one core.\n"
+		"\n"
+		"-p all runs every built-in protocol and tcp: the same tests over a\n"
+		"plain TCP socket (TCP_NODELAY, length-prefixed frames) on the same\n"
+		"address, the kernel baseline. --threads T runs the tests on 1, 2,\n"
+		"4, ... and T connections at once, one thread each, and reports the\n"
+		"aggregate and per-connection rates.\n"
+		"\n"
+		"With --server, listens on ADDR (default: every address) for every\n"
+		"protocol of --protocol (default all): rdmx protocol i of 'rdmx\n"
+		"--version' on --port + i, tcp on the next port; serves clients until\n"
+		"one finishes its run. Start it with --sizes covering the client's\n"
+		"and the same --outstanding. With ADDR, runs the tests against such a\n"
+		"server. With neither, runs both ends in this process on the address\n"
+		"rdmx would use (see rdmx devices).\n"
+		"\n"
+		"Prints one table row per protocol, size and connection count, the\n"
+		"non-zero changes of the RDMA device's hw_counters per protocol, and\n"
+		"a progress line on stderr (a terminal only) for tests over a second.\n"
+		"--json and --csv write every figure; --plot writes PNG and SVG\n"
+		"charts with gnuplot.",
+	.exit_status =
+		"0   every test ran\n"
+		"1   a test or an rdmx call failed (the other protocols still run)\n"
+		"2   usage error",
+	.examples =
+		"rdmx bench                                   # self-test, send_recv\n"
+		"rdmx bench -p all --sizes 64,4K,64K --iters 2000 --json out.json\n"
+		"rdmx bench --server                          # on host A\n"
+		"rdmx bench -p all --mode bw --threads 4 HOST_A   # on host B\n"
+		"rdmx bench -p tcp,send_recv --duration 2 --plot plots/\n"
+		"sandbox/run -- rdmx bench -p all --sizes 8..64K",
+};
+
+static const char *const fabrics[] = { "verbs", "fake", NULL };
+static const char *const modes[] = { "lat", "bw", "both", NULL };
+
+static int __attribute__((format(printf, 1, 2))) usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "rdmx bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'rdmx bench --help' for more information.\n");
+	return EXIT_USAGE;
+}
+
+static int check_roles(const struct bench_cfg *cfg)
+{
+	int n;
+
+	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
+		return usage_err("%s", "--fabric fake runs only the self-test "
+				 "(no --server, no ADDR)");
+	if (cfg->server && (cfg->json || cfg->csv || cfg->plot))
+		return usage_err("%s", "--json, --csv and --plot are for the client "
+				 "or the self-test, not --server");
+	if (!cfg->server && cfg->addr && (cfg->device || cfg->gid_index >= 0))
+		return usage_err("%s", "--device and --gid-index choose a local "
+				 "address: they apply to --server and the self-test");
+	if (!cfg->server && cfg->addr && cfg->port == 0)
+		return usage_err("%s", "--port: a client needs the server's port "
+				 "(1-65535)");
+	for (n = 0; rdmx_protocol_names()[n]; n++)
+		;
+	if (cfg->port + n > 65535) /* protocol i on port + i, tcp after them */
+		return usage_err("%s", "--port: too high for one port per protocol");
+	return CMD_CONTINUE;
+}
+
+/* Derive the parsed settings; usage errors print and return EXIT_USAGE. */
+static int check_cfg(struct bench_cfg *cfg)
+{
+	char err[600];
+	int i;
+
+	if (cfg->duration_s && cfg->iters)
+		return usage_err("%s", "--iters and --duration exclude each other");
+	if (cfg->duration_s && bench_parse_duration(cfg->duration_s, &cfg->duration_ns))
+		return usage_err("--duration '%s': expected seconds, more than 0 "
+				 "and at most 86400 (e.g. 2 or 0.5)", cfg->duration_s);
+	if (!cfg->duration_s && !cfg->iters)
+		cfg->iters = DEFAULT_ITERS;
+	if (bench_parse_sizes(cfg->sizes_s, cfg->sizes, BENCH_MAX_SIZES,
+			      &cfg->n_sizes, err, sizeof(err)))
+		return usage_err("%s", err);
+	if (!cfg->protocol)
+		cfg->protocol = cfg->server ? "all" : "send_recv";
+	if (bench_parse_protocols(cfg->protocol, rdmx_protocol_names(), cfg->protos,
+				  BENCH_MAX_PROTOS, &cfg->n_protos, err, sizeof(err)))
+		return usage_err("%s", err);
+	cfg->modes = bench_parse_mode(cfg->mode);
+	cfg->max_size = BENCH_MIN_MSG;
+	for (i = 0; i < cfg->n_sizes; i++)
+		if (cfg->sizes[i] > cfg->max_size)
+			cfg->max_size = cfg->sizes[i];
+	return check_roles(cfg);
+}
+
+static void conn_opts(struct bench_cfg *cfg)
+{
+	cfg->copts.max_msg_size = (uint32_t)cfg->max_size;
+	cfg->copts.send_depth = (uint32_t)cfg->outstanding;
+	/* receive headroom: a send completes once it landed, not once it was
+	 * consumed, so a receiver with only K buffers would RNR-stall a sender
+	 * keeping K in flight whenever it falls a little behind */
+	cfg->copts.recv_depth = (uint32_t)(cfg->outstanding * RECV_HEADROOM);
+	cfg->copts.connect_timeout_ms = (int)cfg->timeout;
+}
+
+/* ------------------------------------------------------------ the server */
+
+static void server_cfg(const struct bench_cfg *cfg, const char *addr,
+		       const char *tcp_addr, struct bench_server_cfg *sc)
+{
+	*sc = (struct bench_server_cfg){
+		.addr = addr, .tcp_addr = tcp_addr, .n_protos = cfg->n_protos,
+		.protos = cfg->protos, .copts = cfg->copts,
+		.max_msg = cfg->max_size,
+	};
+}
+
+static int run_server(rdmx_ctx *ctx, const struct bench_cfg *cfg)
+{
+	const char *addr = cfg->addr;
+	struct bench_server_cfg sc;
+	struct bench_server *s;
+	char buf[64];
+	int rc;
+
+	if (!addr && (cfg->device || cfg->gid_index >= 0)) {
+		if (cli_local_addr("bench", cfg->fabric, cfg->device,
+				   (int)cfg->gid_index, buf, sizeof(buf)))
+			return EXIT_FAIL;
+		addr = buf;
+	}
+	server_cfg(cfg, addr, addr, &sc);
+	sc.port = (uint16_t)cfg->port;
+	sc.until_shutdown = sc.verbose = true;
+	rc = bench_server_start(ctx, &sc, &s);
+	if (rc)
+		return EXIT_FAIL;
+	bench_server_print(s, stdout);
+	rc = bench_server_stop(s);
+	printf("the client finished its run; exiting\n");
+	return rc ? EXIT_FAIL : EXIT_OK;
+}
+
+/* ------------------------------------------------------------ the client */
+
+struct run {
+	const struct bench_cfg *cfg;
+	rdmx_ctx *ctx;
+	struct bench_server *self;	/* the self-test's server */
+	struct bench_target target;
+	char local[64], device[64], stamp[32];
+	struct bench_report rep;
+	int failures;
+};
+
+static void target_for(struct run *r, const char *proto, struct bench_target *t)
+{
+	*t = r->target;
+	t->port = r->self ? bench_server_port(r->self, proto) :
+			    bench_proto_port((uint16_t)r->cfg->port, proto);
+}
+
+static void run_protocol(struct run *r, int pi)
+{
+	const char *proto = r->cfg->protos[pi];
+	struct bench_counters before = { 0 }, after = { 0 };
+	int sweep[16], n, i;
+	struct bench_target t;
+	struct cli_err e;
+	bool hw;
+
+	target_for(r, proto, &t);
+	r->rep.protos[pi] = proto;
+	if (!t.port) { /* the self-test's listener failed (reported) */
+		fprintf(stderr, "rdmx bench: %s: skipped, no listener\n", proto);
+		r->failures++;
+		return;
+	}
+	hw = r->device[0] && !bench_counters_read(r->device, &before);
+	n = bench_conn_sweep((int)r->cfg->threads, sweep, 16);
+	for (i = 0; i < n; i++) {
+		e.msg[0] = '\0';
+		if (!bench_run_group(r->ctx, r->cfg, proto, &t, sweep[i], &r->rep, &e))
+			continue;
+		fprintf(stderr, "rdmx bench: %s on %d connection%s: %s\n", proto,
+			sweep[i], sweep[i] > 1 ? "s" : "", e.msg);
+		r->failures++;
+		break;
+	}
+	if (hw && !bench_counters_read(r->device, &after))
+		bench_counters_delta(&before, &after, &r->rep.counters[pi]);
+}
+
+/* Tell a remote server that the run is over. */
+static void send_shutdown(struct run *r)
+{
+	struct bench_ctrl c = { .op = BENCH_OP_SHUTDOWN };
+	struct cli_err e = { "" };
+	struct bench_target t;
+	struct bench_ep *ep;
+
+	target_for(r, r->cfg->protos[0], &t);
+	if (bench_dial(r->ctx, r->cfg, r->cfg->protos[0], &t, &ep, &e)) {
+		fprintf(stderr, "rdmx bench: cannot tell the server to stop: %s\n", e.msg);
+		return;
+	}
+	if (bench_send_ctrl(ep, &c) || ep->ops->flush(ep))
+		fprintf(stderr, "rdmx bench: cannot tell the server to stop: %s\n",
+			ep->err.msg);
+	bench_ep_close(ep);
+}
+
+static int write_outputs(struct run *r)
+{
+	const struct bench_cfg *cfg = r->cfg;
+	int rc = 0;
+
+	bench_print_table(&r->rep, stdout);
+	bench_print_counters(&r->rep, stdout);
+	if (cfg->json && bench_write_file(cfg->json, &r->rep, bench_write_json))
+		rc = EXIT_FAIL;
+	if (cfg->csv && bench_write_file(cfg->csv, &r->rep, bench_write_csv))
+		rc = EXIT_FAIL;
+	if (cfg->plot && bench_plot(&r->rep, cfg->plot))
+		rc = EXIT_FAIL;
+	fflush(stdout);
+	return rc;
+}
+
+/* The addresses the self-test listens on, and the device for counters. */
+static int self_test_start(struct run *r)
+{
+	const struct bench_cfg *cfg = r->cfg;
+	bool fake = !strcmp(cfg->fabric, "fake");
+	struct bench_server_cfg sc;
+
+	if (cli_local_addr("bench", cfg->fabric, cfg->device, (int)cfg->gid_index,
+			   r->local, sizeof(r->local)))
+		return EXIT_FAIL;
+	r->target.addr = r->local;
+	r->target.tcp_addr = fake ? "127.0.0.1" : r->local;
+	server_cfg(cfg, r->local, r->target.tcp_addr, &sc);
+	if (bench_server_start(r->ctx, &sc, &r->self))
+		return EXIT_FAIL;
+	if (!fake)
+		bench_device_of(r->local, r->device, sizeof(r->device));
+	return EXIT_OK;
+}
+
+static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
+{
+	struct run r = { .cfg = cfg, .ctx = ctx };
+	int i, rc = EXIT_OK;
+
+	if (cfg->addr) {
+		r.target.addr = r.target.tcp_addr = cfg->addr;
+		bench_device_of(NULL, r.device, sizeof(r.device));
+	} else if (self_test_start(&r)) {
+		return EXIT_FAIL;
+	}
+	r.rep = (struct bench_report){
+		.timestamp = bench_timestamp(r.stamp, sizeof(r.stamp)),
+		.device = r.device[0] ? r.device : cfg->fabric, .fabric = cfg->fabric,
+		.peer = cfg->addr ? cfg->addr : "self-test",
+		.outstanding = (int)cfg->outstanding, .n_protos = cfg->n_protos,
+	};
+	for (i = 0; i < cfg->n_protos; i++)
+		run_protocol(&r, i);
+	if (r.self && bench_server_stop(r.self))
+		r.failures++;
+	else if (!r.self)
+		send_shutdown(&r);
+	rc = write_outputs(&r);
+	bench_report_free(&r.rep);
+	return r.failures ? EXIT_FAIL : rc;
+}
+
+static int run(struct bench_cfg *cfg)
+{
+	struct rdmx_ctx_opts o = { .fabric = cfg->fabric };
+	struct cli_err e = { "" };
+	rdmx_ctx *ctx;
+	int rc;
+
+	conn_opts(cfg);
+	rc = rdmx_ctx_create(&ctx, &o);
+	if (rc) {
+		cli_fail(&e, "create a context", rc, NULL);
+		cli_print_err("bench", &e);
+		return EXIT_FAIL;
+	}
+	rc = cfg->server ? run_server(ctx, cfg) : run_client(ctx, cfg);
+	rdmx_ctx_destroy(ctx);
+	return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_cfg cfg = { .mode = "both", .sizes_s = DEFAULT_SIZES,
+				 .warmup = 100, .outstanding = 16, .threads = 1,
+				 .port = RDMX_DEFAULT_PORT, .gid_index = -1,
+				 .fabric = "verbs" };
+	const struct opt table[] = {
+		{ "protocol", 'p', OPT_STRING, &cfg.protocol, 0, 0, NULL, "NAME",
+		  "protocol, 'tcp', 'all' (every protocol and tcp) or a comma list "
+		  "(default: send_recv; --server: all)" },
+		{ "mode", 'm', OPT_CHOICE, &cfg.mode, 0, 0, modes, "MODE",
+		  "latency, bandwidth or both" },
+		{ "sizes", 's', OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST",
+		  "message sizes: 64,4K,1M and ranges 8..1M (powers of 2)" },
+		{ "iters", 'n', OPT_INT, &cfg.iters, 1, 1000000000, NULL, "N",
+		  "timed messages per test and connection (default: 1000)" },
+		{ "duration", 'D', OPT_STRING, &cfg.duration_s, 0, 0, NULL, "SEC",
+		  "run each test for SEC seconds instead of --iters" },
+		{ "warmup", 'w', OPT_INT, &cfg.warmup, 0, 1000000000, NULL, "N",
+		  "untimed messages before each test" },
+		{ "outstanding", 'k', OPT_INT, &cfg.outstanding, 1, 4096, NULL, "K",
+		  "messages in flight in bandwidth tests (send depth; receive depth: 4 x K)" },
+		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",
+		  "connections, one thread each: runs 1, 2, 4, ... T" },
+		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
+		  "write every figure as JSON" },
+		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
+		  "write every figure as CSV" },
+		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
+		  "write PNG and SVG charts (gnuplot) into DIR" },
+		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
+		  "base port: protocol i on PORT + i (--server: 0 picks free ones)" },
+		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
+		  "connect timeout and the longest wait for one message, in ms" },
+		{ "device", 'd', OPT_STRING, &cfg.device, 0, 0, NULL, "DEV",
+		  "RDMA device for the local address (default: the first active)" },
+		{ "gid-index", 'g', OPT_INT, &cfg.gid_index, 0, 65535, NULL, "N",
+		  "GID table index for the local address (default: automatic)" },
+		{ "server", 0, OPT_FLAG, &cfg.server, 0, 0, NULL, NULL,
+		  "serve benchmark clients until one finishes its run" },
+		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
+		  "verbs: RDMA; fake: in-process test double (self-test only)" },
+		{ 0 },
+	};
+	const char *pos[1];
+	int n_pos, rc;
+
+	rdmx_conn_opts_init(&cfg.copts);
+	cfg.timeout = 10000;
+	rc = cmd_parse(&bench_page, table, argc, argv, pos, 1, &n_pos);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	cfg.addr = n_pos ? pos[0] : NULL;
+	rc = check_cfg(&cfg);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	return run(&cfg);
+}
