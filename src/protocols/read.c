@@ -26,6 +26,10 @@
  * break their in-order delivery and the credit count), and the sender polls
  * its ack word (acquire load) only when it waits for a buffer. The
  * generation (per-buffer use count, never 0) makes a stale ack harmless.
+ * Acks go behind the data: a message's ack is posted at the receiver's next
+ * call after rdmx_recv handed it out (after the SEND of an rdmx_send, in
+ * rdmx_msg_release, or when a wait finds nothing to do), so a reply is not
+ * queued behind the ack of the request it answers.
  *
  * Eager payloads: a payload of at most the receiver's eager_max (1 KiB, or
  * max_msg if smaller; from the hello) travels in the same SEND, right after
@@ -744,15 +748,23 @@ static uint32_t tx_unflushed(const struct rd *p)
 	return n;
 }
 
-/* One round of everything: completions, descriptors, READs, acks. */
-static int progress(rdmx_conn *c)
+/* Completions and descriptors in, READs and eager copies started. */
+static int poll_all(rdmx_conn *c)
 {
 	int rc = reap_sq(c), rc2 = reap_rq(c);
 
 	rx_start(c);
+	return rc ? rc : rc2;
+}
+
+/* One round of everything, acks out and in as well. */
+static int progress(rdmx_conn *c)
+{
+	int rc = poll_all(c);
+
 	ack_flush(c);
 	tx_scan(rd_of(c));
-	return rc ? rc : rc2;
+	return rc;
 }
 
 static void fill_send_msg(rdmx_conn *c, uint32_t idx, struct rdmx_msg *m)
@@ -779,7 +791,7 @@ static int rd_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 
 	(void)size; /* every buffer holds max_msg bytes */
 	rdmx__deadline_start(&d, timeout_ms);
-	for (;;) {
+	while (!p->nfree_tx || p->reserved >= p->peer.desc_depth) {
 		rc = progress(c);
 		if (rc)
 			return rc;
@@ -872,6 +884,7 @@ static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
 	t->acked = 0;
 	p->posted[p->nposted++] = (uint32_t)idx;
 	m->priv_[1] = 0; /* the handle is spent */
+	ack_flush(c);    /* acks go behind the data */
 	return 0;
 }
 
@@ -902,9 +915,11 @@ static int rd_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		progress(c); /* a failure marks the connection down */
+		poll_all(c); /* a failure marks the connection down */
 		if (rx_deliver(c, m))
-			return 0;
+			return 0; /* its ack goes at the next call */
+		ack_flush(c);
+		tx_scan(rd_of(c));
 		if (c->state == RDMX__CONN_DOWN)
 			return rdmx__fail(c->down_rc, "%s", c->err.msg);
 		rc = rdmx__conn_wait(c, &d);
