@@ -33,6 +33,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "srq.h"
 
 enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED };
 enum { BUF_POSTED = 1, BUF_QUEUED, BUF_HELD };
@@ -45,6 +46,7 @@ enum { KIND_SEND = 1, KIND_RECV = 2 };
 #define PEER_CHECK_IDLE 64   /* zero-timeout polls between peer checks */
 #define BLOCK_VERSION 1
 #define BLOCK_LEN 12
+#define SRQ_ID 2
 
 /* One SRQ receive buffer and, once consumed, its completion. */
 struct rbuf {
@@ -805,9 +807,25 @@ static int srq_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 	}
 }
 
+uint32_t rdmx__srq_posted(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+	struct srq_shared *sh;
+	uint32_t n = 0;
+
+	if (!g || c->proto->id != SRQ_ID)
+		return 0;
+	sh = sh_of(g);
+	pthread_mutex_lock(&g->lock);
+	for (uint32_t i = 0; sh->made && i < sh->depth; i++)
+		n += sh->rb[i].state == BUF_POSTED;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
 const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.name = "srq",
-	.id = 2,
+	.id = SRQ_ID,
 	.priv_size = sizeof(struct srq_conn),
 	.setup = srq_setup,
 	.hello_out = srq_hello_out,
