@@ -47,6 +47,10 @@ struct th_echo {
 void th_echo_start(struct th_echo *e, rdmx_conn *conn);
 int th_echo_join(struct th_echo *e);
 
+/* A test's message count: @n, or @n / 20 when RDMX_TEST_QUICK is set
+ * (valgrind runs: memory checking, not volume). */
+uint64_t th_count(uint64_t n);
+
 /* Milliseconds on the monotonic clock. */
 double th_now_ms(void);
 

@@ -30,6 +30,7 @@ extern "C" {
 typedef struct rdmx_ctx rdmx_ctx;
 typedef struct rdmx_listener rdmx_listener;
 typedef struct rdmx_conn rdmx_conn;
+struct rdmx_msg;
 
 /* ---------------------------------------------------------------- errors */
 
@@ -119,6 +120,17 @@ struct rdmx_conn_opts {
 	uint8_t rnr_retry;       /* 0..7 (7 = retry forever), default 7 */
 	uint8_t retry_count;     /* transport retries 0..7, default 7 */
 	int connect_timeout_ms;  /* address/route/connect bound, default 5000 */
+	uint32_t ring_size;      /* ring protocols (write_*): bytes of each
+				  * receive ring, a power of two, default 1 MiB */
+	uint8_t notify;          /* ring protocols: enum rdmx_notify */
+};
+
+/* How a ring receiver notices a new message (ring protocols only). */
+enum rdmx_notify {
+	RDMX_NOTIFY_DEFAULT = 0, /* the protocol's own choice (see its file) */
+	RDMX_NOTIFY_POLL = 1,    /* poll a completion marker in the ring */
+	RDMX_NOTIFY_IMM = 2,     /* RDMA WRITE with immediate: a receive
+				  * completion announces each message */
 };
 
 /** rdmx_conn_opts_init - fill @opts with the defaults listed above. */
@@ -149,7 +161,22 @@ int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
 /** rdmx_listener_rejected - number of connect requests rejected so far. */
 unsigned rdmx_listener_rejected(const rdmx_listener *lis);
 
-/** rdmx_listener_destroy - stop listening and free the listener. */
+/**
+ * rdmx_listener_recv - wait up to @timeout_ms (0: poll once, -1: forever)
+ * for the next message on any connection accepted on @lis; the connection
+ * is rdmx_msg_conn(@msg). For `srq` and `write_atomic` these connections
+ * share one receive queue or ring and messages come in arrival order;
+ * for the other protocols the listener polls its connections in turn.
+ * When a connection's peer has gone and everything it sent was delivered,
+ * returns -ECONNRESET once for it, with rdmx_msg_conn(@msg) naming it (close
+ * it). Returns 0, -EAGAIN, -ETIMEDOUT, -ENOTCONN (no open connection), or
+ * -errno. Release the message with rdmx_msg_release(rdmx_msg_conn(@msg), ...).
+ */
+int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *msg,
+		       int timeout_ms);
+
+/** rdmx_listener_destroy - stop listening and free the listener.
+ * Connections accepted on it stay usable and are closed one by one. */
 void rdmx_listener_destroy(rdmx_listener *lis);
 
 /** rdmx_listener_error - detail message of the last failure on @lis. */
@@ -222,6 +249,13 @@ int rdmx_flush(rdmx_conn *conn, int timeout_ms);
  * -ECONNRESET (peer gone and every message before that delivered) or -errno.
  */
 int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
+
+/**
+ * rdmx_msg_conn - the connection a message handle belongs to (a buffer
+ * from rdmx_msg_alloc, or a message from rdmx_recv/rdmx_listener_recv),
+ * or NULL for a handle that is spent or was never filled.
+ */
+rdmx_conn *rdmx_msg_conn(const struct rdmx_msg *msg);
 
 /**
  * rdmx_msg_release - give back a received message, or an allocated send

@@ -5,6 +5,7 @@
  * path that dispatch to the connection's protocol.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,9 @@
 
 #define MAX_MSG_LIMIT (1u << 30)
 #define DEPTH_LIMIT 16384u
+#define RING_MIN 4096u
+#define SPIN_FREE 4096u       /* polls before the first yield */
+#define SPIN_YIELD_EVERY 16u  /* then a yield every this many polls */
 
 void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 {
@@ -27,6 +31,8 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	o->rnr_retry = 7;
 	o->retry_count = 7;
 	o->connect_timeout_ms = 5000;
+	o->ring_size = 1u << 20;
+	o->notify = RDMX_NOTIFY_DEFAULT;
 }
 
 static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
@@ -59,6 +65,13 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 		return -EINVAL;
 	if (out->connect_timeout_ms <= 0)
 		return rdmx__fail(-EINVAL, "connect_timeout_ms must be > 0");
+	if (out->ring_size < RING_MIN || out->ring_size > MAX_MSG_LIMIT ||
+	    (out->ring_size & (out->ring_size - 1)))
+		return rdmx__fail(-EINVAL, "ring_size %u is not a power of two in %u..%u",
+				  out->ring_size, RING_MIN, MAX_MSG_LIMIT);
+	if (out->notify > RDMX_NOTIFY_IMM)
+		return rdmx__fail(-EINVAL, "notify %u is not an enum rdmx_notify value",
+				  out->notify);
 	return 0;
 }
 
@@ -122,7 +135,7 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			       wc->vendor_status);
 }
 
-static int conn_check_peer(rdmx_conn *c)
+int rdmx__conn_check_peer(rdmx_conn *c)
 {
 	if (c->state == RDMX__CONN_DOWN)
 		return rdmx__fail(c->down_rc, "%s", c->err.msg);
@@ -132,15 +145,29 @@ static int conn_check_peer(rdmx_conn *c)
 	return 0;
 }
 
+/*
+ * Busy-polling is what keeps latency low, but on a machine with fewer cores
+ * than spinning threads (a self-test, a CI box, a VM) a spinner holding the
+ * CPU delays the very thread it waits for by a whole time slice. So spin
+ * freely for a while, then yield the CPU every few polls: sched_yield()
+ * returns at once when nobody else wants the core.
+ */
+void rdmx__spin_pause(struct rdmx__deadline *d)
+{
+	if (++d->spins > SPIN_FREE && !(d->spins & (SPIN_YIELD_EVERY - 1)))
+		sched_yield();
+}
+
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
 {
 	int rc;
 
 	if (d->once)
 		return rdmx__fail(-EAGAIN, "nothing ready");
-	if (++d->spins & 255)
+	rdmx__spin_pause(d);
+	if (d->spins & 255)
 		return 0;
-	rc = conn_check_peer(c);
+	rc = rdmx__conn_check_peer(c);
 	if (rc)
 		return rc;
 	if (!d->forever && rdmx__deadline_left_ms(d) == 0)
@@ -200,6 +227,7 @@ static void conn_free(rdmx_conn *c, int did_setup)
 		c->f->destroy_ep(c->ep);
 	if (did_setup)
 		c->proto->teardown(c);
+	rdmx__group_leave(c);
 	free(c->priv);
 	free(c);
 }
@@ -359,14 +387,22 @@ int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a listener");
 	lis->ctx = ctx;
 	rc = opts_load(opts, &lis->opts, &lis->proto);
-	if (!rc)
-		rc = ctx->fops->listen(ctx->fab, addr, port, &lis->ep);
-	if (rc) {
-		free(lis);
-		return rdmx__keep(&ctx->err, rc);
-	}
+	if (rc)
+		goto free_lis;
+	rc = rdmx__group_create(lis->proto, &lis->group);
+	if (rc)
+		goto free_lis;
+	rc = ctx->fops->listen(ctx->fab, addr, port, &lis->ep);
+	if (rc)
+		goto put_group;
 	*out = lis;
 	return 0;
+
+put_group:
+	rdmx__group_put(lis->group);
+free_lis:
+	free(lis);
+	return rdmx__keep(&ctx->err, rc);
 }
 
 uint16_t rdmx_listener_port(const rdmx_listener *lis)
@@ -389,6 +425,7 @@ void rdmx_listener_destroy(rdmx_listener *lis)
 	if (!lis)
 		return;
 	lis->ctx->fops->destroy_ep(lis->ep);
+	rdmx__group_put(lis->group);
 	free(lis);
 }
 
@@ -437,6 +474,7 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	c->is_server = 1;
 	c->max_msg = h->max_msg < c->max_msg ? h->max_msg : c->max_msg;
 	c->peer_recv_depth = h->recv_depth;
+	rdmx__group_join(lis->group, c);
 	rc = lis->proto->setup(c);
 	if (rc) {
 		c->ep = NULL;
@@ -453,6 +491,8 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 		return len;
 	}
 	rc = lis->ctx->fops->accept(child, reply, (size_t)len, timeout_ms);
+	if (!rc)
+		rc = rdmx__group_add(lis->group, c);
 	if (rc) {
 		conn_free(c, 1);
 		return rc;
@@ -557,4 +597,16 @@ int rdmx_msg_release(rdmx_conn *c, struct rdmx_msg *m)
 	if (!c || !m)
 		return rdmx__fail(-EINVAL, "rdmx_msg_release: connection and msg are required");
 	return rdmx__keep(&c->err, c->proto->release(c, m));
+}
+
+int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *m, int timeout_ms)
+{
+	if (!lis || !m)
+		return rdmx__fail(-EINVAL, "rdmx_listener_recv: listener and msg are required");
+	return rdmx__keep(&lis->err, rdmx__group_recv(lis->group, m, timeout_ms));
+}
+
+rdmx_conn *rdmx_msg_conn(const struct rdmx_msg *m)
+{
+	return m ? (rdmx_conn *)(uintptr_t)m->priv_[1] : NULL;
 }

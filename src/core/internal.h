@@ -7,6 +7,8 @@
 #ifndef RDMX_CORE_INTERNAL_H
 #define RDMX_CORE_INTERNAL_H
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -24,6 +26,27 @@ struct rdmx_ctx {
 
 struct rdmx_protocol_ops;
 
+/*
+ * The connections accepted on one listener: what rdmx_listener_recv()
+ * polls, and the receive side that srq and write_atomic share among them
+ * (their SRQ or ring lives in @shared). Reference counted: the listener
+ * holds one reference and every member connection one, so the shared
+ * resources outlive the listener until the last connection is closed;
+ * proto->shared_teardown() runs when the last reference goes, after every
+ * member's QP is gone. Member connections may be used by different
+ * threads: @lock guards the member list and whatever in @shared the
+ * protocol says it guards.
+ */
+struct rdmx__group {
+	pthread_mutex_t lock;
+	unsigned refs;
+	const struct rdmx_protocol_ops *proto;
+	rdmx_conn **conns;       /* members that are up, in accept order */
+	size_t n, cap;
+	size_t next;             /* round-robin cursor of rdmx_listener_recv */
+	void *shared;            /* proto->shared_size bytes, zeroed */
+};
+
 struct rdmx_listener {
 	struct rdmx__err err;
 	rdmx_ctx *ctx;
@@ -31,6 +54,7 @@ struct rdmx_listener {
 	struct rdmx_conn_opts opts;
 	const struct rdmx_protocol_ops *proto;
 	unsigned rejected;
+	struct rdmx__group *group;
 };
 
 enum rdmx__conn_state {
@@ -53,6 +77,8 @@ struct rdmx_conn {
 	int down_rc;             /* why the connection went down */
 	uint64_t posted[RDMX__OP_FETCH_ADD + 1]; /* work requests by op */
 	uint64_t posted_recv;
+	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
+	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
 	void *priv;              /* proto->priv_size bytes, zeroed */
 };
 
@@ -65,7 +91,17 @@ struct rdmx_conn {
  *   hello_in()  the peer's block: -EPROTO with a message on a mismatch;
  *   teardown()  after the QP is gone: free what setup() made.
  * The data-path operations implement the public calls of the same names;
- * the core has already checked that the connection is up.
+ * the core has already checked that the connection is up. Every message
+ * handle a protocol fills carries its connection in msg->priv_[1] (0 once
+ * the handle is spent): rdmx_msg_conn() reads it.
+ *
+ * Protocols whose accepted connections share a receive side set
+ * shared_size: the core allocates that much zeroed memory per listener
+ * (c->group->shared) before the first setup() of an accepted connection;
+ * setup() creates the shared resources the first time it sees them
+ * unmade, shared_teardown() frees them. group_recv(), if set, implements
+ * rdmx_listener_recv() (else the core polls the members in turn with
+ * recv(c, m, 0)).
  */
 struct rdmx_protocol_ops {
 	const char *name;
@@ -81,6 +117,10 @@ struct rdmx_protocol_ops {
 	int (*flush)(rdmx_conn *c, int timeout_ms);
 	int (*recv)(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
 	int (*release)(rdmx_conn *c, struct rdmx_msg *m);
+	size_t shared_size;
+	void (*shared_teardown)(struct rdmx__group *g);
+	int (*group_recv)(struct rdmx__group *g, struct rdmx_msg *m,
+			  int timeout_ms);
 };
 
 /* protocol.c: the table of built-in protocols. */
@@ -98,6 +138,9 @@ void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
 /* Milliseconds left (INT32_MAX when forever, 0 when passed). */
 int rdmx__deadline_left_ms(const struct rdmx__deadline *d);
 
+/* Count an empty poll of @d; past a spin budget, yield the CPU now and then. */
+void rdmx__spin_pause(struct rdmx__deadline *d);
+
 /*
  * rdmx__conn_wait - call once per empty poll of a wait loop. Every few
  * hundred spins it checks the clock and connection events. Returns 0 to
@@ -105,6 +148,9 @@ int rdmx__deadline_left_ms(const struct rdmx__deadline *d);
  * connection went down with.
  */
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
+
+/* Down with -ECONNRESET if the peer disconnected; else its down_rc or 0. */
+int rdmx__conn_check_peer(rdmx_conn *c);
 
 /* Mark the connection down with @rc and a message (first reason wins). */
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
@@ -117,6 +163,18 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 /* Counted posts: the counters show which verbs a side used. */
 int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n);
 int rdmx__post_recv(rdmx_conn *c, const struct rdmx__wr *wr, int n);
+
+/* group.c: listener groups. */
+int rdmx__group_create(const struct rdmx_protocol_ops *proto,
+		       struct rdmx__group **out);
+void rdmx__group_put(struct rdmx__group *g);
+/* Take a reference for @c (before setup) / list it (once it is up). */
+void rdmx__group_join(struct rdmx__group *g, rdmx_conn *c);
+int rdmx__group_add(struct rdmx__group *g, rdmx_conn *c);
+/* Unlist @c and drop its reference (from conn_free). */
+void rdmx__group_leave(rdmx_conn *c);
+int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
+		     int timeout_ms);
 
 /* Page-aligned zeroed allocation for registered buffers. */
 void *rdmx__alloc_buf(size_t len);

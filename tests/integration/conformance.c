@@ -20,6 +20,7 @@
 
 #include "core/internal.h"
 #include "harness.h"
+#include "many_senders.h"
 
 static const char *protocol; /* the protocol under test */
 
@@ -90,6 +91,7 @@ static void test_pingpong_mixed_sizes(void **state)
 	struct th_echo e;
 	uint64_t rs = 42;
 	struct rdmx_conn_opts o = opts();
+	const uint64_t n = th_count(10000);
 	size_t max;
 
 	(void)state;
@@ -97,7 +99,7 @@ static void test_pingpong_mixed_sizes(void **state)
 	max = rdmx_conn_max_msg(p.client);
 	assert_int_equal(max, o.max_msg_size);
 	th_echo_start(&e, p.server);
-	for (uint64_t i = 0; i < 10000; i++) {
+	for (uint64_t i = 0; i < n; i++) {
 		size_t size = i == 0 ? 1 : i == 1 ? max : rand_size(&rs, max);
 
 		send_seq(p.client, size, i);
@@ -106,7 +108,7 @@ static void test_pingpong_mixed_sizes(void **state)
 	rdmx_conn_close(p.client);
 	p.client = NULL;
 	assert_int_equal(th_echo_join(&e), -ECONNRESET);
-	assert_int_equal(e.echoed, 10000);
+	assert_int_equal(e.echoed, n);
 	th_pair_close(&p);
 }
 
@@ -115,7 +117,7 @@ static void test_stream_in_order(void **state)
 {
 	struct rdmx_conn_opts o = opts();
 	struct th_pair p;
-	const uint64_t n = 20000;
+	const uint64_t n = th_count(20000);
 	uint64_t rs = 7, rr = 7;
 
 	(void)state;
@@ -482,6 +484,13 @@ static void test_receiver_close_midstream(void **state)
 	th_pair_close(&p);
 }
 
+/* Eight senders into one listener: exactly once, in order per sender. */
+static void test_many_senders(void **state)
+{
+	(void)state;
+	th_many_senders(protocol, th_count(2000));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_peer_close_delivers_then_resets),
 		cmocka_unit_test(test_receiver_close_midstream),
+		cmocka_unit_test(test_many_senders),
 	};
 	const char *const *names = rdmx_protocol_names();
 	const char *only = getenv("RDMX_TEST_PROTOCOL");

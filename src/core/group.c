@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Listener groups: the connections accepted on one listener, the receive
+ * resources they may share (srq, write_atomic), and rdmx_listener_recv().
+ * See struct rdmx__group in internal.h for the lifetime rules.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define PEER_CHECK_ROUNDS 256
+
+int rdmx__group_create(const struct rdmx_protocol_ops *proto,
+		       struct rdmx__group **out)
+{
+	struct rdmx__group *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		goto fail;
+	if (proto->shared_size) {
+		g->shared = calloc(1, proto->shared_size);
+		if (!g->shared)
+			goto free_group;
+	}
+	if (pthread_mutex_init(&g->lock, NULL))
+		goto free_shared;
+	g->proto = proto;
+	g->refs = 1;
+	*out = g;
+	return 0;
+
+free_shared:
+	free(g->shared);
+free_group:
+	free(g);
+fail:
+	return rdmx__fail(-ENOMEM, "out of memory for a listener group");
+}
+
+void rdmx__group_put(struct rdmx__group *g)
+{
+	unsigned left;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	left = --g->refs;
+	pthread_mutex_unlock(&g->lock);
+	if (left)
+		return;
+	if (g->proto->shared_teardown)
+		g->proto->shared_teardown(g);
+	pthread_mutex_destroy(&g->lock);
+	free(g->conns);
+	free(g->shared);
+	free(g);
+}
+
+void rdmx__group_join(struct rdmx__group *g, rdmx_conn *c)
+{
+	pthread_mutex_lock(&g->lock);
+	g->refs++;
+	pthread_mutex_unlock(&g->lock);
+	c->group = g;
+}
+
+int rdmx__group_add(struct rdmx__group *g, rdmx_conn *c)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 8;
+		rdmx_conn **v = realloc(g->conns, cap * sizeof(*v));
+
+		if (!v) {
+			rc = rdmx__fail(-ENOMEM, "out of memory listing a connection");
+			goto unlock;
+		}
+		g->conns = v;
+		g->cap = cap;
+	}
+	g->conns[g->n++] = c;
+unlock:
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
+void rdmx__group_leave(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->conns[i] != c)
+			continue;
+		g->conns[i] = g->conns[--g->n];
+		break;
+	}
+	pthread_mutex_unlock(&g->lock);
+	c->group = NULL;
+	rdmx__group_put(g);
+}
+
+/* The member at the cursor's @i-th position, or NULL past the end. */
+static rdmx_conn *member_at(struct rdmx__group *g, size_t i)
+{
+	rdmx_conn *c = NULL;
+
+	pthread_mutex_lock(&g->lock);
+	if (i < g->n)
+		c = g->conns[(g->next + i) % g->n];
+	pthread_mutex_unlock(&g->lock);
+	return c;
+}
+
+static void advance_cursor(struct rdmx__group *g, size_t by)
+{
+	pthread_mutex_lock(&g->lock);
+	g->next = g->n ? (g->next + by) % g->n : 0;
+	pthread_mutex_unlock(&g->lock);
+}
+
+/*
+ * One round over the members: 0 with a message, -EAGAIN when nobody had
+ * one, -ENOTCONN when every member is gone, or a member's error (once).
+ */
+static int poll_round(struct rdmx__group *g, struct rdmx_msg *m)
+{
+	int live = 0, rc;
+	rdmx_conn *c;
+
+	for (size_t i = 0; (c = member_at(g, i)); i++) {
+		if (c->reset_reported)
+			continue;
+		live = 1;
+		rc = c->proto->recv(c, m, 0);
+		if (rc == -EAGAIN)
+			continue;
+		advance_cursor(g, i + 1);
+		if (rc) {
+			c->reset_reported = 1;
+			m->priv_[1] = (uintptr_t)c;
+		}
+		return rc;
+	}
+	return live ? -EAGAIN : rdmx__fail(-ENOTCONN, "no open connection on this listener");
+}
+
+static void check_peers(struct rdmx__group *g)
+{
+	rdmx_conn *c;
+
+	for (size_t i = 0; (c = member_at(g, i)); i++)
+		if (!c->reset_reported)
+			rdmx__conn_check_peer(c);
+}
+
+int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
+		     int timeout_ms)
+{
+	struct rdmx__deadline d;
+	int rc;
+
+	if (g->proto->group_recv)
+		return g->proto->group_recv(g, m, timeout_ms);
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = poll_round(g, m);
+		if (rc != -EAGAIN)
+			return rc;
+		if (d.once)
+			return rdmx__fail(-EAGAIN, "nothing ready");
+		rdmx__spin_pause(&d);
+		if (d.spins % PEER_CHECK_ROUNDS)
+			continue;
+		check_peers(g);
+		if (!d.forever && rdmx__deadline_left_ms(&d) == 0)
+			return rdmx__fail(-ETIMEDOUT, "timed out");
+	}
+}
