@@ -74,7 +74,7 @@ static void bw_row(const struct bench_result *x, FILE *f)
 	double lo, hi;
 
 	per_conn_range(x, &lo, &hi);
-	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %12.0f %10.4f %12.0f %12.0f %9s %9s\n",
+	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %12.0f %10.4g %12.0f %12.0f %9s %9s\n",
 		x->protocol, x->conns, opts_format_size(x->size, sz, sizeof(sz)),
 		x->msgs, x->msg_rate, x->gbps, lo, hi,
 		cpu_text(&x->client, x->wall_ns, a, sizeof(a)),

@@ -188,13 +188,13 @@ static int write_script(const struct bench_report *r, const char *dir,
 		snprintf(set, sizeof(set), "set title sprintf(\"Throughput vs message "
 			 "size (1 connection)\\n%%s\", subtitle)\nset xlabel 'message "
 			 "size (bytes, log scale)'\nset ylabel 'payload throughput "
-			 "(Gb/s, log scale)'\nset logscale x 2\nset logscale y\n"
+			 "(Gb/s, log scale)'\nset logscale x 2\nset logscale y\nset format y '%%g'\n"
 			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
 		chart(f, "throughput_vs_size", set, "bw.dat", bw, "1:2");
 		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
 			 "message size (1 connection)\\n%%s\", subtitle)\nset xlabel "
 			 "'message size (bytes, log scale)'\nset ylabel 'messages per "
-			 "second (log scale)'\nset logscale x 2\nset logscale y\n"
+			 "second (log scale)'\nset logscale x 2\nset logscale y\nset format y '%%g'\n"
 			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
 		chart(f, "msgrate_vs_size", set, "bw.dat", bw, "1:3");
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rdmx bench end to end on the fake fabric (every protocol and tcp on
 # loopback): the JSON parses and has a row per protocol, size and mode with
-# every message counted; the CSV has the same rows; bad input exits 2.
+# every message counted; the CSV has the same rows; --plot writes every chart
+# (PNG and SVG) without a gnuplot warning; bad input exits 2.
 # Usage: bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
@@ -10,7 +11,7 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$rdmx" bench --fabric fake -p all --sizes 8,4K --iters 200 --warmup 20 \
-	--threads 2 --json "$dir/b.json" --csv "$dir/b.csv" >"$dir/out" ||
+	--threads 2 --json "$dir/b.json" --csv "$dir/b.csv" --plot "$dir/plots" >"$dir/out" ||
 	{ cat "$dir/out"; fail "rdmx bench exited $?"; }
 cat "$dir/out"
 jq -e . "$dir/b.json" >/dev/null || fail "the JSON does not parse"
@@ -28,6 +29,12 @@ jq -e 'all(.results[]; .msgs == 200 * .conns and .msg_rate > 0 and
 	fail "a row lacks messages, rate or latency"
 [ "$(wc -l <"$dir/b.csv")" -eq $((rows + 1)) ] || fail "CSV rows differ from JSON rows"
 grep -q '^protocol *conns' "$dir/out" || fail "no table on stdout"
+for c in latency_cdf throughput_vs_size msgrate_vs_size msgrate_vs_conns; do
+	for ext in png svg; do
+		[ -s "$dir/plots/$c.$ext" ] || fail "--plot wrote no $c.$ext"
+	done
+done
+[ ! -s "$dir/plots/gnuplot.log" ] || { cat "$dir/plots/gnuplot.log"; fail "gnuplot complained"; }
 
 usage() { # expect exit status 2 and a message naming the problem
 	local want=$1; shift
