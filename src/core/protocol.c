@@ -6,10 +6,12 @@
 
 extern const struct rdmx_protocol_ops rdmx__proto_send_recv;
 extern const struct rdmx_protocol_ops rdmx__proto_write_simplex;
+extern const struct rdmx_protocol_ops rdmx__proto_write_magic;
 
 static const struct rdmx_protocol_ops *const protocols[] = {
 	&rdmx__proto_send_recv,
 	&rdmx__proto_write_simplex,
+	&rdmx__proto_write_magic,
 };
 
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
@@ -17,6 +19,7 @@ static const struct rdmx_protocol_ops *const protocols[] = {
 static const char *const names[N_PROTOCOLS + 1] = {
 	"send_recv",
 	"write_simplex",
+	"write_magic",
 	NULL,
 };
 

@@ -791,12 +791,17 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 
 int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 {
+	struct wring *p = wr_of(c);
 	struct rdmx__deadline d;
 	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
-	for (;;) {
-		progress(c); /* a failure marks the connection down */
+	for (unsigned i = 0;; i++) {
+		/* Polling mode finds records without the CQs: poll those (and
+		 * answer the peer) every few spins only. A failure marks the
+		 * connection down. */
+		if (p->imm || !(i % 16) || c->state == RDMX__CONN_DOWN)
+			progress(c);
 		rc = take(c, m);
 		if (rc > 0)
 			return 0;

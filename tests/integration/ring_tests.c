@@ -161,12 +161,12 @@ static void test_wrap_around(void **state)
 	stream(&p, 25ull * RING, &n);
 	assert_int_equal(rdmx_flush(p.client, 10000), 0);
 	st = stats(p.client);
-	print_message("%s: %llu messages, %llu bytes over a %u-byte ring; %llu pads wasted %llu bytes, %llu updates, %llu asks, %llu reads; magic %d\n",
+	print_message("%s: %llu messages, %llu bytes over a %u-byte ring; %llu pads wasted %llu bytes, %llu updates, %llu asks, %llu reads; magic %d, %llu records crossed the end\n",
 		      protocol, (unsigned long long)n, 25ull * RING, RING,
 		      (unsigned long long)st.pads, (unsigned long long)st.pad_bytes,
 		      (unsigned long long)stats(p.server).updates_sent,
 		      (unsigned long long)st.asks, (unsigned long long)st.head_reads,
-		      st.magic);
+		      st.magic, (unsigned long long)st.crossings);
 	assert_int_equal(st.records_out, n);
 	assert_int_equal(stats(p.server).records_in, n);
 	if (st.magic) {
