@@ -7,11 +7,13 @@
 extern const struct rdmx_protocol_ops rdmx__proto_send_recv;
 extern const struct rdmx_protocol_ops rdmx__proto_write_simplex;
 extern const struct rdmx_protocol_ops rdmx__proto_write_magic;
+extern const struct rdmx_protocol_ops rdmx__proto_write_duplex;
 
 static const struct rdmx_protocol_ops *const protocols[] = {
 	&rdmx__proto_send_recv,
 	&rdmx__proto_write_simplex,
 	&rdmx__proto_write_magic,
+	&rdmx__proto_write_duplex,
 };
 
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
@@ -20,6 +22,7 @@ static const char *const names[N_PROTOCOLS + 1] = {
 	"send_recv",
 	"write_simplex",
 	"write_magic",
+	"write_duplex",
 	NULL,
 };
 
