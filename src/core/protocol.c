@@ -8,11 +8,19 @@
 extern const struct rdmx_protocol_ops rdmx__proto_send_recv;
 extern const struct rdmx_protocol_ops rdmx__proto_srq;
 extern const struct rdmx_protocol_ops rdmx__proto_read;
+extern const struct rdmx_protocol_ops rdmx__proto_write_simplex;
+extern const struct rdmx_protocol_ops rdmx__proto_write_magic;
+extern const struct rdmx_protocol_ops rdmx__proto_write_duplex;
+extern const struct rdmx_protocol_ops rdmx__proto_write_atomic;
 
 static const struct rdmx_protocol_ops *const protocols[] = {
 	&rdmx__proto_send_recv,
 	&rdmx__proto_srq,
 	&rdmx__proto_read,
+	&rdmx__proto_write_simplex,
+	&rdmx__proto_write_magic,
+	&rdmx__proto_write_duplex,
+	&rdmx__proto_write_atomic,
 };
 
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
