@@ -5,15 +5,18 @@
 #include "internal.h"
 
 extern const struct rdmx_protocol_ops rdmx__proto_send_recv;
+extern const struct rdmx_protocol_ops rdmx__proto_write_atomic;
 
 static const struct rdmx_protocol_ops *const protocols[] = {
 	&rdmx__proto_send_recv,
+	&rdmx__proto_write_atomic,
 };
 
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
 
 static const char *const names[N_PROTOCOLS + 1] = {
 	"send_recv",
+	"write_atomic",
 	NULL,
 };
 
