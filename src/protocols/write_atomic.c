@@ -78,6 +78,7 @@
  * threads. The sending state is per connection (one thread at a time).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -139,6 +140,7 @@ struct wa {
 	struct vq outs;           /* ends of my records not yet consumed */
 	uint32_t credits;         /* peer recv_depth + send_depth */
 	uint64_t cached_head;
+	uint64_t last_end;        /* end of my last reservation */
 	/* the peer's ring */
 	uint64_t r_ring, r_tail, r_size, r_salt;
 	uint32_t r_ring_rkey, r_tail_rkey, r_head_rkey, tx_id;
@@ -147,6 +149,28 @@ struct wa {
 static struct wa *wa_of(rdmx_conn *c)
 {
 	return c->priv;
+}
+
+/*
+ * Called once per empty poll of a wait loop, after rdmx__conn_wait():
+ * every few polls give the CPU away, so that a spinning receiver does
+ * not starve the sender it waits for when there are more threads than
+ * cores (a spin on ring memory never blocks, unlike a CQ poll).
+ */
+static void backoff(const struct rdmx__deadline *d)
+{
+	if ((d->spins & 15) == 15)
+		sched_yield();
+}
+
+/* rdmx__conn_wait() followed by backoff(). */
+static int idle(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	int rc = rdmx__conn_wait(c, d);
+
+	if (!rc)
+		backoff(d);
+	return rc;
 }
 
 /* ----------------------------------------------------------- vq helpers */
@@ -733,7 +757,7 @@ static int wait_done(rdmx_conn *c, int *done)
 		rc = reap(c);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
+		if (rc == 0 && (rc = idle(c, &d)))
 			return rc;
 	}
 	return 0;
@@ -807,7 +831,7 @@ static int wait_space(rdmx_conn *c, uint64_t v, uint64_t len)
 	while (!wa_fits(v, len, p->cached_head, p->r_size)) {
 		rc = read_head(c);
 		if (!rc && !wa_fits(v, len, p->cached_head, p->r_size))
-			rc = rdmx__conn_wait(c, &d);
+			rc = idle(c, &d);
 		if (rc)
 			return rc;
 	}
@@ -861,8 +885,11 @@ static int reserve_record(rdmx_conn *c, uint64_t rec, uint64_t *v)
 
 	for (;;) {
 		rc = reserve(c, rec, v);
-		if (rc || !wa_crosses(*v, rec, p->r_size))
+		if (rc)
 			return rc;
+		p->last_end = *v + rec;
+		if (!wa_crosses(*v, rec, p->r_size))
+			return 0;
 		rc = write_pad(c, *v, rec);
 		if (rc)
 			return rc;
@@ -877,17 +904,29 @@ static uint32_t credits_used(struct wa *p)
 	return p->outs.n + p->nalloc;
 }
 
+/*
+ * Room for one more message: a free buffer, a credit, and (as far as this
+ * sender knows) ring space for a record and a pad after its last one, so
+ * that a lone sender never waits in rdmx_send.
+ */
+static int has_room(struct wa *p)
+{
+	return p->nfree > 0 && credits_used(p) < p->credits &&
+	       wa_fits(p->last_end, 2 * p->slot, p->cached_head, p->r_size);
+}
+
+/* 1 if a message may be allocated, else 0 (after refreshing the head). */
 static int can_alloc(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 	int rc;
 
-	if (credits_used(p) < p->credits)
-		return p->nfree > 0;
+	if (has_room(p))
+		return 1;
+	if (!p->nfree)
+		return 0;
 	rc = read_head(c);
-	if (rc)
-		return rc;
-	return credits_used(p) < p->credits && p->nfree > 0;
+	return rc ? rc : has_room(p);
 }
 
 static void fill_send_msg(rdmx_conn *c, uint32_t idx, struct rdmx_msg *m)
@@ -923,7 +962,7 @@ static int wa_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			return rc;
 		if (rc)
 			break;
-		rc = rdmx__conn_wait(c, &d);
+		rc = idle(c, &d);
 		if (rc)
 			return rc;
 	}
@@ -998,7 +1037,7 @@ static int wa_flush(rdmx_conn *c, int timeout_ms)
 		rc = reap(c);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
+		if (rc == 0 && (rc = idle(c, &d)))
 			return rc == -EAGAIN ? -ETIMEDOUT : rc;
 	}
 	return 0;
@@ -1018,7 +1057,7 @@ static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d, int drained)
 			return rdmx__fail(c->down_rc, "%s", c->err.msg);
 		return 0;
 	}
-	return rdmx__conn_wait(c, d);
+	return idle(c, d);
 }
 
 static int wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
@@ -1123,6 +1162,7 @@ static int group_idle(struct wa_ring *r, struct rdmx_msg *m,
 		return rdmx__fail(-EAGAIN, "nothing ready");
 	if (check && !d->forever && rdmx__deadline_left_ms(d) == 0)
 		return rdmx__fail(-ETIMEDOUT, "timed out");
+	backoff(d);
 	return 0;
 }
 

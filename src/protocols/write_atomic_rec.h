@@ -100,11 +100,12 @@ static inline int wa_crosses(uint64_t v, uint64_t rec, uint64_t ring_size)
 	return (v & (ring_size - 1)) + rec > ring_size;
 }
 
-/* May a sender write [v, v + len) when the receiver's head is @head? */
+/* May a sender write [v, v + len) when the receiver's head is @head?
+ * (A head past v + len, as a sender's estimate may be, leaves room.) */
 static inline int wa_fits(uint64_t v, uint64_t len, uint64_t head,
 			  uint64_t ring_size)
 {
-	return v + len - head <= ring_size;
+	return head >= v + len || v + len - head <= ring_size;
 }
 
 static inline void wa_put_hdr(uint8_t *p, const struct wa_hdr *h)
