@@ -39,7 +39,7 @@
  * Both are a bijection of the full 64-bit V mixed with a per-ring random
  * salt, so a header or trailer a sender wrote for any other reservation
  * (an earlier lap at the same place, a record elsewhere) never matches,
- * and zeroed memory never does (the stamps are odd). Only payload bytes of
+ * and zeroed memory never does (a stamp is never 0). Only payload bytes of
  * an earlier message could, by containing both salted stamps exactly where
  * they are looked for: 2^-128 for data not built to do so. Zeroing
  * consumed headers would add a cache-line store per message and guard

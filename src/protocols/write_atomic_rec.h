@@ -80,9 +80,10 @@ static inline uint64_t wa_mix(uint64_t x)
 
 /*
  * The stamps of the record at V. @salt is odd and V a multiple of
- * WA_ALIGN, so the mixed words are odd (never 0: zeroed memory never
- * matches), a header stamp never equals a trailer stamp (bit 1 differs
- * before mixing), and two different V never share a stamp.
+ * WA_ALIGN, so the word mixed is odd, never 0, and the stamp never 0
+ * (zeroed memory never matches); a header stamp never equals a trailer
+ * stamp (bit 1 differs before mixing) and two different V never share a
+ * stamp (the mix is a bijection).
  */
 static inline uint64_t wa_hstamp(uint64_t salt, uint64_t v)
 {
