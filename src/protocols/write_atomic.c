@@ -83,435 +83,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/internal.h"
-#include "protocols/write_atomic_rec.h"
+#include "protocols/write_atomic.h"
 
 #define WC_BATCH 16
-#define CTRL_BYTES 4096
-#define HEAD_OFF 64          /* head word: this far after the tail word */
 #define HELLO_RING_LEN 40    /* ring_encode() */
 #define HELLO_REPLY_LEN 44   /* ring_encode() + u32 sender id */
-#define SEND_TAG (1ull << 63) /* priv_[0] of a send buffer handle */
-#define DOWN_POLLS 100000u
 
 enum { K_WRITE = 1, K_PAD, K_FAA, K_READ };
 enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED };
 
 void (*rdmx__wa_test_reserved)(struct rdmx_conn *c, uint64_t voff,
 			       uint64_t rec);
-
-/* A growable FIFO of 64-bit virtual offsets. */
-struct vq {
-	uint64_t *v;
-	uint32_t cap, head, n;
-};
-
-/* The receive side: a ring that senders write into. */
-struct wa_ring {
-	pthread_mutex_t lock;
-	int made;
-	const struct rdmx__fabric_ops *f;
-	uint8_t *buf;
-	uint64_t *ctrl;           /* ctrl[0]: tail, ctrl[HEAD_OFF / 8]: head */
-	struct rdmx__mr *ring_mr, *tail_mr, *head_mr;
-	uint64_t size, salt;
-	uint64_t scan;            /* next reservation to look at */
-	uint64_t pub;             /* head: all below it released */
-	rdmx_conn **members;      /* by sender id; NULL once closed */
-	uint32_t nmembers, cap_members;
-};
-
-/* Per connection: its sending state and its place in a ring. */
-struct wa {
-	struct wa_ring own;       /* dialer: the ring it receives on */
-	struct wa_ring *rx;       /* own, or the listener's shared ring */
-	uint32_t rx_id;           /* the peer's sender id on rx */
-	struct vq parked;         /* records on rx waiting for this conn */
-	/* sending */
-	struct rdmx__cq *cq;
-	uint8_t *sbuf;
-	struct rdmx__mr *smr, *scratch_mr;
-	uint64_t *scratch;        /* [0] FETCH_ADD result, [1] head, [2..] pad */
-	size_t slot;
-	uint32_t nslot, nfree, nalloc, inflight;
-	uint32_t *free_stack;
-	uint8_t *sstate;
-	int faa_done, read_done;
-	struct vq outs;           /* ends of my records not yet consumed */
-	uint32_t credits;         /* peer recv_depth + send_depth */
-	uint64_t cached_head;
-	uint64_t last_end;        /* end of my last reservation */
-	/* the peer's ring */
-	uint64_t r_ring, r_tail, r_size, r_salt;
-	uint32_t r_ring_rkey, r_tail_rkey, r_head_rkey, tx_id;
-};
-
-static struct wa *wa_of(rdmx_conn *c)
-{
-	return c->priv;
-}
-
-/*
- * Called once per empty poll of a wait loop, after rdmx__conn_wait():
- * every few polls give the CPU away, so that a spinning receiver does
- * not starve the sender it waits for when there are more threads than
- * cores (a spin on ring memory never blocks, unlike a CQ poll).
- */
-static void backoff(const struct rdmx__deadline *d)
-{
-	if ((d->spins & 15) == 15)
-		sched_yield();
-}
-
-/* rdmx__conn_wait() followed by backoff(). */
-static int idle(rdmx_conn *c, struct rdmx__deadline *d)
-{
-	int rc = rdmx__conn_wait(c, d);
-
-	if (!rc)
-		backoff(d);
-	return rc;
-}
-
-/* ----------------------------------------------------------- vq helpers */
-
-static int vq_push(struct vq *q, uint64_t x)
-{
-	if (q->n == q->cap) {
-		uint32_t cap = q->cap ? 2 * q->cap : 64;
-		uint64_t *v = malloc(cap * sizeof(*v));
-
-		if (!v)
-			return rdmx__fail(-ENOMEM, "write_atomic: out of memory for a queue");
-		for (uint32_t i = 0; i < q->n; i++)
-			v[i] = q->v[(q->head + i) % q->cap];
-		free(q->v);
-		q->v = v;
-		q->cap = cap;
-		q->head = 0;
-	}
-	q->v[(q->head + q->n++) % q->cap] = x;
-	return 0;
-}
-
-static uint64_t vq_front(const struct vq *q)
-{
-	return q->v[q->head];
-}
-
-static uint64_t vq_pop(struct vq *q)
-{
-	uint64_t x = q->v[q->head];
-
-	q->head = (q->head + 1) % q->cap;
-	q->n--;
-	return x;
-}
-
-static void vq_free(struct vq *q)
-{
-	free(q->v);
-	memset(q, 0, sizeof(*q));
-}
-
-/* --------------------------------------------------------------- rings */
-
-static uint64_t *tail_word(struct wa_ring *r)
-{
-	return r->ctrl;
-}
-
-static uint64_t *head_word(struct wa_ring *r)
-{
-	return r->ctrl + HEAD_OFF / 8;
-}
-
-static uint64_t new_salt(const void *where)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return wa_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
-		      (uintptr_t)where) | 1;
-}
-
-/* Allocate and register a ring of @size bytes on @c's device. */
-static int ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size)
-{
-	int rc;
-
-	r->f = c->f;
-	r->size = size;
-	r->salt = new_salt(r);
-	r->buf = rdmx__alloc_buf(size);
-	r->ctrl = rdmx__alloc_buf(CTRL_BYTES);
-	if (!r->buf || !r->ctrl)
-		return rdmx__fail(-ENOMEM, "write_atomic: out of memory for a %llu-byte ring",
-				  (unsigned long long)size);
-	rc = c->f->reg_mr(c->ep, r->buf, size, RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE,
-			  &r->ring_mr);
-	if (!rc)
-		rc = c->f->reg_mr(c->ep, tail_word(r), 8,
-				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_ATOMIC, &r->tail_mr);
-	if (!rc)
-		rc = c->f->reg_mr(c->ep, head_word(r), 8,
-				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ, &r->head_mr);
-	if (!rc && pthread_mutex_init(&r->lock, NULL))
-		rc = rdmx__fail(-ENOMEM, "write_atomic: cannot create a mutex");
-	if (!rc)
-		r->made = 1;
-	return rc;
-}
-
-/* Free what ring_make() made, even half of it. */
-static void ring_unmake(struct wa_ring *r)
-{
-	if (r->head_mr)
-		r->f->dereg_mr(r->head_mr);
-	if (r->tail_mr)
-		r->f->dereg_mr(r->tail_mr);
-	if (r->ring_mr)
-		r->f->dereg_mr(r->ring_mr);
-	if (r->made)
-		pthread_mutex_destroy(&r->lock);
-	free(r->buf);
-	free(r->ctrl);
-	free(r->members);
-	memset(r, 0, sizeof(*r));
-}
-
-/* Enter @c in the member table; its sender id comes back in *id. */
-static int ring_join(struct wa_ring *r, rdmx_conn *c, uint32_t *id)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&r->lock);
-	if (r->nmembers == r->cap_members) {
-		uint32_t cap = r->cap_members ? 2 * r->cap_members : 8;
-		rdmx_conn **v = realloc(r->members, cap * sizeof(*v));
-
-		if (!v) {
-			rc = rdmx__fail(-ENOMEM, "write_atomic: out of memory for a member");
-			goto unlock;
-		}
-		r->members = v;
-		r->cap_members = cap;
-	}
-	*id = r->nmembers;
-	r->members[r->nmembers++] = c;
-unlock:
-	pthread_mutex_unlock(&r->lock);
-	return rc;
-}
-
-static uint8_t *rec_at(struct wa_ring *r, uint64_t v)
-{
-	return r->buf + (v & (r->size - 1));
-}
-
-static uint16_t rec_flags(struct wa_ring *r, uint64_t v)
-{
-	uint16_t f;
-
-	memcpy(&f, rec_at(r, v) + 8, 2);
-	return le16toh(f);
-}
-
-static void rec_set_flags(struct wa_ring *r, uint64_t v, uint16_t flags)
-{
-	uint16_t f = htole16(flags);
-
-	memcpy(rec_at(r, v) + 8, &f, 2);
-}
-
-/* Ring bytes the (verified) record or pad at @v covers. */
-static uint64_t rec_span(struct wa_ring *r, uint64_t v)
-{
-	struct wa_hdr h;
-
-	wa_get_hdr(rec_at(r, v), &h);
-	return (h.flags & WA_F_PAD) ? h.len : wa_rec_size(h.len);
-}
-
-/* Advance the head over released records and publish it. Locked. */
-static void ring_advance(struct wa_ring *r)
-{
-	uint64_t pub = r->pub;
-
-	while (pub < r->scan && (rec_flags(r, pub) & WA_F_RELEASED))
-		pub += rec_span(r, pub);
-	if (pub == r->pub)
-		return;
-	r->pub = pub;
-	__atomic_store_n(head_word(r), htole64(pub), __ATOMIC_RELEASE);
-}
-
-/* Everything reserved has been scanned (so nothing is on its way). */
-static int ring_drained(struct wa_ring *r)
-{
-	return r->scan == __atomic_load_n(tail_word(r), __ATOMIC_ACQUIRE);
-}
-
-/*
- * Check the reservation at the scan cursor. Returns 1 when a complete
- * record or pad is there (*h filled), 0 when it is not written yet, or
- * -EPROTO for a record that cannot be (its stamps matched, its size not).
- */
-static int rec_ready(struct wa_ring *r, struct wa_hdr *h)
-{
-	uint64_t v = r->scan, off = v & (r->size - 1);
-	uint8_t *p = rec_at(r, v);
-
-	if (wa_load_stamp(p + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
-		return 0;
-	wa_get_hdr(p, h);
-	if (h->flags & WA_F_PAD) {
-		if (h->len < WA_ALIGN || h->len % WA_ALIGN || h->len > r->size)
-			return rdmx__fail(-EPROTO, "write_atomic: pad of %u bytes at %llu",
-					  h->len, (unsigned long long)v);
-		return 1;
-	}
-	if (off + wa_rec_size(h->len) > r->size)
-		return rdmx__fail(-EPROTO, "write_atomic: record of %u bytes at %llu crosses the ring end",
-				  h->len, (unsigned long long)v);
-	return wa_load_stamp(p + wa_trailer_off(h->len)) == wa_tstamp(r->salt, v);
-}
-
-/*
- * Take the next message at the scan cursor, skipping pads and records of
- * members that are gone. Returns 1 with *v and *owner, 0 when none is
- * ready, or -errno. Locked.
- */
-static int ring_take(struct wa_ring *r, uint64_t *v, rdmx_conn **owner)
-{
-	struct wa_hdr h;
-	int rc;
-
-	for (;;) {
-		rc = rec_ready(r, &h);
-		if (rc <= 0)
-			return rc;
-		*v = r->scan;
-		r->scan += (h.flags & WA_F_PAD) ? h.len : wa_rec_size(h.len);
-		*owner = h.sender < r->nmembers ? r->members[h.sender] : NULL;
-		if (!(h.flags & WA_F_PAD) && *owner)
-			return 1;
-		rec_set_flags(r, *v, h.flags | WA_F_RELEASED);
-		ring_advance(r);
-	}
-}
-
-/* Hand the record at @v out to its connection @c. Locked. */
-static void deliver(struct wa_ring *r, rdmx_conn *c, uint64_t v,
-		    struct rdmx_msg *m)
-{
-	uint8_t *p = rec_at(r, v);
-	struct wa_hdr h;
-
-	wa_get_hdr(p, &h);
-	rec_set_flags(r, v, (uint16_t)((h.flags & ~WA_F_PARKED) | WA_F_HELD));
-	m->data = p + WA_HDR;
-	m->len = h.len;
-	m->cap = h.len;
-	m->imm = (h.flags & WA_F_IMM) ? h.imm : 0;
-	m->flags = (h.flags & WA_F_IMM) ? RDMX_MSG_IMM : 0;
-	m->priv_[0] = v;
-	m->priv_[1] = (uintptr_t)c;
-}
-
-/* Park the record at @v for @owner (another member). Locked. */
-static int park(struct wa_ring *r, rdmx_conn *owner, uint64_t v)
-{
-	rec_set_flags(r, v, rec_flags(r, v) | WA_F_PARKED);
-	return vq_push(&wa_of(owner)->parked, v);
-}
-
-/* One poll for @c's next message. 1: got one, 0: none, <0: error. */
-static int rx_poll_conn(struct wa_ring *r, rdmx_conn *c, struct rdmx_msg *m,
-			int *drained)
-{
-	struct wa *p = wa_of(c);
-	rdmx_conn *owner;
-	uint64_t v;
-	int rc;
-
-	pthread_mutex_lock(&r->lock);
-	if (p->parked.n) {
-		deliver(r, c, vq_pop(&p->parked), m);
-		rc = 1;
-		goto unlock;
-	}
-	while ((rc = ring_take(r, &v, &owner)) > 0) {
-		if (owner == c) {
-			deliver(r, c, v, m);
-			break;
-		}
-		rc = park(r, owner, v);
-		if (rc)
-			break;
-	}
-	*drained = ring_drained(r);
-unlock:
-	pthread_mutex_unlock(&r->lock);
-	return rc;
-}
-
-/* The member whose parked record comes first in the ring, or NULL. */
-static rdmx_conn *first_parked(struct wa_ring *r)
-{
-	rdmx_conn *best = NULL;
-	uint64_t bv = UINT64_MAX;
-
-	for (uint32_t i = 0; i < r->nmembers; i++) {
-		rdmx_conn *c = r->members[i];
-
-		if (c && wa_of(c)->parked.n && vq_front(&wa_of(c)->parked) < bv) {
-			best = c;
-			bv = vq_front(&wa_of(c)->parked);
-		}
-	}
-	return best;
-}
-
-/* One poll for any member's next message. 1, 0 or <0 as above. */
-static int rx_poll_any(struct wa_ring *r, struct rdmx_msg *m, int *drained)
-{
-	rdmx_conn *owner;
-	uint64_t v;
-	int rc;
-
-	pthread_mutex_lock(&r->lock);
-	owner = first_parked(r);
-	if (owner) {
-		deliver(r, owner, vq_pop(&wa_of(owner)->parked), m);
-		rc = 1;
-	} else {
-		rc = ring_take(r, &v, &owner);
-		if (rc > 0)
-			deliver(r, owner, v, m);
-	}
-	*drained = ring_drained(r);
-	pthread_mutex_unlock(&r->lock);
-	return rc;
-}
-
-/* Release @c's records still in the ring and forget @c. */
-static void ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id)
-{
-	struct wa_hdr h;
-
-	pthread_mutex_lock(&r->lock);
-	if (id < r->nmembers && r->members[id] == c)
-		r->members[id] = NULL;
-	for (uint64_t v = r->pub; v < r->scan; v += rec_span(r, v)) {
-		wa_get_hdr(rec_at(r, v), &h);
-		if (h.sender == id && !(h.flags & (WA_F_PAD | WA_F_RELEASED)))
-			rec_set_flags(r, v, h.flags | WA_F_RELEASED);
-	}
-	vq_free(&wa_of(c)->parked);
-	ring_advance(r);
-	pthread_mutex_unlock(&r->lock);
-}
 
 /* ------------------------------------------------------------- setup */
 
@@ -568,9 +150,9 @@ static int join_shared(rdmx_conn *c)
 
 	pthread_mutex_lock(&c->group->lock);
 	if (!r->made) {
-		rc = ring_make(r, c, c->opts.ring_size);
+		rc = rdmx__wa_ring_make(r, c, c->opts.ring_size);
 		if (rc)
-			ring_unmake(r); /* the next connection tries again */
+			rdmx__wa_ring_unmake(r); /* the next connection tries again */
 	}
 	pthread_mutex_unlock(&c->group->lock);
 	wa_of(c)->rx = r;
@@ -600,11 +182,11 @@ static int wa_setup(rdmx_conn *c)
 	if (c->group) {
 		rc = join_shared(c);
 	} else {
-		rc = ring_make(&p->own, c, c->opts.ring_size);
+		rc = rdmx__wa_ring_make(&p->own, c, c->opts.ring_size);
 		p->rx = &p->own;
 	}
 	if (!rc)
-		rc = ring_join(p->rx, c, &p->rx_id);
+		rc = rdmx__wa_ring_join(p->rx, c, &p->rx_id);
 	if (!rc)
 		rc = create_tx(c);
 	return rc;
@@ -615,7 +197,7 @@ static void wa_teardown(rdmx_conn *c)
 	struct wa *p = wa_of(c);
 
 	if (p->rx && p->rx->made)
-		ring_leave(p->rx, c, p->rx_id);
+		rdmx__wa_ring_leave(p->rx, c, p->rx_id);
 	if (p->cq)
 		c->f->destroy_cq(p->cq);
 	if (p->scratch_mr)
@@ -626,10 +208,10 @@ static void wa_teardown(rdmx_conn *c)
 	free(p->scratch);
 	free(p->free_stack);
 	free(p->sstate);
-	vq_free(&p->outs);
-	vq_free(&p->parked);
+	rdmx__wa_vq_free(&p->outs);
+	rdmx__wa_vq_free(&p->parked);
 	if (p->own.made || p->own.buf || p->own.ctrl)
-		ring_unmake(&p->own);
+		rdmx__wa_ring_unmake(&p->own);
 }
 
 static void wa_shared_teardown(struct rdmx__group *g)
@@ -637,7 +219,7 @@ static void wa_shared_teardown(struct rdmx__group *g)
 	struct wa_ring *r = g->shared;
 
 	if (r->made || r->buf || r->ctrl)
-		ring_unmake(r);
+		rdmx__wa_ring_unmake(r);
 }
 
 /* ------------------------------------------------------------- hellos */
@@ -757,7 +339,7 @@ static int wait_done(rdmx_conn *c, int *done)
 		rc = reap(c);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && (rc = idle(c, &d)))
+		if (rc == 0 && (rc = rdmx__wa_idle(c, &d)))
 			return rc;
 	}
 	return 0;
@@ -831,7 +413,7 @@ static int wait_space(rdmx_conn *c, uint64_t v, uint64_t len)
 	while (!wa_fits(v, len, p->cached_head, p->r_size)) {
 		rc = read_head(c);
 		if (!rc && !wa_fits(v, len, p->cached_head, p->r_size))
-			rc = idle(c, &d);
+			rc = rdmx__wa_idle(c, &d);
 		if (rc)
 			return rc;
 	}
@@ -899,8 +481,8 @@ static int reserve_record(rdmx_conn *c, uint64_t rec, uint64_t *v)
 /* Retire the records the peer's head has passed; returns credits in use. */
 static uint32_t credits_used(struct wa *p)
 {
-	while (p->outs.n && vq_front(&p->outs) <= p->cached_head)
-		vq_pop(&p->outs);
+	while (p->outs.n && rdmx__wa_vq_front(&p->outs) <= p->cached_head)
+		rdmx__wa_vq_pop(&p->outs);
 	return p->outs.n + p->nalloc;
 }
 
@@ -962,7 +544,7 @@ static int wa_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			return rc;
 		if (rc)
 			break;
-		rc = idle(c, &d);
+		rc = rdmx__wa_idle(c, &d);
 		if (rc)
 			return rc;
 	}
@@ -1023,7 +605,7 @@ static int wa_send(rdmx_conn *c, struct rdmx_msg *m)
 	p->sstate[idx] = SLOT_POSTED;
 	p->nalloc--;
 	m->priv_[1] = 0;
-	return vq_push(&p->outs, v + rec);
+	return rdmx__wa_vq_push(&p->outs, v + rec);
 }
 
 static int wa_flush(rdmx_conn *c, int timeout_ms)
@@ -1037,62 +619,9 @@ static int wa_flush(rdmx_conn *c, int timeout_ms)
 		rc = reap(c);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && (rc = idle(c, &d)))
+		if (rc == 0 && (rc = rdmx__wa_idle(c, &d)))
 			return rc == -EAGAIN ? -ETIMEDOUT : rc;
 	}
-	return 0;
-}
-
-/* ------------------------------------------------------------- receiving */
-
-/*
- * After an empty poll: 0 to poll again, or what to return. A connection
- * that went down is polled until its ring is drained (what its peer wrote
- * before leaving is delivered), DOWN_POLLS times at most.
- */
-static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d, int drained)
-{
-	if (c->state == RDMX__CONN_DOWN) {
-		if (drained || d->once || ++d->spins > DOWN_POLLS)
-			return rdmx__fail(c->down_rc, "%s", c->err.msg);
-		return 0;
-	}
-	return idle(c, d);
-}
-
-static int wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
-{
-	struct wa *p = wa_of(c);
-	struct rdmx__deadline d;
-	int drained = 0, rc;
-
-	if (!p->rx || !p->rx->made)
-		return rdmx__fail(-ENOTCONN, "write_atomic: connection not set up");
-	rdmx__deadline_start(&d, timeout_ms);
-	for (;;) {
-		rc = rx_poll_conn(p->rx, c, m, &drained);
-		if (rc)
-			return rc > 0 ? 0 : rc;
-		rc = recv_wait(c, &d, drained);
-		if (rc)
-			return rc;
-	}
-}
-
-/* Check a received handle of @c and mark it released. Locked. */
-static int release_rec(struct wa_ring *r, rdmx_conn *c, uint64_t v)
-{
-	struct wa_hdr h;
-
-	if (v < r->pub || v >= r->scan || v % WA_ALIGN ||
-	    wa_load_stamp(rec_at(r, v) + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
-		return -EINVAL;
-	wa_get_hdr(rec_at(r, v), &h);
-	if ((h.flags & (WA_F_HELD | WA_F_RELEASED)) != WA_F_HELD ||
-	    h.sender >= r->nmembers || r->members[h.sender] != c)
-		return -EINVAL;
-	rec_set_flags(r, v, h.flags | WA_F_RELEASED);
-	ring_advance(r);
 	return 0;
 }
 
@@ -1109,86 +638,12 @@ static int wa_release(rdmx_conn *c, struct rdmx_msg *m)
 		rc = 0;
 	} else if (m->priv_[1] == (uintptr_t)c && !(m->priv_[0] & SEND_TAG) &&
 		   p->rx && p->rx->made) {
-		pthread_mutex_lock(&p->rx->lock);
-		rc = release_rec(p->rx, c, m->priv_[0]);
-		pthread_mutex_unlock(&p->rx->lock);
+		rc = rdmx__wa_release_rx(p->rx, c, m->priv_[0]);
 	}
 	if (rc)
 		return rdmx__fail(-EINVAL, "write_atomic: message not held on this connection");
 	m->priv_[1] = 0;
 	return 0;
-}
-
-/* ------------------------------------------------- rdmx_listener_recv */
-
-/*
- * A member whose peer is gone and whose messages were all handed out:
- * reported once with -ECONNRESET. Sets *live when a member is unreported.
- * Locked.
- */
-static rdmx_conn *gone_member(struct wa_ring *r, int drained, int check,
-			      int *live)
-{
-	*live = 0;
-	for (uint32_t i = 0; i < r->nmembers; i++) {
-		rdmx_conn *c = r->members[i];
-
-		if (!c || c->reset_reported)
-			continue;
-		*live = 1;
-		if (check && c->state == RDMX__CONN_UP)
-			rdmx__conn_check_peer(c);
-		if (drained && c->state == RDMX__CONN_DOWN && !wa_of(c)->parked.n)
-			return c;
-	}
-	return NULL;
-}
-
-/* After an empty poll: 0 to poll again, or what to return. Locked. */
-static int group_idle(struct wa_ring *r, struct rdmx_msg *m,
-		      struct rdmx__deadline *d, int drained)
-{
-	int check = d->once || !(++d->spins % 256), live;
-	rdmx_conn *gone = gone_member(r, drained, check, &live);
-
-	if (gone) {
-		gone->reset_reported = 1;
-		m->priv_[1] = (uintptr_t)gone;
-		return rdmx__fail(gone->down_rc, "%s", gone->err.msg);
-	}
-	if (!live)
-		return rdmx__fail(-ENOTCONN, "no open connection on this listener");
-	if (d->once)
-		return rdmx__fail(-EAGAIN, "nothing ready");
-	if (check && !d->forever && rdmx__deadline_left_ms(d) == 0)
-		return rdmx__fail(-ETIMEDOUT, "timed out");
-	backoff(d);
-	return 0;
-}
-
-static int wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
-			 int timeout_ms)
-{
-	struct wa_ring *r = g->shared;
-	struct rdmx__deadline d;
-	int made, drained = 0, rc;
-
-	pthread_mutex_lock(&g->lock);
-	made = r->made;
-	pthread_mutex_unlock(&g->lock);
-	if (!made)
-		return rdmx__fail(-ENOTCONN, "no open connection on this listener");
-	rdmx__deadline_start(&d, timeout_ms);
-	for (;;) {
-		rc = rx_poll_any(r, m, &drained);
-		if (rc)
-			return rc > 0 ? 0 : rc;
-		pthread_mutex_lock(&r->lock);
-		rc = group_idle(r, m, &d, drained);
-		pthread_mutex_unlock(&r->lock);
-		if (rc)
-			return rc;
-	}
 }
 
 const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
@@ -1202,9 +657,9 @@ const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.msg_alloc = wa_msg_alloc,
 	.send = wa_send,
 	.flush = wa_flush,
-	.recv = wa_recv,
+	.recv = rdmx__wa_recv,
 	.release = wa_release,
 	.shared_size = sizeof(struct wa_ring),
 	.shared_teardown = wa_shared_teardown,
-	.group_recv = wa_group_recv,
+	.group_recv = rdmx__wa_group_recv,
 };
