@@ -78,10 +78,8 @@
  * threads. The sending state is per connection (one thread at a time).
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "protocols/write_atomic.h"
 
