@@ -48,8 +48,8 @@
  *    (acquire loads for READ), so an owner polling a flag written last
  *    with an acquire load sees the data before it race-free; otherwise
  *    8-byte release stores in increasing address order (never a memmove,
- *    which may store its last bytes first). FETCH_ADD is always an
- *    __atomic_fetch_add.
+ *    which may store its last bytes first). An aligned 8-byte READ is
+ *    one acquire load (never torn), FETCH_ADD always an __atomic_fetch_add.
  *  - A CQ holds exactly @depth completions. Overflowing one is a caller
  *    bug: it is reported on stderr and poll_cq returns -EOVERFLOW forever.
  */
@@ -262,6 +262,14 @@ static void remote_store(uint64_t raddr, const void *src, size_t len)
 
 static void remote_load(void *dst, uint64_t raddr, size_t len)
 {
+	/* An aligned 8-byte READ is one load, as on HCAs (never torn). */
+	if (len == 8 && !(raddr & 7)) {
+		uint64_t w = __atomic_load_n((const uint64_t *)(uintptr_t)raddr,
+					     __ATOMIC_ACQUIRE);
+
+		memcpy(dst, &w, 8);
+		return;
+	}
 #ifdef FAKE_TSAN
 	const uint8_t *s = (const uint8_t *)(uintptr_t)raddr;
 	uint8_t *d = dst;

@@ -51,7 +51,9 @@
  * visible header stamp means the header fields are. rxe and the HCAs we
  * know place a WRITE this way (and the fake fabric does, with release
  * stores under ThreadSanitizer), but the InfiniBand spec does not promise
- * it; only the completion of a WRITE_WITH_IMM would. RDMX_NOTIFY_IMM,
+ * it; only the completion of a WRITE_WITH_IMM would. The READ of the
+ * 8-byte aligned head word is likewise taken to be single-copy atomic (a
+ * torn value could exceed the real head). RDMX_NOTIFY_IMM,
  * which would lift the assumption, is not implemented: setup rejects it.
  *
  * Flow control. Besides ring space, a sender may have at most
