@@ -5,6 +5,7 @@
  * path that dispatch to the connection's protocol.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #define MAX_MSG_LIMIT (1u << 30)
 #define DEPTH_LIMIT 16384u
 #define RING_MIN 4096u
+#define SPIN_FREE 4096u       /* polls before the first yield */
+#define SPIN_YIELD_EVERY 16u  /* then a yield every this many polls */
 
 void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 {
@@ -142,13 +145,27 @@ int rdmx__conn_check_peer(rdmx_conn *c)
 	return 0;
 }
 
+/*
+ * Busy-polling is what keeps latency low, but on a machine with fewer cores
+ * than spinning threads (a self-test, a CI box, a VM) a spinner holding the
+ * CPU delays the very thread it waits for by a whole time slice. So spin
+ * freely for a while, then yield the CPU every few polls: sched_yield()
+ * returns at once when nobody else wants the core.
+ */
+void rdmx__spin_pause(struct rdmx__deadline *d)
+{
+	if (++d->spins > SPIN_FREE && !(d->spins & (SPIN_YIELD_EVERY - 1)))
+		sched_yield();
+}
+
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
 {
 	int rc;
 
 	if (d->once)
 		return rdmx__fail(-EAGAIN, "nothing ready");
-	if (++d->spins & 255)
+	rdmx__spin_pause(d);
+	if (d->spins & 255)
 		return 0;
 	rc = rdmx__conn_check_peer(c);
 	if (rc)

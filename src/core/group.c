@@ -174,7 +174,8 @@ int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 			return rc;
 		if (d.once)
 			return rdmx__fail(-EAGAIN, "nothing ready");
-		if (++d.spins % PEER_CHECK_ROUNDS)
+		rdmx__spin_pause(&d);
+		if (d.spins % PEER_CHECK_ROUNDS)
 			continue;
 		check_peers(g);
 		if (!d.forever && rdmx__deadline_left_ms(&d) == 0)

@@ -138,6 +138,9 @@ void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
 /* Milliseconds left (INT32_MAX when forever, 0 when passed). */
 int rdmx__deadline_left_ms(const struct rdmx__deadline *d);
 
+/* Count an empty poll of @d; past a spin budget, yield the CPU now and then. */
+void rdmx__spin_pause(struct rdmx__deadline *d);
+
 /*
  * rdmx__conn_wait - call once per empty poll of a wait loop. Every few
  * hundred spins it checks the clock and connection events. Returns 0 to
