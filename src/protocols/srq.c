@@ -781,7 +781,8 @@ static int group_wait(struct rdmx__group *g, struct rdmx__deadline *d)
 			return 0;
 		return rdmx__fail(-EAGAIN, "nothing ready");
 	}
-	if (++d->spins & 255)
+	rdmx__spin_pause(d);
+	if (d->spins & 255)
 		return 0;
 	if (check_peers(g))
 		return 0;
