@@ -188,6 +188,8 @@ static int wa_setup(rdmx_conn *c)
 	if (!rc)
 		rc = rdmx__wa_ring_join(p->rx, c, &p->rx_id);
 	if (!rc)
+		p->joined = 1;
+	if (!rc)
 		rc = create_tx(c);
 	return rc;
 }
@@ -196,7 +198,7 @@ static void wa_teardown(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 
-	if (p->rx && p->rx->made)
+	if (p->joined)
 		rdmx__wa_ring_leave(p->rx, c, p->rx_id);
 	if (p->cq)
 		c->f->destroy_cq(p->cq);

@@ -41,6 +41,7 @@ struct wa {
 	struct wa_ring own;       /* dialer: the ring it receives on */
 	struct wa_ring *rx;       /* own, or the listener's shared ring */
 	uint32_t rx_id;           /* the peer's sender id on rx */
+	int joined;               /* rx_id is ours in rx's member table */
 	struct vq parked;         /* records on rx waiting for this conn */
 	/* sending */
 	struct rdmx__cq *cq;

@@ -248,7 +248,9 @@ static void run_senders(uint64_t per_sender, unsigned sleep_every)
 	print_message("%llu messages, %.1f ring laps, %llu pads, %llu head reads\n",
 		      (unsigned long long)t.total, (double)t.bytes / SMALL_RING,
 		      (unsigned long long)(faa - t.total), (unsigned long long)reads);
-	assert_true(t.bytes >= 20ull * SMALL_RING);
+	if (th_count(20) == 20)              /* full counts (not RDMX_TEST_QUICK) */
+		assert_true(t.bytes >= 20ull * SMALL_RING);
+	assert_true(t.bytes > 2ull * SMALL_RING);
 	assert_true(faa > t.total);          /* some reservations crossed the end */
 	assert_int_equal(writes, faa);       /* a record or a pad for each */
 	assert_true(reads > 0);              /* senders waited for space */
@@ -265,7 +267,7 @@ static void test_eight_senders_wrap(void **state)
 static void test_sleeping_receiver(void **state)
 {
 	(void)state;
-	run_senders(th_count(150), 10);
+	run_senders(th_count(200), 10);
 }
 
 /* ----------------------------------------------- reserved, not written */
