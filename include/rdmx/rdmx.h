@@ -116,7 +116,8 @@ struct rdmx_conn_opts {
 	const char *protocol;    /* protocol name, default "send_recv" */
 	uint32_t max_msg_size;   /* largest message, default 65536 */
 	uint32_t send_depth;     /* send buffers / sends in flight, default 64 */
-	uint32_t recv_depth;     /* posted receive buffers, default 64 */
+	uint32_t recv_depth;     /* posted receive buffers, default 64; srq:
+				  * shared by all connections of a listener */
 	uint8_t rnr_retry;       /* 0..7 (7 = retry forever), default 7 */
 	uint8_t retry_count;     /* transport retries 0..7, default 7 */
 	int connect_timeout_ms;  /* address/route/connect bound, default 5000 */

@@ -46,8 +46,10 @@
  *    concurrently with __atomic operations. Built with ThreadSanitizer,
  *    the fake moves remote bytes one at a time with atomic release stores
  *    (acquire loads for READ), so an owner polling a flag written last
- *    with an acquire load sees the data before it race-free; otherwise it
- *    is memmove. FETCH_ADD is always an __atomic_fetch_add.
+ *    with an acquire load sees the data before it race-free; otherwise
+ *    8-byte release stores in increasing address order (never a memmove,
+ *    which may store its last bytes first). An aligned 8-byte READ is
+ *    one acquire load (never torn), FETCH_ADD always an __atomic_fetch_add.
  *  - A CQ holds exactly @depth completions. Overflowing one is a caller
  *    bug: it is reported on stderr and poll_cq returns -EOVERFLOW forever.
  */
@@ -239,12 +241,35 @@ static void remote_store(uint64_t raddr, const void *src, size_t len)
 	for (size_t i = 0; i < len; i++)
 		__atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
 #else
-	mem_copy((void *)(uintptr_t)raddr, src, len);
+	/* In increasing address order, as rxe and HCAs place a WRITE (a
+	 * memmove may store its last bytes first): bytes up to an 8-byte
+	 * boundary, 8-byte release stores, then the tail bytes. */
+	uint8_t *d = (uint8_t *)(uintptr_t)raddr;
+	const uint8_t *s = src;
+	size_t i = 0;
+	uint64_t w;
+
+	for (; i < len && ((uintptr_t)(d + i) & 7); i++)
+		__atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		__atomic_store_n((uint64_t *)(void *)(d + i), w, __ATOMIC_RELEASE);
+	}
+	for (; i < len; i++)
+		__atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
 #endif
 }
 
 static void remote_load(void *dst, uint64_t raddr, size_t len)
 {
+	/* An aligned 8-byte READ is one load, as on HCAs (never torn). */
+	if (len == 8 && !(raddr & 7)) {
+		uint64_t w = __atomic_load_n((const uint64_t *)(uintptr_t)raddr,
+					     __ATOMIC_ACQUIRE);
+
+		memcpy(dst, &w, 8);
+		return;
+	}
 #ifdef FAKE_TSAN
 	const uint8_t *s = (const uint8_t *)(uintptr_t)raddr;
 	uint8_t *d = dst;

@@ -1,24 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /* The table of built-in protocols: one entry per src/protocols/<name>.c. */
+#include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
 
 extern const struct rdmx_protocol_ops rdmx__proto_send_recv;
+extern const struct rdmx_protocol_ops rdmx__proto_srq;
+extern const struct rdmx_protocol_ops rdmx__proto_read;
+extern const struct rdmx_protocol_ops rdmx__proto_write_simplex;
+extern const struct rdmx_protocol_ops rdmx__proto_write_magic;
+extern const struct rdmx_protocol_ops rdmx__proto_write_duplex;
+extern const struct rdmx_protocol_ops rdmx__proto_write_atomic;
 
 static const struct rdmx_protocol_ops *const protocols[] = {
 	&rdmx__proto_send_recv,
+	&rdmx__proto_srq,
+	&rdmx__proto_read,
+	&rdmx__proto_write_simplex,
+	&rdmx__proto_write_magic,
+	&rdmx__proto_write_duplex,
+	&rdmx__proto_write_atomic,
 };
 
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
 
-static const char *const names[N_PROTOCOLS + 1] = {
-	"send_recv",
-	NULL,
-};
+static const char *names[N_PROTOCOLS + 1];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_init(void)
+{
+	for (size_t i = 0; i < N_PROTOCOLS; i++)
+		names[i] = protocols[i]->name;
+}
 
 const char *const *rdmx_protocol_names(void)
 {
+	pthread_once(&names_once, names_init);
 	return names;
 }
 

@@ -1,0 +1,963 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * read: the receiver pulls. For large messages: the payload never crosses
+ * the receiver's receive queue, it is fetched with one RDMA READ straight
+ * into a receive buffer, and the sender's buffer is zero copy both ways.
+ * Both directions run on one RC connection; each side is sender and
+ * receiver.
+ *
+ * Sender: send_depth buffers of max_msg bytes, registered for remote READ;
+ * the user fills one in place (rdmx_msg_alloc). rdmx_send posts one small
+ * signaled SEND carrying a 32-byte descriptor (below). The buffer stays
+ * the sender's until the receiver acknowledges it.
+ *
+ * Receiver: posts desc_depth receives for descriptors. For each descriptor,
+ * in arrival order, it takes one of its recv_depth receive buffers, posts
+ * an RDMA READ of the payload into it and, once the READ completed,
+ * acknowledges: an RDMA WRITE of the descriptor's generation into the
+ * sender's ack slot for that buffer (u64 per send buffer; address and rkey
+ * come in the hello block). The receive buffer is handed to the user in
+ * place and reused on rdmx_msg_release. Messages are delivered in the order
+ * their descriptors arrived, whatever order READ completions are seen in.
+ *
+ * Why the ack is a WRITE and not a SEND: it needs no receive posted on the
+ * sender (no RNR, no receive buffers, no credits for acks), it does not mix
+ * with the peer's descriptors in the sender's receive queue (which would
+ * break their in-order delivery and the credit count), and the sender polls
+ * its ack word (acquire load) only when it waits for a buffer. The
+ * generation (per-buffer use count, never 0) makes a stale ack harmless.
+ * Acks go behind the data: a message's ack is posted at the receiver's next
+ * call after rdmx_recv handed it out (after the SEND of an rdmx_send, in
+ * rdmx_msg_release, or when a wait finds nothing to do), so a reply is not
+ * queued behind the ack of the request it answers.
+ *
+ * Eager payloads: a payload of at most the receiver's eager_max (1 KiB, or
+ * max_msg if smaller; from the hello) travels in the same SEND, right after
+ * the descriptor (the descriptor sits just before the payload in every send
+ * buffer, so one SGE covers both). The receiver copies it into a receive
+ * buffer and acknowledges as for a READ. Small messages thus cost one SEND
+ * and no round trip; and they are in the receiver's memory as soon as the
+ * SEND completed, so a sender may flush and close and the receiver still
+ * gets them (a READ needs the sender to be alive until the ack).
+ *
+ * Flow control: a side holds up to desc_depth = max(recv_depth, send_depth)
+ * descriptors it has not acknowledged yet (a receive posted for each) and
+ * says so in its hello. A sender never has more descriptors unacknowledged
+ * than that (its credits; a credit comes back with the ack), and
+ * rdmx_msg_alloc reserves one, so every descriptor finds a receive posted:
+ * no RNR in any state, nothing queued on the sender. Back-pressure is
+ * rdmx_msg_alloc waiting (-ETIMEDOUT, -EAGAIN for timeout 0) for a buffer
+ * that is both free and covered by a credit. A receiver whose buffers are
+ * all held by the user leaves descriptors waiting (acknowledged later);
+ * nothing is overwritten or dropped.
+ *
+ * READ depth: both sides ask rdma_cm for READ_DEPTH outstanding READs
+ * (initiator depth and responder resources, clamped to the device), and
+ * advertise it; a receiver keeps at most min(own, peer's) READs in flight
+ * and leaves further descriptors waiting in its queue.
+ *
+ * Completion model: rdmx_flush returns once every message sent is in the
+ * receiver's memory: a READ message when its ack arrived (so flushing needs
+ * the receiver to be calling rdmx_recv, rdmx_msg_alloc or rdmx_flush), an
+ * eager one when its SEND completed. A sender that closes with READ
+ * messages unacknowledged loses them.
+ *
+ * Descriptor (32 bytes, little-endian), the head of every SEND:
+ *   0  u8  type: 1 READ (payload in the sender), 2 EAGER (payload follows)
+ *   1  u8  flags: bit 0 = imm valid (RDMX_MSG_IMM)
+ *   2  u16 sender buffer index (= ack slot)
+ *   4  u32 generation of that buffer (never 0)
+ *   8  u64 READ: payload address in the sender; EAGER: 0
+ *  16  u32 READ: rkey of the sender's buffers; EAGER: 0
+ *  20  u32 payload length
+ *  24  u32 immediate data
+ *  28  u32 reserved, 0
+ *
+ * Hello block (24 bytes, little-endian, same in request and reply):
+ *   0  u8  block version (1)
+ *   1  u8  READs this side answers at once (rd_atomic)
+ *   2  u16 desc_depth: descriptors this side can hold (peer's credits)
+ *   4  u16 send_depth: send buffers = entries in the ack array
+ *   6  u16 eager_max: largest payload carried in a descriptor
+ *   8  u32 rkey of the ack array
+ *  12  u32 reserved, 0
+ *  16  u64 address of the ack array (u64 LE generation per send buffer)
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "protocols/read.h"
+
+#define READ_DEPTH 16     /* READs in flight asked for (rd_atomic) */
+#define EAGER_MAX 1024    /* largest payload sent inside a descriptor */
+#define SLOT_ALIGN 64
+#define DESC_OFF (SLOT_ALIGN - RDMX__READ_DESC_SIZE) /* in a send buffer */
+#define DATA_OFF SLOT_ALIGN
+#define WC_BATCH 16
+#define DEPTH_MAX 16384u
+#define NO_BUF UINT32_MAX
+
+enum { TX_FREE, TX_ALLOC, TX_POSTED };  /* send buffer */
+enum { RB_FREE, RB_BUSY, RB_HELD };     /* receive buffer */
+enum { M_WAIT, M_READING, M_READY };    /* descriptor received */
+enum { KIND_SEND = 1, KIND_RECV = 2 };  /* message handles */
+enum { WR_DESC = 1, WR_READ, WR_ACK, WR_RX }; /* wr_id >> 32 */
+
+struct tx {
+	uint32_t gen;
+	uint8_t state;
+	uint8_t eager;
+	uint8_t sent;   /* SEND completion polled */
+	uint8_t acked;  /* ack seen (credit back) */
+};
+
+struct rmsg {
+	struct rdmx__read_desc d;
+	uint32_t rx;    /* descriptor receive holding it */
+	uint32_t buf;   /* receive buffer, NO_BUF before one is taken */
+	uint8_t state;
+};
+
+struct ackreq {
+	uint32_t slot, gen;
+};
+
+struct rd {
+	struct rdmx__cq *scq, *rcq;
+
+	/* sending */
+	uint8_t *sbuf;
+	struct rdmx__mr *smr;
+	size_t sstride;
+	uint32_t nsend;
+	struct tx *tx;
+	uint32_t *free_tx, nfree_tx;
+	uint32_t *posted, nposted; /* buffers in TX_POSTED */
+	uint32_t reserved;         /* allocated + unacknowledged: credits used */
+	uint64_t *ack;             /* the peer WRITEs generations here */
+	struct rdmx__mr *ackmr;
+
+	/* the peer */
+	struct rdmx__read_hello peer;
+	uint32_t read_limit;
+
+	/* receiving */
+	uint8_t *dbuf;             /* descriptor receives */
+	struct rdmx__mr *dmr;
+	size_t dstride;
+	uint32_t ndesc, eager_cap;
+	uint8_t *rbuf;             /* receive buffers */
+	struct rdmx__mr *rmr;
+	size_t rstride;
+	uint32_t nrecv;
+	uint8_t *rstate;
+	uint32_t *free_rb, nfree_rb;
+	struct rmsg *fifo;         /* descriptors in arrival order */
+	uint32_t fcap, fhead, fcount;
+	uint32_t fstarted;         /* fifo entries from the head under way */
+	uint32_t reads;            /* READs in flight */
+	struct ackreq *ackq;       /* acks not posted yet, ndesc entries */
+	uint32_t aq_head, aq_count;
+	uint32_t acks;             /* ack WRITEs in flight */
+	uint64_t *acksrc;          /* ack WRITE sources, per peer buffer */
+	struct rdmx__mr *acksrcmr;
+};
+
+static struct rd *rd_of(rdmx_conn *c)
+{
+	return c->priv;
+}
+
+static uint64_t wr_id(unsigned kind, uint32_t idx)
+{
+	return ((uint64_t)kind << 32) | idx;
+}
+
+static size_t align_up(size_t n)
+{
+	return (n + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
+}
+
+/* ----------------------------------------------------------- wire formats */
+
+void rdmx__read_desc_encode(const struct rdmx__read_desc *d, uint8_t *b)
+{
+	b[0] = d->type;
+	b[1] = d->flags;
+	rdmx__put_u16(b + 2, d->slot);
+	rdmx__put_u32(b + 4, d->gen);
+	rdmx__put_u64(b + 8, d->addr);
+	rdmx__put_u32(b + 16, d->rkey);
+	rdmx__put_u32(b + 20, d->len);
+	rdmx__put_u32(b + 24, d->imm);
+	rdmx__put_u32(b + 28, 0);
+}
+
+int rdmx__read_desc_decode(const uint8_t *b, struct rdmx__read_desc *d)
+{
+	d->type = b[0];
+	d->flags = b[1];
+	d->slot = rdmx__get_u16(b + 2);
+	d->gen = rdmx__get_u32(b + 4);
+	d->addr = rdmx__get_u64(b + 8);
+	d->rkey = rdmx__get_u32(b + 16);
+	d->len = rdmx__get_u32(b + 20);
+	d->imm = rdmx__get_u32(b + 24);
+	if (d->type != RDMX__READ_DESC_READ && d->type != RDMX__READ_DESC_EAGER)
+		return rdmx__fail(-EPROTO, "read: descriptor of unknown type %u", d->type);
+	if (d->flags & ~RDMX__READ_DESC_IMM)
+		return rdmx__fail(-EPROTO, "read: descriptor with unknown flags 0x%x", d->flags);
+	if (rdmx__get_u32(b + 28))
+		return rdmx__fail(-EPROTO, "read: descriptor with reserved bytes set");
+	if (!d->gen)
+		return rdmx__fail(-EPROTO, "read: descriptor with generation 0");
+	return 0;
+}
+
+void rdmx__read_hello_encode(const struct rdmx__read_hello *h, uint8_t *b)
+{
+	b[0] = h->version;
+	b[1] = h->rd_atomic;
+	rdmx__put_u16(b + 2, h->desc_depth);
+	rdmx__put_u16(b + 4, h->send_depth);
+	rdmx__put_u16(b + 6, h->eager_max);
+	rdmx__put_u32(b + 8, h->ack_rkey);
+	rdmx__put_u32(b + 12, 0);
+	rdmx__put_u64(b + 16, h->ack_addr);
+}
+
+/* The values a peer must have for this side to talk to it. */
+static int hello_check(const struct rdmx__read_hello *h)
+{
+	if (!h->desc_depth || h->desc_depth > DEPTH_MAX)
+		return rdmx__fail(-EPROTO, "read: peer can hold %u descriptors (1..%u)",
+				  h->desc_depth, DEPTH_MAX);
+	if (!h->send_depth || h->send_depth > DEPTH_MAX)
+		return rdmx__fail(-EPROTO, "read: peer has %u send buffers (1..%u)",
+				  h->send_depth, DEPTH_MAX);
+	if (!h->rd_atomic)
+		return rdmx__fail(-EPROTO, "read: peer answers no RDMA READ (rd_atomic 0)");
+	if (!h->ack_addr)
+		return rdmx__fail(-EPROTO, "read: peer sent no ack array address");
+	return 0;
+}
+
+int rdmx__read_hello_decode(const uint8_t *b, size_t len,
+			    struct rdmx__read_hello *h)
+{
+	if (len != RDMX__READ_HELLO_SIZE)
+		return rdmx__fail(-EPROTO, "read: peer's hello block is %zu bytes, this side expects %d",
+				  len, RDMX__READ_HELLO_SIZE);
+	h->version = b[0];
+	if (h->version != RDMX__READ_HELLO_VERSION)
+		return rdmx__fail(-EPROTO, "read: hello block version mismatch: peer %u, this side %u",
+				  h->version, RDMX__READ_HELLO_VERSION);
+	if (rdmx__get_u32(b + 12))
+		return rdmx__fail(-EPROTO, "read: peer's hello block has reserved bytes set");
+	h->rd_atomic = b[1];
+	h->desc_depth = rdmx__get_u16(b + 2);
+	h->send_depth = rdmx__get_u16(b + 4);
+	h->eager_max = rdmx__get_u16(b + 6);
+	h->ack_rkey = rdmx__get_u32(b + 8);
+	h->ack_addr = rdmx__get_u64(b + 16);
+	return hello_check(h);
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int post_rx(rdmx_conn *c, uint32_t idx)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = wr_id(WR_RX, idx),
+		.op = RDMX__OP_RECV,
+		.addr = p->dbuf + (size_t)idx * p->dstride,
+		.len = (uint32_t)p->dstride,
+		.lkey = p->dmr->lkey,
+	};
+
+	return rdmx__post_recv(c, &wr, 1);
+}
+
+static int alloc_send_side(struct rd *p)
+{
+	p->sbuf = rdmx__alloc_buf(p->sstride * p->nsend);
+	p->ack = rdmx__alloc_buf(sizeof(*p->ack) * p->nsend);
+	p->tx = calloc(p->nsend, sizeof(*p->tx));
+	p->free_tx = calloc(p->nsend, sizeof(*p->free_tx));
+	p->posted = calloc(p->nsend, sizeof(*p->posted));
+	if (!p->sbuf || !p->ack || !p->tx || !p->free_tx || !p->posted)
+		return rdmx__fail(-ENOMEM, "read: out of memory for %u send buffers of %zu bytes",
+				  p->nsend, p->sstride);
+	for (uint32_t i = 0; i < p->nsend; i++)
+		p->free_tx[i] = p->nsend - 1 - i;
+	p->nfree_tx = p->nsend;
+	return 0;
+}
+
+static int alloc_recv_side(struct rd *p)
+{
+	p->dbuf = rdmx__alloc_buf(p->dstride * p->ndesc);
+	p->rbuf = rdmx__alloc_buf(p->rstride * p->nrecv);
+	p->rstate = calloc(p->nrecv, 1);
+	p->free_rb = calloc(p->nrecv, sizeof(*p->free_rb));
+	p->fifo = calloc(p->fcap, sizeof(*p->fifo));
+	p->ackq = calloc(p->ndesc, sizeof(*p->ackq));
+	if (!p->dbuf || !p->rbuf || !p->rstate || !p->free_rb || !p->fifo || !p->ackq)
+		return rdmx__fail(-ENOMEM, "read: out of memory for %u receive buffers of %zu bytes",
+				  p->nrecv, p->rstride);
+	for (uint32_t i = 0; i < p->nrecv; i++)
+		p->free_rb[i] = p->nrecv - 1 - i;
+	p->nfree_rb = p->nrecv;
+	return 0;
+}
+
+static int register_all(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+	int rc;
+
+	rc = c->f->reg_mr(c->ep, p->sbuf, p->sstride * p->nsend,
+			  RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ, &p->smr);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, p->ack, sizeof(*p->ack) * p->nsend,
+				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->ackmr);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, p->dbuf, p->dstride * p->ndesc,
+				  RDMX__ACCESS_LOCAL, &p->dmr);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, p->rbuf, p->rstride * p->nrecv,
+				  RDMX__ACCESS_LOCAL, &p->rmr);
+	return rc;
+}
+
+/* Every WR is signaled: descriptor SENDs (one per send buffer, freed only
+ * once polled), READs (read_limit) and ack WRITEs (ndesc) bound the queue. */
+static int create_queues(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__qp_caps caps = {
+		.max_send_wr = p->nsend + READ_DEPTH + p->ndesc,
+		.max_recv_wr = p->ndesc,
+		.rnr_retry = c->opts.rnr_retry,
+		.retry_count = c->opts.retry_count,
+		.rd_atomic = READ_DEPTH,
+	};
+	int rc;
+
+	rc = c->f->create_cq(c->ep, (int)caps.max_send_wr, &p->scq);
+	if (!rc)
+		rc = c->f->create_cq(c->ep, (int)p->ndesc, &p->rcq);
+	if (rc)
+		return rc;
+	caps.send_cq = p->scq;
+	caps.recv_cq = p->rcq;
+	return c->f->create_qp(c->ep, &caps);
+}
+
+static void rd_teardown(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__mr *mrs[] = { p->smr, p->ackmr, p->dmr, p->rmr, p->acksrcmr };
+	void *mem[] = { p->sbuf, p->ack, p->tx, p->free_tx, p->posted, p->dbuf,
+			p->rbuf, p->rstate, p->free_rb, p->fifo, p->ackq, p->acksrc };
+
+	if (p->rcq)
+		c->f->destroy_cq(p->rcq);
+	if (p->scq)
+		c->f->destroy_cq(p->scq);
+	for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++)
+		if (mrs[i])
+			c->f->dereg_mr(mrs[i]);
+	for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++)
+		free(mem[i]);
+}
+
+/* On failure the core destroys the ep first, then calls rd_teardown(),
+ * which copes with a half-made setup. */
+static int rd_setup(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+	int rc;
+
+	p->nsend = c->opts.send_depth;
+	p->nrecv = c->opts.recv_depth;
+	p->ndesc = p->nsend > p->nrecv ? p->nsend : p->nrecv;
+	p->eager_cap = c->max_msg < EAGER_MAX ? c->max_msg : EAGER_MAX;
+	p->sstride = align_up(DATA_OFF + (size_t)c->max_msg);
+	p->dstride = align_up(RDMX__READ_DESC_SIZE + (size_t)p->eager_cap);
+	p->rstride = align_up(c->max_msg);
+	p->fcap = p->ndesc + p->nrecv;
+	rc = alloc_send_side(p);
+	if (!rc)
+		rc = alloc_recv_side(p);
+	if (!rc)
+		rc = register_all(c);
+	if (!rc)
+		rc = create_queues(c);
+	for (uint32_t i = 0; !rc && i < p->ndesc; i++)
+		rc = post_rx(c, i);
+	return rc;
+}
+
+static int rd_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__read_hello h = {
+		.version = RDMX__READ_HELLO_VERSION,
+		.rd_atomic = READ_DEPTH,
+		.desc_depth = (uint16_t)p->ndesc,
+		.send_depth = (uint16_t)p->nsend,
+		.eager_max = (uint16_t)p->eager_cap,
+		.ack_rkey = p->ackmr->rkey,
+		.ack_addr = (uintptr_t)p->ack,
+	};
+
+	if (cap < RDMX__READ_HELLO_SIZE)
+		return rdmx__fail(-EMSGSIZE, "read: hello block of %d bytes does not fit in %zu",
+				  RDMX__READ_HELLO_SIZE, cap);
+	rdmx__read_hello_encode(&h, block);
+	*len = RDMX__READ_HELLO_SIZE;
+	return 0;
+}
+
+/* Adopt the peer's limits; ack WRITE sources are one per peer buffer. */
+static int rd_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
+{
+	struct rd *p = rd_of(c);
+	int rc = rdmx__read_hello_decode(block, len, &p->peer);
+
+	if (rc)
+		return rc;
+	p->read_limit = p->peer.rd_atomic < READ_DEPTH ? p->peer.rd_atomic : READ_DEPTH;
+	p->acksrc = rdmx__alloc_buf(sizeof(*p->acksrc) * p->peer.send_depth);
+	if (!p->acksrc)
+		return rdmx__fail(-ENOMEM, "read: out of memory for %u ack sources",
+				  p->peer.send_depth);
+	return c->f->reg_mr(c->ep, p->acksrc, sizeof(*p->acksrc) * p->peer.send_depth,
+			    RDMX__ACCESS_LOCAL, &p->acksrcmr);
+}
+
+/* -------------------------------------------------------------- acking */
+
+/* Queue an ack for the peer's buffer @slot (dropped once down). */
+static int ack_push(rdmx_conn *c, uint32_t slot, uint32_t gen)
+{
+	struct rd *p = rd_of(c);
+
+	if (c->state == RDMX__CONN_DOWN)
+		return 0;
+	if (p->aq_count == p->ndesc)
+		return rdmx__conn_down(c, -EPROTO, "read: peer has more than the %u descriptors it was allowed",
+				       p->ndesc);
+	p->ackq[(p->aq_head + p->aq_count++) % p->ndesc] = (struct ackreq){ slot, gen };
+	return 0;
+}
+
+/* Post queued acks: an RDMA WRITE of the generation into the ack slot. */
+static void ack_flush(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+
+	while (p->aq_count && p->acks < p->ndesc && c->state != RDMX__CONN_DOWN) {
+		struct ackreq *a = &p->ackq[p->aq_head];
+		struct rdmx__wr wr = {
+			.wr_id = wr_id(WR_ACK, a->slot),
+			.op = RDMX__OP_WRITE,
+			.flags = RDMX__WR_SIGNALED,
+			.addr = &p->acksrc[a->slot],
+			.len = sizeof(uint64_t),
+			.lkey = p->acksrcmr->lkey,
+			.remote_addr = p->peer.ack_addr + (uint64_t)a->slot * sizeof(uint64_t),
+			.rkey = p->peer.ack_rkey,
+		};
+
+		rdmx__put_u64((uint8_t *)&p->acksrc[a->slot], a->gen);
+		if (rdmx__post_send(c, &wr, 1)) {
+			rdmx__conn_down(c, -EIO, "read: posting an ack: %s", rdmx__last());
+			return;
+		}
+		p->acks++;
+		p->aq_head = (p->aq_head + 1) % p->ndesc;
+		p->aq_count--;
+	}
+}
+
+/* ------------------------------------------------------------ receiving */
+
+static struct rmsg *fifo_at(struct rd *p, uint32_t i)
+{
+	return &p->fifo[(p->fhead + i) % p->fcap];
+}
+
+static uint32_t rb_take(struct rd *p)
+{
+	uint32_t b = p->free_rb[--p->nfree_rb];
+
+	p->rstate[b] = RB_BUSY;
+	return b;
+}
+
+static void rb_free(struct rd *p, uint32_t b)
+{
+	p->rstate[b] = RB_FREE;
+	p->free_rb[p->nfree_rb++] = b;
+}
+
+/* Check a descriptor against what this side allowed the peer. */
+static int desc_parse(rdmx_conn *c, const uint8_t *buf, uint32_t byte_len,
+		      struct rdmx__read_desc *d)
+{
+	struct rd *p = rd_of(c);
+	int eager;
+
+	if (byte_len < RDMX__READ_DESC_SIZE)
+		return rdmx__fail(-EPROTO, "read: %u-byte descriptor", byte_len);
+	if (rdmx__read_desc_decode(buf, d))
+		return -EPROTO;
+	eager = d->type == RDMX__READ_DESC_EAGER;
+	if (d->slot >= p->peer.send_depth)
+		return rdmx__fail(-EPROTO, "read: descriptor for buffer %u of a peer with %u",
+				  d->slot, p->peer.send_depth);
+	if (d->len > c->max_msg || (eager && d->len > p->eager_cap))
+		return rdmx__fail(-EPROTO, "read: %s descriptor of %u bytes exceeds %u",
+				  eager ? "eager" : "READ", d->len,
+				  eager ? p->eager_cap : c->max_msg);
+	if (byte_len != RDMX__READ_DESC_SIZE + (eager ? d->len : 0))
+		return rdmx__fail(-EPROTO, "read: descriptor of %u bytes arrived in %u",
+				  d->len, byte_len);
+	return 0;
+}
+
+/* A descriptor arrived: queue it in arrival order. A READ descriptor's
+ * receive is reposted at once; an eager one's once its payload is copied. */
+static int on_desc(rdmx_conn *c, const struct rdmx__wc *wc)
+{
+	struct rd *p = rd_of(c);
+	uint32_t rx = (uint32_t)wc->wr_id;
+	struct rdmx__read_desc d;
+	struct rmsg *m;
+
+	if (wc->status == RDMX__WC_FLUSHED)
+		return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+	if (wc->status != RDMX__WC_OK)
+		return rdmx__conn_wc_error(c, wc, "descriptor receive");
+	if (desc_parse(c, p->dbuf + (size_t)rx * p->dstride, wc->byte_len, &d))
+		return rdmx__conn_down(c, -EPROTO, "%s", rdmx__last());
+	if (p->fcount == p->fcap)
+		return rdmx__conn_down(c, -EPROTO, "read: peer sent more descriptors than allowed");
+	m = fifo_at(p, p->fcount++);
+	*m = (struct rmsg){ .d = d, .rx = rx, .buf = NO_BUF, .state = M_WAIT };
+	if (d.type == RDMX__READ_DESC_READ && c->state != RDMX__CONN_DOWN &&
+	    post_rx(c, rx))
+		return rdmx__conn_down(c, -EIO, "read: reposting a receive: %s", rdmx__last());
+	return 0;
+}
+
+static int reap_rq(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__wc wc[WC_BATCH];
+	int n = c->f->poll_cq(p->rcq, wc, WC_BATCH), err = 0, rc;
+
+	if (n < 0)
+		return rdmx__conn_down(c, n, "polling receive completions: %s", rdmx__last());
+	for (int i = 0; i < n; i++)
+		if ((rc = on_desc(c, &wc[i])) && !err)
+			err = rc;
+	return err;
+}
+
+/* An eager payload: copy it out of its descriptor receive, repost that. */
+static void rx_eager(rdmx_conn *c, struct rmsg *m)
+{
+	struct rd *p = rd_of(c);
+
+	m->buf = rb_take(p);
+	memcpy(p->rbuf + (size_t)m->buf * p->rstride,
+	       p->dbuf + (size_t)m->rx * p->dstride + RDMX__READ_DESC_SIZE, m->d.len);
+	m->state = M_READY;
+	if (c->state != RDMX__CONN_DOWN && post_rx(c, m->rx))
+		rdmx__conn_down(c, -EIO, "read: reposting a receive: %s", rdmx__last());
+	ack_push(c, m->d.slot, m->d.gen);
+}
+
+/* Start the READ of @m (fifo entry @i); nonzero when it cannot start now. */
+static int rx_read(rdmx_conn *c, struct rmsg *m, uint32_t i)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = wr_id(WR_READ, (p->fhead + i) % p->fcap),
+		.op = RDMX__OP_READ,
+		.flags = RDMX__WR_SIGNALED,
+		.len = m->d.len,
+		.lkey = p->rmr->lkey,
+		.remote_addr = m->d.addr,
+		.rkey = m->d.rkey,
+	};
+
+	if (c->state == RDMX__CONN_DOWN || p->reads >= p->read_limit)
+		return 1;
+	m->buf = rb_take(p);
+	wr.addr = p->rbuf + (size_t)m->buf * p->rstride;
+	if (rdmx__post_send(c, &wr, 1)) {
+		rb_free(p, m->buf);
+		m->buf = NO_BUF;
+		rdmx__conn_down(c, -EIO, "read: posting an RDMA READ: %s", rdmx__last());
+		return 1;
+	}
+	p->reads++;
+	m->state = M_READING;
+	return 0;
+}
+
+/* Give waiting descriptors a receive buffer, in arrival order. */
+static void rx_start(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+
+	while (p->fstarted < p->fcount && p->nfree_rb) {
+		struct rmsg *m = fifo_at(p, p->fstarted);
+
+		if (m->d.type == RDMX__READ_DESC_EAGER)
+			rx_eager(c, m);
+		else if (rx_read(c, m, p->fstarted))
+			return;
+		p->fstarted++;
+	}
+}
+
+/* Hand the oldest descriptor's buffer to the user once its data is in. */
+static int rx_deliver(rdmx_conn *c, struct rdmx_msg *out)
+{
+	struct rd *p = rd_of(c);
+	struct rmsg *m = fifo_at(p, 0);
+
+	if (!p->fcount || m->state != M_READY)
+		return 0;
+	p->rstate[m->buf] = RB_HELD;
+	out->data = p->rbuf + (size_t)m->buf * p->rstride;
+	out->len = m->d.len;
+	out->cap = m->d.len;
+	out->imm = (m->d.flags & RDMX__READ_DESC_IMM) ? m->d.imm : 0;
+	out->flags = (m->d.flags & RDMX__READ_DESC_IMM) ? RDMX_MSG_IMM : 0;
+	out->priv_[0] = ((uint64_t)KIND_RECV << 32) | m->buf;
+	out->priv_[1] = (uintptr_t)c;
+	p->fhead = (p->fhead + 1) % p->fcap;
+	p->fcount--;
+	p->fstarted--;
+	return 1;
+}
+
+/* ---------------------------------------------------------- completions */
+
+static int on_read_done(rdmx_conn *c, const struct rdmx__wc *wc, uint32_t idx)
+{
+	struct rd *p = rd_of(c);
+	struct rmsg *m = &p->fifo[idx];
+
+	p->reads--;
+	if (wc->status != RDMX__WC_OK)
+		return rdmx__conn_wc_error(c, wc, "RDMA READ of a payload");
+	m->state = M_READY;
+	return ack_push(c, m->d.slot, m->d.gen);
+}
+
+static int on_send_wc(rdmx_conn *c, const struct rdmx__wc *wc)
+{
+	struct rd *p = rd_of(c);
+	uint32_t idx = (uint32_t)wc->wr_id;
+
+	switch (wc->wr_id >> 32) {
+	case WR_DESC:
+		if (wc->status != RDMX__WC_OK)
+			return rdmx__conn_wc_error(c, wc, "descriptor send");
+		p->tx[idx].sent = 1;
+		return 0;
+	case WR_READ:
+		return on_read_done(c, wc, idx);
+	default:
+		p->acks--;
+		if (wc->status != RDMX__WC_OK)
+			return rdmx__conn_wc_error(c, wc, "ack write");
+		return 0;
+	}
+}
+
+static int reap_sq(rdmx_conn *c)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__wc wc[WC_BATCH];
+	int n = c->f->poll_cq(p->scq, wc, WC_BATCH), err = 0, rc;
+
+	if (n < 0)
+		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
+	for (int i = 0; i < n; i++)
+		if ((rc = on_send_wc(c, &wc[i])) && !err)
+			err = rc;
+	return err;
+}
+
+/* -------------------------------------------------------------- sending */
+
+static uint64_t ack_load(const struct rd *p, uint32_t slot)
+{
+	uint64_t v = __atomic_load_n(&p->ack[slot], __ATOMIC_ACQUIRE);
+
+	return rdmx__get_u64((const uint8_t *)&v);
+}
+
+static void tx_free(struct rd *p, uint32_t idx)
+{
+	p->tx[idx].state = TX_FREE;
+	p->free_tx[p->nfree_tx++] = idx;
+}
+
+/* Take in acks; a buffer is free once acked and its SEND completed. */
+static void tx_scan(struct rd *p)
+{
+	for (uint32_t i = 0; i < p->nposted;) {
+		uint32_t s = p->posted[i];
+		struct tx *t = &p->tx[s];
+
+		if (!t->acked && ack_load(p, s) == t->gen) {
+			t->acked = 1;
+			p->reserved--;
+		}
+		if (t->acked && t->sent) {
+			tx_free(p, s);
+			p->posted[i] = p->posted[--p->nposted];
+			continue;
+		}
+		i++;
+	}
+}
+
+/* Sent messages not yet in the receiver's memory. */
+static uint32_t tx_unflushed(const struct rd *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < p->nposted; i++) {
+		const struct tx *t = &p->tx[p->posted[i]];
+
+		n += !(t->acked || (t->eager && t->sent));
+	}
+	return n;
+}
+
+/* Completions and descriptors in, READs and eager copies started. */
+static int poll_all(rdmx_conn *c)
+{
+	int rc = reap_sq(c), rc2 = reap_rq(c);
+
+	rx_start(c);
+	return rc ? rc : rc2;
+}
+
+/* One round of everything, acks out and in as well. */
+static int progress(rdmx_conn *c)
+{
+	int rc = poll_all(c);
+
+	ack_flush(c);
+	tx_scan(rd_of(c));
+	return rc;
+}
+
+static void fill_send_msg(rdmx_conn *c, uint32_t idx, struct rdmx_msg *m)
+{
+	struct rd *p = rd_of(c);
+
+	p->tx[idx].state = TX_ALLOC;
+	p->reserved++;
+	m->data = p->sbuf + (size_t)idx * p->sstride + DATA_OFF;
+	m->cap = c->max_msg;
+	m->len = 0;
+	m->imm = 0;
+	m->flags = 0;
+	m->priv_[0] = ((uint64_t)KIND_SEND << 32) | idx;
+	m->priv_[1] = (uintptr_t)c;
+}
+
+static int rd_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			int timeout_ms)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	(void)size; /* every buffer holds max_msg bytes */
+	rdmx__deadline_start(&d, timeout_ms);
+	while (!p->nfree_tx || p->reserved >= p->peer.desc_depth) {
+		rc = progress(c);
+		if (rc)
+			return rc;
+		if (p->nfree_tx && p->reserved < p->peer.desc_depth)
+			break;
+		rc = rdmx__conn_wait(c, &d);
+		if (rc)
+			return rc;
+	}
+	fill_send_msg(c, p->free_tx[--p->nfree_tx], m);
+	return 0;
+}
+
+/* The send buffer a handle refers to, or -EINVAL. */
+static int64_t tx_slot(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	struct rd *p = rd_of(c);
+	uint32_t idx = (uint32_t)m->priv_[0];
+
+	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_SEND ||
+	    idx >= p->nsend || p->tx[idx].state != TX_ALLOC)
+		return -EINVAL;
+	return idx;
+}
+
+/* The receive buffer a handle refers to, or -EINVAL. */
+static int64_t rb_slot(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	struct rd *p = rd_of(c);
+	uint32_t idx = (uint32_t)m->priv_[0];
+
+	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_RECV ||
+	    idx >= p->nrecv || p->rstate[idx] != RB_HELD)
+		return -EINVAL;
+	return idx;
+}
+
+/* Write the descriptor in front of the payload; eager: one SGE for both. */
+static void tx_describe(rdmx_conn *c, uint32_t idx, const struct rdmx_msg *m,
+			struct rdmx__wr *wr)
+{
+	struct rd *p = rd_of(c);
+	struct tx *t = &p->tx[idx];
+	uint8_t *slot = p->sbuf + (size_t)idx * p->sstride;
+	struct rdmx__read_desc d = {
+		.type = RDMX__READ_DESC_EAGER,
+		.slot = (uint16_t)idx,
+		.len = (uint32_t)m->len,
+	};
+
+	t->gen = t->gen + 1 ? t->gen + 1 : 1;
+	t->eager = m->len <= p->peer.eager_max;
+	d.gen = t->gen;
+	if (m->flags & RDMX_MSG_IMM) {
+		d.flags = RDMX__READ_DESC_IMM;
+		d.imm = m->imm;
+	}
+	if (!t->eager) {
+		d.type = RDMX__READ_DESC_READ;
+		d.addr = (uintptr_t)(slot + DATA_OFF);
+		d.rkey = p->smr->rkey;
+	}
+	rdmx__read_desc_encode(&d, slot + DESC_OFF);
+	wr->wr_id = wr_id(WR_DESC, idx);
+	wr->addr = slot + DESC_OFF;
+	wr->len = RDMX__READ_DESC_SIZE + (t->eager ? d.len : 0);
+}
+
+static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct rd *p = rd_of(c);
+	int64_t idx = tx_slot(c, m);
+	struct rdmx__wr wr = {
+		.op = RDMX__OP_SEND,
+		.flags = RDMX__WR_SIGNALED,
+		.lkey = p->smr->lkey,
+	};
+	struct tx *t;
+	int rc;
+
+	if (idx < 0)
+		return rdmx__fail(-EINVAL, "read: not a message from rdmx_msg_alloc on this connection");
+	t = &p->tx[idx];
+	tx_describe(c, (uint32_t)idx, m, &wr);
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a descriptor: %s", rdmx__last());
+	t->state = TX_POSTED;
+	t->sent = 0;
+	t->acked = 0;
+	p->posted[p->nposted++] = (uint32_t)idx;
+	m->priv_[1] = 0; /* the handle is spent */
+	ack_flush(c);    /* acks go behind the data */
+	return 0;
+}
+
+static int rd_flush(rdmx_conn *c, int timeout_ms)
+{
+	struct rd *p = rd_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = progress(c);
+		if (rc)
+			return rc;
+		if (!tx_unflushed(p))
+			return 0;
+		rc = rdmx__conn_wait(c, &d);
+		if (rc)
+			return rc == -EAGAIN ? -ETIMEDOUT : rc;
+	}
+}
+
+/* Messages whose data arrived before the peer left are still delivered. */
+static int rd_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+{
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		poll_all(c); /* a failure marks the connection down */
+		if (rx_deliver(c, m))
+			return 0; /* its ack goes at the next call */
+		ack_flush(c);
+		tx_scan(rd_of(c));
+		if (c->state == RDMX__CONN_DOWN)
+			return rdmx__fail(c->down_rc, "%s", c->err.msg);
+		rc = rdmx__conn_wait(c, &d);
+		if (rc && c->state != RDMX__CONN_DOWN)
+			return rc; /* timeout; a peer that left gets one more poll */
+	}
+}
+
+static int rd_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct rd *p = rd_of(c);
+	int64_t idx;
+
+	if ((idx = tx_slot(c, m)) >= 0) {
+		tx_free(p, (uint32_t)idx);
+		p->reserved--;
+	} else if ((idx = rb_slot(c, m)) >= 0) {
+		rb_free(p, (uint32_t)idx);
+		rx_start(c); /* a waiting descriptor may take it now */
+		ack_flush(c);
+	} else {
+		return rdmx__fail(-EINVAL, "read: message not held on this connection");
+	}
+	m->priv_[1] = 0;
+	return 0;
+}
+
+const struct rdmx_protocol_ops rdmx__proto_read = {
+	.name = "read",
+	.id = 3,
+	.priv_size = sizeof(struct rd),
+	.setup = rd_setup,
+	.hello_out = rd_hello_out,
+	.hello_in = rd_hello_in,
+	.teardown = rd_teardown,
+	.msg_alloc = rd_msg_alloc,
+	.send = rd_send,
+	.flush = rd_flush,
+	.recv = rd_recv,
+	.release = rd_release,
+};

@@ -1,0 +1,842 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * srq: two-sided messaging into a shared receive queue. The connections
+ * accepted on one listener share one SRQ of recv_depth receive buffers of
+ * max_msg bytes and one receive CQ (c->group->shared); a dialed connection
+ * has an SRQ of its own (a group of one, same code). Every message is one
+ * SEND (SEND_WITH_IMM with immediate data) from one of send_depth
+ * registered send buffers per connection, filled in place. The receiver
+ * learns the connection from the completion's QP number.
+ *
+ * recv_depth is the depth of the whole listener, sized once by its first
+ * connection: receive memory is recv_depth x max_msg per listener however
+ * many connections it has (send_recv: per connection).
+ *
+ * Receiving: rdmx_listener_recv() takes messages in arrival order;
+ * rdmx_recv() on one member takes that member's. Whoever polls the shared
+ * CQ files each completion under its member (a FIFO per member, linked in
+ * one arrival-order list too); both are bounded by the SRQ depth since
+ * each entry holds an SRQ buffer. A buffer goes back to the SRQ on
+ * release. Everything shared is guarded by g->lock.
+ *
+ * Flow control is RNR: a SEND that finds the SRQ empty is retried by the
+ * responder's RNR NAK (rnr_retry 7 = forever), never dropped. A member's
+ * QP has no receives of its own, so a peer that leaves flushes nothing:
+ * its departure is noticed through rdma_cm (rdmx__conn_check_peer) and
+ * reported after everything it sent was delivered.
+ *
+ * Limits: every member of a listener must be on the device of the first
+ * (one SRQ lives on one device); a slow member's messages hold shared
+ * buffers and so slow every sender of the listener.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+#include "srq.h"
+
+enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED };
+enum { BUF_POSTED = 1, BUF_QUEUED, BUF_HELD };
+enum { KIND_SEND = 1, KIND_RECV = 2 };
+
+#define WC_BATCH 16
+#define SLOT_ALIGN 64
+#define NIL UINT32_MAX
+#define NOTHING 1            /* internal: nothing to hand out */
+#define PEER_CHECK_IDLE 64   /* zero-timeout polls between peer checks */
+#define BLOCK_VERSION 1
+#define BLOCK_LEN 12
+#define SRQ_ID 2
+
+/* One SRQ receive buffer and, once consumed, its completion. */
+struct rbuf {
+	struct rdmx__wc wc;
+	rdmx_conn *owner;        /* queued for / held by */
+	uint32_t gprev, gnext;   /* arrival order among all queued */
+	uint32_t mnext;          /* the owner's queue */
+	uint8_t state;           /* BUF_* */
+};
+
+struct member {
+	uint32_t qpn;
+	rdmx_conn *c;
+};
+
+/* A listener's (or a dialer's) receive side: c->group->shared, g->lock. */
+struct srq_shared {
+	int made;
+	const struct rdmx__fabric_ops *f;
+	struct rdmx__srq *srq;
+	struct rdmx__cq *rcq;
+	struct rdmx__mr *mr;
+	uint8_t *buf;
+	size_t slot;             /* bytes between buffers */
+	uint32_t buf_bytes;      /* bytes a buffer holds */
+	uint32_t depth;
+	struct rbuf *rb;
+	uint32_t ghead, gtail;   /* queued completions, oldest first */
+	struct member *mem;      /* every connection with a QP on the SRQ */
+	size_t nmem, capmem;
+	unsigned idle;           /* empty zero-timeout listener polls */
+	uint64_t posted;         /* receives posted to the SRQ, ever */
+	struct rdmx__wc wc[WC_BATCH];
+};
+
+/* Per connection: the send side, and its queue of received messages. */
+struct srq_conn {
+	struct rdmx__cq *scq;
+	uint8_t *sbuf;
+	struct rdmx__mr *smr;
+	size_t slot;
+	uint32_t nsend;
+	uint32_t *free_stack;
+	uint32_t nfree;
+	uint8_t *sstate;
+	uint32_t inflight;
+	uint32_t mhead, mtail;   /* queued for this connection (g->lock) */
+	unsigned idle;
+};
+
+static struct srq_conn *sc_of(rdmx_conn *c)
+{
+	return c->priv;
+}
+
+static struct srq_shared *sh_of(const struct rdmx__group *g)
+{
+	return g->shared;
+}
+
+/* ------------------------------------------------------- shared buffers */
+
+/* Give buffer @idx back to the SRQ; @c (may be NULL) is charged for it. */
+static int buf_post(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+{
+	struct rdmx__wr wr = {
+		.wr_id = idx,
+		.op = RDMX__OP_RECV,
+		.addr = sh->buf + (size_t)idx * sh->slot,
+		.len = sh->buf_bytes,
+		.lkey = sh->mr->lkey,
+	};
+
+	sh->rb[idx].state = BUF_POSTED;
+	sh->rb[idx].owner = NULL;
+	sh->posted++;
+	if (c)
+		c->posted_recv++;
+	return sh->f->post_srq_recv(sh->srq, &wr, 1);
+}
+
+/* Free what shared_make() made; copes with a half-made state. */
+static void shared_unmake(struct srq_shared *sh)
+{
+	if (sh->rcq)
+		sh->f->destroy_cq(sh->rcq);
+	if (sh->srq)
+		sh->f->destroy_srq(sh->srq);
+	if (sh->mr)
+		sh->f->dereg_mr(sh->mr);
+	free(sh->buf);
+	free(sh->rb);
+	free(sh->mem);
+	*sh = (struct srq_shared){ 0 };
+}
+
+static int shared_alloc(rdmx_conn *c, struct srq_shared *sh)
+{
+	sh->f = c->f;
+	sh->depth = c->opts.recv_depth;
+	sh->buf_bytes = c->opts.max_msg_size;
+	sh->slot = ((size_t)sh->buf_bytes + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
+	sh->ghead = sh->gtail = NIL;
+	sh->buf = rdmx__alloc_buf(sh->slot * sh->depth);
+	sh->rb = calloc(sh->depth, sizeof(*sh->rb));
+	if (!sh->buf || !sh->rb)
+		return rdmx__fail(-ENOMEM, "srq: out of memory for %u shared buffers of %zu bytes",
+				  sh->depth, sh->slot);
+	return 0;
+}
+
+/* The SRQ, its buffers (all posted) and the receive CQ, on @c's device. */
+static int shared_make(rdmx_conn *c, struct srq_shared *sh)
+{
+	int rc = shared_alloc(c, sh);
+
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, sh->buf, sh->slot * sh->depth,
+				  RDMX__ACCESS_LOCAL, &sh->mr);
+	if (!rc)
+		rc = c->f->create_srq(c->ep, (int)sh->depth, &sh->srq);
+	if (!rc)
+		rc = c->f->create_cq(c->ep, (int)sh->depth, &sh->rcq);
+	for (uint32_t i = 0; !rc && i < sh->depth; i++)
+		rc = buf_post(sh, c, i);
+	if (rc) {
+		shared_unmake(sh);
+		return rc;
+	}
+	sh->made = 1;
+	return 0;
+}
+
+static void srq_shared_teardown(struct rdmx__group *g)
+{
+	struct srq_shared *sh = sh_of(g);
+
+	if (sh->made)
+		shared_unmake(sh);
+}
+
+/* ------------------------------------------------------------- members */
+
+static int member_add(struct srq_shared *sh, rdmx_conn *c, uint32_t qpn)
+{
+	if (sh->nmem == sh->capmem) {
+		size_t cap = sh->capmem ? 2 * sh->capmem : 8;
+		struct member *v = realloc(sh->mem, cap * sizeof(*v));
+
+		if (!v)
+			return rdmx__fail(-ENOMEM, "srq: out of memory listing a connection");
+		sh->mem = v;
+		sh->capmem = cap;
+	}
+	sh->mem[sh->nmem++] = (struct member){ qpn, c };
+	return 0;
+}
+
+static void member_del(struct srq_shared *sh, rdmx_conn *c)
+{
+	for (size_t i = 0; i < sh->nmem; i++) {
+		if (sh->mem[i].c != c)
+			continue;
+		sh->mem[i] = sh->mem[--sh->nmem];
+		return;
+	}
+}
+
+static rdmx_conn *member_find(struct srq_shared *sh, uint32_t qpn)
+{
+	for (size_t i = 0; i < sh->nmem; i++)
+		if (sh->mem[i].qpn == qpn)
+			return sh->mem[i].c;
+	return NULL;
+}
+
+/* ---------------------------------------------------- completion queues */
+
+/* File the completion of buffer @idx under @c: its queue and the list. */
+static void queue_push(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+{
+	struct srq_conn *p = sc_of(c);
+	struct rbuf *b = &sh->rb[idx];
+
+	b->state = BUF_QUEUED;
+	b->owner = c;
+	b->mnext = NIL;
+	b->gnext = NIL;
+	b->gprev = sh->gtail;
+	if (sh->gtail == NIL)
+		sh->ghead = idx;
+	else
+		sh->rb[sh->gtail].gnext = idx;
+	sh->gtail = idx;
+	if (p->mtail == NIL)
+		p->mhead = idx;
+	else
+		sh->rb[p->mtail].mnext = idx;
+	p->mtail = idx;
+}
+
+/* Take @c's oldest queued completion (NIL if none). */
+static uint32_t queue_pop(struct srq_shared *sh, rdmx_conn *c)
+{
+	struct srq_conn *p = sc_of(c);
+	uint32_t idx = p->mhead;
+	struct rbuf *b;
+
+	if (idx == NIL)
+		return NIL;
+	b = &sh->rb[idx];
+	p->mhead = b->mnext;
+	if (p->mhead == NIL)
+		p->mtail = NIL;
+	if (b->gprev == NIL)
+		sh->ghead = b->gnext;
+	else
+		sh->rb[b->gprev].gnext = b->gnext;
+	if (b->gnext == NIL)
+		sh->gtail = b->gprev;
+	else
+		sh->rb[b->gnext].gprev = b->gprev;
+	return idx;
+}
+
+/* One completion off the CQ: to its member's queue (1), or straight back
+ * to the SRQ when its connection is gone (0); or -errno. */
+static int route(struct srq_shared *sh, const struct rdmx__wc *wc)
+{
+	uint32_t idx = (uint32_t)wc->wr_id;
+	rdmx_conn *c;
+
+	if (idx >= sh->depth || sh->rb[idx].state != BUF_POSTED)
+		return rdmx__fail(-EIO, "srq: completion for buffer %u that was not posted", idx);
+	c = member_find(sh, wc->qp_num);
+	if (!c)
+		return buf_post(sh, NULL, idx);
+	sh->rb[idx].wc = *wc;
+	queue_push(sh, c, idx);
+	return 1;
+}
+
+/*
+ * Poll the shared CQ until it is empty or something was queued. Returns
+ * the number queued (>= 0) or -errno. Call with g->lock held.
+ */
+static int poll_shared(struct srq_shared *sh)
+{
+	int n, queued = 0, rc;
+
+	do {
+		n = sh->f->poll_cq(sh->rcq, sh->wc, WC_BATCH);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			rc = route(sh, &sh->wc[i]);
+			if (rc < 0)
+				return rc;
+			queued += rc;
+		}
+	} while (n == WC_BATCH && !queued);
+	return queued;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int alloc_send(struct srq_conn *p)
+{
+	p->sbuf = rdmx__alloc_buf(p->slot * p->nsend);
+	p->free_stack = calloc(p->nsend, sizeof(*p->free_stack));
+	p->sstate = calloc(p->nsend, 1);
+	if (!p->sbuf || !p->free_stack || !p->sstate)
+		return rdmx__fail(-ENOMEM, "srq: out of memory for %u send buffers of %zu bytes",
+				  p->nsend, p->slot);
+	for (uint32_t i = 0; i < p->nsend; i++)
+		p->free_stack[i] = p->nsend - 1 - i;
+	p->nfree = p->nsend;
+	return 0;
+}
+
+/* A dialed connection is a group of one: its own SRQ, same code. */
+static int join_group(rdmx_conn *c)
+{
+	if (c->group)
+		return 0;
+	return rdmx__group_create(c->proto, &c->group);
+}
+
+/* Make the shared receive side if this is the group's first connection. */
+static int shared_join(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+	int rc = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (!sh_of(g)->made)
+		rc = shared_make(c, sh_of(g));
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
+static int create_qp(rdmx_conn *c)
+{
+	struct srq_shared *sh = sh_of(c->group);
+	struct srq_conn *p = sc_of(c);
+	struct rdmx__qp_caps caps = {
+		.max_send_wr = p->nsend,
+		.rnr_retry = c->opts.rnr_retry,
+		.retry_count = c->opts.retry_count,
+		.recv_cq = sh->rcq,
+		.srq = sh->srq,
+	};
+	int rc;
+
+	rc = c->f->create_cq(c->ep, (int)p->nsend, &p->scq);
+	if (rc)
+		return rc;
+	caps.send_cq = p->scq;
+	return c->f->create_qp(c->ep, &caps);
+}
+
+static int list_member(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+	int rc;
+
+	pthread_mutex_lock(&g->lock);
+	rc = member_add(sh_of(g), c, c->f->qp_num(c->ep));
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
+/* On failure the caller destroys the ep first, then calls srq_teardown(),
+ * which copes with a half-made setup. */
+static int srq_setup(rdmx_conn *c)
+{
+	struct srq_conn *p = sc_of(c);
+	int rc;
+
+	p->mhead = p->mtail = NIL;
+	p->slot = ((size_t)c->max_msg + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
+	p->nsend = c->opts.send_depth;
+	rc = join_group(c);
+	if (!rc)
+		rc = alloc_send(p);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, p->sbuf, p->slot * p->nsend,
+				  RDMX__ACCESS_LOCAL, &p->smr);
+	if (!rc)
+		rc = shared_join(c);
+	if (!rc)
+		rc = create_qp(c);
+	if (!rc)
+		rc = list_member(c);
+	return rc;
+}
+
+/* Unlist @c and give back every shared buffer it had queued or held. */
+static void shared_leave(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+	struct srq_shared *sh = sh_of(g);
+	uint32_t idx;
+
+	pthread_mutex_lock(&g->lock);
+	member_del(sh, c);
+	while ((idx = queue_pop(sh, c)) != NIL)
+		buf_post(sh, NULL, idx);
+	for (uint32_t i = 0; i < sh->depth; i++)
+		if (sh->rb[i].state == BUF_HELD && sh->rb[i].owner == c)
+			buf_post(sh, NULL, i);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void srq_teardown(rdmx_conn *c)
+{
+	struct srq_conn *p = sc_of(c);
+
+	if (c->group && sh_of(c->group)->made)
+		shared_leave(c);
+	if (p->scq)
+		c->f->destroy_cq(p->scq);
+	if (p->smr)
+		c->f->dereg_mr(p->smr);
+	free(p->sbuf);
+	free(p->free_stack);
+	free(p->sstate);
+}
+
+/*
+ * Protocol block (12 bytes, little-endian):
+ *   0 u8  block version (1), 1..3 reserved
+ *   4 u32 shared receive depth of this side (its SRQ, for all connections)
+ *   8 u32 bytes each of its shared receive buffers holds
+ */
+static int srq_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
+{
+	struct srq_shared *sh = sh_of(c->group);
+
+	if (cap < BLOCK_LEN)
+		return rdmx__fail(-EMSGSIZE, "srq: no room for the protocol block");
+	block[0] = BLOCK_VERSION;
+	block[1] = block[2] = block[3] = 0;
+	rdmx__put_u32(block + 4, sh->depth);
+	rdmx__put_u32(block + 8, sh->buf_bytes);
+	*len = BLOCK_LEN;
+	return 0;
+}
+
+static int srq_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
+{
+	uint32_t depth, bytes;
+
+	if (len != BLOCK_LEN)
+		return rdmx__fail(-EPROTO, "srq: protocol block of %zu bytes, expected %d",
+				  len, BLOCK_LEN);
+	if (block[0] != BLOCK_VERSION)
+		return rdmx__fail(-EPROTO, "srq: protocol block version %u, expected %d",
+				  block[0], BLOCK_VERSION);
+	depth = rdmx__get_u32(block + 4);
+	bytes = rdmx__get_u32(block + 8);
+	if (depth == 0 || depth != c->peer_recv_depth)
+		return rdmx__fail(-EPROTO, "srq: peer's shared receive depth %u does not match the %u in its hello",
+				  depth, c->peer_recv_depth);
+	if (bytes < c->max_msg)
+		return rdmx__fail(-EPROTO, "srq: peer's shared receive buffers hold %u bytes, less than the negotiated max message %u",
+				  bytes, c->max_msg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- sends */
+
+static int reap_sends(rdmx_conn *c)
+{
+	struct srq_conn *p = sc_of(c);
+	struct rdmx__wc wc[WC_BATCH];
+	int n = c->f->poll_cq(p->scq, wc, WC_BATCH);
+
+	if (n < 0)
+		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
+	for (int i = 0; i < n; i++) {
+		uint32_t idx = (uint32_t)wc[i].wr_id;
+
+		if (wc[i].status != RDMX__WC_OK)
+			return rdmx__conn_wc_error(c, &wc[i], "send");
+		p->sstate[idx] = SLOT_FREE;
+		p->free_stack[p->nfree++] = idx;
+		p->inflight--;
+	}
+	return n;
+}
+
+static int srq_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			 int timeout_ms)
+{
+	struct srq_conn *p = sc_of(c);
+	struct rdmx__deadline d;
+	uint32_t idx;
+	int rc;
+
+	(void)size; /* every slot holds max_msg bytes */
+	rdmx__deadline_start(&d, timeout_ms);
+	while (!p->nfree) {
+		rc = reap_sends(c);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
+			return rc;
+	}
+	idx = p->free_stack[--p->nfree];
+	p->sstate[idx] = SLOT_ALLOC;
+	*m = (struct rdmx_msg){
+		.data = p->sbuf + (size_t)idx * p->slot,
+		.cap = c->max_msg,
+		.priv_ = { ((uint64_t)KIND_SEND << 32) | idx, (uintptr_t)c },
+	};
+	return 0;
+}
+
+/* The send slot a handle refers to, or -EINVAL. */
+static int64_t send_slot(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	struct srq_conn *p = sc_of(c);
+	uint32_t idx = (uint32_t)m->priv_[0];
+
+	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_SEND ||
+	    idx >= p->nsend || p->sstate[idx] != SLOT_ALLOC)
+		return -EINVAL;
+	return idx;
+}
+
+static int srq_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct srq_conn *p = sc_of(c);
+	int64_t idx = send_slot(c, m);
+	struct rdmx__wr wr = {
+		.op = RDMX__OP_SEND,
+		.flags = RDMX__WR_SIGNALED,
+		.len = (uint32_t)m->len,
+		.lkey = p->smr->lkey,
+	};
+	int rc;
+
+	if (idx < 0)
+		return rdmx__fail(-EINVAL, "srq: not a message from rdmx_msg_alloc on this connection");
+	wr.wr_id = (uint64_t)idx;
+	wr.addr = p->sbuf + (size_t)idx * p->slot;
+	if (m->flags & RDMX_MSG_IMM) {
+		wr.op = RDMX__OP_SEND_IMM;
+		wr.imm = m->imm;
+	}
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a send: %s", rdmx__last());
+	p->sstate[idx] = SLOT_POSTED;
+	p->inflight++;
+	m->priv_[1] = 0; /* the handle is spent */
+	return 0;
+}
+
+static int srq_flush(rdmx_conn *c, int timeout_ms)
+{
+	struct srq_conn *p = sc_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	while (p->inflight) {
+		rc = reap_sends(c);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
+			return rc == -EAGAIN ? -ETIMEDOUT : rc;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- receives */
+
+/* Hand buffer @idx, queued for @c, out in @m. Under g->lock. */
+static int deliver(struct srq_shared *sh, rdmx_conn *c, uint32_t idx,
+		   struct rdmx_msg *m)
+{
+	const struct rdmx__wc *wc = &sh->rb[idx].wc;
+
+	if (wc->status != RDMX__WC_OK) {
+		struct rdmx__wc bad = *wc;
+
+		buf_post(sh, NULL, idx);
+		return rdmx__conn_wc_error(c, &bad, "receive");
+	}
+	sh->rb[idx].state = BUF_HELD;
+	*m = (struct rdmx_msg){
+		.data = sh->buf + (size_t)idx * sh->slot,
+		.len = wc->byte_len,
+		.cap = wc->byte_len,
+		.imm = wc->has_imm ? wc->imm : 0,
+		.flags = wc->has_imm ? RDMX_MSG_IMM : 0,
+		.priv_ = { ((uint64_t)KIND_RECV << 32) | idx, (uintptr_t)c },
+	};
+	return 0;
+}
+
+/* @c's oldest message, polling the shared CQ if none is queued: 0,
+ * NOTHING, or -errno. */
+static int recv_once(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct rdmx__group *g = c->group;
+	struct srq_shared *sh = sh_of(g);
+	uint32_t idx;
+	int rc = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (sc_of(c)->mhead == NIL)
+		rc = poll_shared(sh);
+	idx = queue_pop(sh, c);
+	if (rc < 0)
+		rc = rdmx__conn_down(c, rc, "polling the shared receive CQ: %s", rdmx__last());
+	else
+		rc = idx == NIL ? NOTHING : deliver(sh, c, idx, m);
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
+/* Like rdmx__conn_wait(), but a zero-timeout poller learns now and then
+ * that the peer left (no flushed receive tells it, the SRQ keeps them). */
+static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	struct srq_conn *p = sc_of(c);
+
+	if (d->once && ++p->idle % PEER_CHECK_IDLE == 0)
+		rdmx__conn_check_peer(c);
+	return rdmx__conn_wait(c, d);
+}
+
+static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+{
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = recv_once(c, m);
+		if (rc != NOTHING)
+			return rc;
+		if (c->state == RDMX__CONN_DOWN)
+			return rdmx__fail(c->down_rc, "%s", c->err.msg);
+		rc = recv_wait(c, &d);
+		if (rc && c->state != RDMX__CONN_DOWN)
+			return rc; /* timeout; a peer that left gets one more poll */
+	}
+}
+
+static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct srq_conn *p = sc_of(c);
+	uint32_t idx = (uint32_t)m->priv_[0];
+	struct rdmx__group *g = c->group;
+	struct srq_shared *sh = sh_of(g);
+	int64_t sidx;
+	int rc = -EINVAL;
+
+	if ((sidx = send_slot(c, m)) >= 0) {
+		p->sstate[sidx] = SLOT_FREE;
+		p->free_stack[p->nfree++] = (uint32_t)sidx;
+		m->priv_[1] = 0;
+		return 0;
+	}
+	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_RECV)
+		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
+	pthread_mutex_lock(&g->lock);
+	if (idx < sh->depth && sh->rb[idx].state == BUF_HELD && sh->rb[idx].owner == c)
+		rc = buf_post(sh, c, idx) ? -EIO : 0;
+	pthread_mutex_unlock(&g->lock);
+	if (rc == -EINVAL)
+		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
+	if (rc)
+		return rdmx__conn_down(c, rc, "reposting a shared receive: %s", rdmx__last());
+	m->priv_[1] = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------ listener receive */
+
+/*
+ * A listed member whose connection is down and whose messages were all
+ * handed out is reported once (its down_rc, rdmx_msg_conn names it);
+ * -ENOTCONN when no member is left unreported; else NOTHING. Under g->lock
+ * and only after a poll found the CQ empty.
+ */
+static int report_gone(struct rdmx__group *g, struct rdmx_msg *m)
+{
+	int live = 0;
+
+	for (size_t i = 0; i < g->n; i++) {
+		rdmx_conn *c = g->conns[i];
+
+		if (c->reset_reported)
+			continue;
+		if (c->state != RDMX__CONN_DOWN || sc_of(c)->mhead != NIL) {
+			live = 1;
+			continue;
+		}
+		c->reset_reported = 1;
+		*m = (struct rdmx_msg){ .priv_ = { 0, (uintptr_t)c } };
+		return rdmx__fail(c->down_rc, "%s", c->err.msg);
+	}
+	return live ? NOTHING : rdmx__fail(-ENOTCONN, "no open connection on this listener");
+}
+
+/* The oldest message of any member, a member gone, or NOTHING. */
+static int group_once(struct rdmx__group *g, struct rdmx_msg *m)
+{
+	struct srq_shared *sh = sh_of(g);
+	rdmx_conn *c;
+	int rc = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (!sh->made) {
+		rc = g->n ? NOTHING : rdmx__fail(-ENOTCONN, "no open connection on this listener");
+		goto unlock;
+	}
+	if (sh->ghead == NIL)
+		rc = poll_shared(sh);
+	if (rc < 0) {
+		rdmx__fail(rc, "polling the shared receive CQ: %s", rdmx__last());
+		goto unlock;
+	}
+	if (sh->ghead == NIL) {
+		rc = report_gone(g, m);
+		goto unlock;
+	}
+	c = sh->rb[sh->ghead].owner;
+	rc = deliver(sh, c, queue_pop(sh, c), m);
+	if (rc) {
+		c->reset_reported = 1;
+		m->priv_[1] = (uintptr_t)c;
+	}
+unlock:
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
+/* Ask rdma_cm about every member not known to be down; 1 if one left. */
+static int check_peers(struct rdmx__group *g)
+{
+	int left = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (size_t i = 0; i < g->n; i++) {
+		rdmx_conn *c = g->conns[i];
+
+		if (c->state != RDMX__CONN_DOWN && rdmx__conn_check_peer(c))
+			left = 1;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return left;
+}
+
+/* 0 to poll again, or -EAGAIN / -ETIMEDOUT. A member that just left is
+ * worth one more poll (its last messages are in the CQ by now). */
+static int group_wait(struct rdmx__group *g, struct rdmx__deadline *d)
+{
+	struct srq_shared *sh = sh_of(g);
+	unsigned idle;
+
+	if (d->once) {
+		pthread_mutex_lock(&g->lock);
+		idle = ++sh->idle;
+		pthread_mutex_unlock(&g->lock);
+		if (idle % PEER_CHECK_IDLE == 0 && check_peers(g))
+			return 0;
+		return rdmx__fail(-EAGAIN, "nothing ready");
+	}
+	if (++d->spins & 255)
+		return 0;
+	if (check_peers(g))
+		return 0;
+	if (!d->forever && rdmx__deadline_left_ms(d) == 0)
+		return rdmx__fail(-ETIMEDOUT, "timed out");
+	return 0;
+}
+
+static int srq_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
+			  int timeout_ms)
+{
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = group_once(g, m);
+		if (rc != NOTHING)
+			return rc;
+		rc = group_wait(g, &d);
+		if (rc)
+			return rc;
+	}
+}
+
+uint32_t rdmx__srq_posted(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+	struct srq_shared *sh;
+	uint32_t n = 0;
+
+	if (!g || c->proto->id != SRQ_ID)
+		return 0;
+	sh = sh_of(g);
+	pthread_mutex_lock(&g->lock);
+	for (uint32_t i = 0; sh->made && i < sh->depth; i++)
+		n += sh->rb[i].state == BUF_POSTED;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+const struct rdmx_protocol_ops rdmx__proto_srq = {
+	.name = "srq",
+	.id = SRQ_ID,
+	.priv_size = sizeof(struct srq_conn),
+	.setup = srq_setup,
+	.hello_out = srq_hello_out,
+	.hello_in = srq_hello_in,
+	.teardown = srq_teardown,
+	.msg_alloc = srq_msg_alloc,
+	.send = srq_send,
+	.flush = srq_flush,
+	.recv = srq_recv,
+	.release = srq_release,
+	.shared_size = sizeof(struct srq_shared),
+	.shared_teardown = srq_shared_teardown,
+	.group_recv = srq_group_recv,
+};

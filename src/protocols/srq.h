@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* srq internals the tests look at. */
+#ifndef RDMX_PROTOCOLS_SRQ_H
+#define RDMX_PROTOCOLS_SRQ_H
+
+#include "core/internal.h"
+
+/* Receive buffers posted right now on the SRQ @c receives from. */
+uint32_t rdmx__srq_posted(rdmx_conn *c);
+
+#endif /* RDMX_PROTOCOLS_SRQ_H */

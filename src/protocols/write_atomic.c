@@ -1,0 +1,665 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * write_atomic: one receive ring shared by many senders.
+ *
+ * The receiving side owns a ring of opts.ring_size bytes (a power of two)
+ * registered for remote WRITE, a 64-bit tail counter registered for remote
+ * ATOMIC and, 64 bytes after it, a 64-bit head word registered for remote
+ * READ. Every connection accepted on one listener writes into the
+ * listener's single ring (c->group->shared); a dialer owns a ring of its
+ * own (a group of one) that the accepted side writes its replies into, so
+ * every connection carries messages both ways with the same protocol.
+ * Addresses, keys, the ring size, a salt and the sender id the receiver
+ * gave the connection travel in the hello blocks (see ring_encode()).
+ *
+ * Sending one message (record layout in write_atomic_rec.h):
+ *   1. FETCH_ADD the remote tail by the record size; the old value, a
+ *      64-bit virtual offset V, lands in a registered 8-byte buffer.
+ *   2. If [V, V + size) crosses the ring's end, write a pad record at V
+ *      (header only, "skip size bytes") and go back to 1.
+ *   3. Wait until V + size - head <= ring_size: the cached head first, an
+ *      RDMA READ of the head word only when it shows too little room.
+ *      Nothing is ever overwritten.
+ *   4. ONE RDMA WRITE of header, payload and trailer.
+ * So a message costs the sender a FETCH_ADD round trip and a WRITE (plus
+ * a READ now and then); the receiver's CPU posts nothing at all.
+ *
+ * Receiving: records are consumed strictly in reservation order. At its
+ * scan cursor the receiver waits until the header stamp AND the trailer
+ * stamp of that offset are there (acquire loads); a slot reserved but not
+ * yet written makes it wait, it never reads torn data. Messages are handed
+ * out in place (zero copy) and may be released in any order; the head
+ * advances over the contiguous released prefix and is published with a
+ * release store into the head word, which senders READ.
+ *
+ * Stale data. The ring is never cleared: a new record's bytes land over
+ * those of earlier laps. A record at V is accepted only if the 8 bytes at
+ * its header stamp equal wa_hstamp(salt, V) and the 8 bytes at its
+ * trailer (found from the length in that header) equal wa_tstamp(salt, V).
+ * Both are a bijection of the full 64-bit V mixed with a per-ring random
+ * salt, so a header or trailer a sender wrote for any other reservation
+ * (an earlier lap at the same place, a record elsewhere) never matches,
+ * and zeroed memory never does (a stamp is never 0). Only payload bytes of
+ * an earlier message could, by containing both salted stamps exactly where
+ * they are looked for: 2^-128 for data not built to do so. Zeroing
+ * consumed headers would add a cache-line store per message and guard
+ * only against that same case, so it is not done.
+ *
+ * Placement order. Within one WRITE the receiver relies on the bytes being
+ * placed in increasing address order, so that a visible trailer (the
+ * highest address written) means header and payload are there, and a
+ * visible header stamp means the header fields are. rxe and the HCAs we
+ * know place a WRITE this way (and the fake fabric does, with release
+ * stores under ThreadSanitizer), but the InfiniBand spec does not promise
+ * it; only the completion of a WRITE_WITH_IMM would. The READ of the
+ * 8-byte aligned head word is likewise taken to be single-copy atomic (a
+ * torn value could exceed the real head). RDMX_NOTIFY_IMM,
+ * which would lift the assumption, is not implemented: setup rejects it.
+ *
+ * Flow control. Besides ring space, a sender may have at most
+ * peer recv_depth + own send_depth messages that the receiver has not
+ * consumed (the head has not passed them): rdmx_msg_alloc waits for that,
+ * and for a free local buffer, up to its timeout (-EAGAIN with 0). The
+ * wait for ring space in rdmx_send after the FETCH_ADD cannot give up (the
+ * reservation must be written or the ring stalls): it ends with the space
+ * or with the connection's error. A sender that dies between its
+ * FETCH_ADD and its WRITE leaves a hole the receiver cannot skip; the
+ * ring stalls for everyone (a known limit of one shared tail).
+ *
+ * Receiving per connection. rdmx_listener_recv() hands out every record
+ * in ring order, naming its connection. rdmx_recv(c) on an accepted
+ * connection takes c's records in order; a record of another member met
+ * on the way is parked for that member (handed out by its rdmx_recv or
+ * by rdmx_listener_recv, still in ring order) and holds the head back
+ * until then. So every member of a listener must be received from.
+ * Records of a member closed meanwhile are skipped.
+ *
+ * Threading. Receive state of a ring (scan cursor, head, parked queues,
+ * member table) is guarded by the ring's mutex, so rdmx_recv on different
+ * members, rdmx_listener_recv and rdmx_msg_release may run on different
+ * threads. The sending state is per connection (one thread at a time).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocols/write_atomic.h"
+
+#define WC_BATCH 16
+#define HELLO_RING_LEN 40    /* ring_encode() */
+#define HELLO_REPLY_LEN 44   /* ring_encode() + u32 sender id */
+
+enum { K_WRITE = 1, K_PAD, K_FAA, K_READ };
+enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED };
+
+void (*rdmx__wa_test_reserved)(struct rdmx_conn *c, uint64_t voff,
+			       uint64_t rec);
+
+/* ------------------------------------------------------------- setup */
+
+static int alloc_tx(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+
+	p->slot = wa_rec_size(c->max_msg);
+	p->nslot = c->opts.send_depth;
+	p->sbuf = rdmx__alloc_buf(p->slot * p->nslot);
+	p->scratch = rdmx__alloc_buf(64);
+	p->free_stack = calloc(p->nslot, sizeof(*p->free_stack));
+	p->sstate = calloc(p->nslot, 1);
+	if (!p->sbuf || !p->scratch || !p->free_stack || !p->sstate)
+		return rdmx__fail(-ENOMEM, "write_atomic: out of memory for %u send buffers of %zu bytes",
+				  p->nslot, p->slot);
+	for (uint32_t i = 0; i < p->nslot; i++)
+		p->free_stack[i] = p->nslot - 1 - i;
+	p->nfree = p->nslot;
+	return 0;
+}
+
+static int create_tx(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__qp_caps caps = {
+		.max_send_wr = p->nslot + 4,
+		.max_recv_wr = 1,
+		.rnr_retry = c->opts.rnr_retry,
+		.retry_count = c->opts.retry_count,
+	};
+	int rc = alloc_tx(c);
+
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, p->sbuf, p->slot * p->nslot,
+				  RDMX__ACCESS_LOCAL, &p->smr);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, p->scratch, 64, RDMX__ACCESS_LOCAL,
+				  &p->scratch_mr);
+	if (!rc)
+		rc = c->f->create_cq(c->ep, (int)p->nslot + 8, &p->cq);
+	if (rc)
+		return rc;
+	caps.send_cq = p->cq;
+	caps.recv_cq = p->cq;
+	return c->f->create_qp(c->ep, &caps);
+}
+
+/* The ring this connection receives on: the listener's, made once. */
+static int join_shared(rdmx_conn *c)
+{
+	struct wa_ring *r = c->group->shared;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->group->lock);
+	if (!r->made) {
+		rc = rdmx__wa_ring_make(r, c, c->opts.ring_size);
+		if (rc)
+			rdmx__wa_ring_unmake(r); /* the next connection tries again */
+	}
+	pthread_mutex_unlock(&c->group->lock);
+	wa_of(c)->rx = r;
+	return rc;
+}
+
+static int check_opts(rdmx_conn *c)
+{
+	uint64_t rec = wa_rec_size(c->max_msg);
+
+	if (c->opts.notify == RDMX_NOTIFY_IMM)
+		return rdmx__fail(-EINVAL, "write_atomic: notify=imm is not supported (records are found by their stamps; use the default)");
+	if (2 * rec > c->opts.ring_size)
+		return rdmx__fail(-EINVAL, "write_atomic: ring_size %u holds fewer than 2 records of max_msg_size %u (%llu bytes each); raise ring_size or lower max_msg_size",
+				  c->opts.ring_size, c->max_msg, (unsigned long long)rec);
+	return 0;
+}
+
+/* On failure the core destroys the ep, then calls wa_teardown(). */
+static int wa_setup(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+	int rc = check_opts(c);
+
+	if (rc)
+		return rc;
+	if (c->group) {
+		rc = join_shared(c);
+	} else {
+		rc = rdmx__wa_ring_make(&p->own, c, c->opts.ring_size);
+		p->rx = &p->own;
+	}
+	if (!rc)
+		rc = rdmx__wa_ring_join(p->rx, c, &p->rx_id);
+	if (!rc)
+		rc = create_tx(c);
+	return rc;
+}
+
+static void wa_teardown(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+
+	if (p->rx && p->rx->made)
+		rdmx__wa_ring_leave(p->rx, c, p->rx_id);
+	if (p->cq)
+		c->f->destroy_cq(p->cq);
+	if (p->scratch_mr)
+		c->f->dereg_mr(p->scratch_mr);
+	if (p->smr)
+		c->f->dereg_mr(p->smr);
+	free(p->sbuf);
+	free(p->scratch);
+	free(p->free_stack);
+	free(p->sstate);
+	rdmx__wa_vq_free(&p->outs);
+	rdmx__wa_vq_free(&p->parked);
+	if (p->own.made || p->own.buf || p->own.ctrl)
+		rdmx__wa_ring_unmake(&p->own);
+}
+
+static void wa_shared_teardown(struct rdmx__group *g)
+{
+	struct wa_ring *r = g->shared;
+
+	if (r->made || r->buf || r->ctrl)
+		rdmx__wa_ring_unmake(r);
+}
+
+/* ------------------------------------------------------------- hellos */
+
+/*
+ * Ring block (40 bytes): 0 u8 version 1, 1 u8 log2 ring size, 2 u16 0,
+ * 4 u32 ring rkey, 8 u64 ring addr, 16 u64 tail addr (the head word is
+ * HEAD_OFF bytes after it), 24 u32 tail rkey, 28 u32 head rkey, 32 u64
+ * salt. The accept reply adds 40 u32: the dialer's sender id.
+ */
+static void ring_encode(const struct wa_ring *r, uint8_t *b)
+{
+	uint8_t lg = 0;
+
+	while ((1ull << lg) < r->size)
+		lg++;
+	memset(b, 0, HELLO_RING_LEN);
+	b[0] = 1;
+	b[1] = lg;
+	rdmx__put_u32(b + 4, r->ring_mr->rkey);
+	rdmx__put_u64(b + 8, (uintptr_t)r->buf);
+	rdmx__put_u64(b + 16, (uintptr_t)r->ctrl);
+	rdmx__put_u32(b + 24, r->tail_mr->rkey);
+	rdmx__put_u32(b + 28, r->head_mr->rkey);
+	rdmx__put_u64(b + 32, r->salt);
+}
+
+static int ring_decode(rdmx_conn *c, const uint8_t *b)
+{
+	struct wa *p = wa_of(c);
+
+	if (b[0] != 1 || b[1] < 12 || b[1] > 30)
+		return rdmx__fail(-EPROTO, "write_atomic: peer's ring block version %u, log2 size %u",
+				  b[0], b[1]);
+	p->r_size = 1ull << b[1];
+	if (2 * wa_rec_size(c->max_msg) > p->r_size)
+		return rdmx__fail(-EPROTO, "write_atomic: the peer's %llu-byte ring holds fewer than 2 records of %u bytes",
+				  (unsigned long long)p->r_size, c->max_msg);
+	p->r_ring_rkey = rdmx__get_u32(b + 4);
+	p->r_ring = rdmx__get_u64(b + 8);
+	p->r_tail = rdmx__get_u64(b + 16);
+	p->r_tail_rkey = rdmx__get_u32(b + 24);
+	p->r_head_rkey = rdmx__get_u32(b + 28);
+	p->r_salt = rdmx__get_u64(b + 32);
+	p->credits = (uint32_t)c->peer_recv_depth + c->opts.send_depth;
+	return 0;
+}
+
+static int wa_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
+{
+	struct wa *p = wa_of(c);
+	size_t need = c->is_server ? HELLO_REPLY_LEN : HELLO_RING_LEN;
+
+	if (cap < need)
+		return rdmx__fail(-EMSGSIZE, "write_atomic: hello block needs %zu bytes, %zu free",
+				  need, cap);
+	ring_encode(p->rx, block);
+	if (c->is_server)
+		rdmx__put_u32(block + HELLO_RING_LEN, p->rx_id);
+	*len = need;
+	return 0;
+}
+
+static int wa_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
+{
+	struct wa *p = wa_of(c);
+	size_t need = c->is_server ? HELLO_RING_LEN : HELLO_REPLY_LEN;
+
+	if (len != need)
+		return rdmx__fail(-EPROTO, "write_atomic: %zu-byte protocol block, expected %zu",
+				  len, need);
+	p->tx_id = c->is_server ? 0 : rdmx__get_u32(block + HELLO_RING_LEN);
+	return ring_decode(c, block);
+}
+
+/* --------------------------------------------------------------- sending */
+
+/* Poll the send CQ once; returns the completions seen or -errno. */
+static int reap(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__wc wc[WC_BATCH];
+	int n = c->f->poll_cq(p->cq, wc, WC_BATCH);
+
+	if (n < 0)
+		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
+	for (int i = 0; i < n; i++) {
+		uint32_t kind = (uint32_t)(wc[i].wr_id >> 32);
+		uint32_t idx = (uint32_t)wc[i].wr_id;
+
+		if (wc[i].status != RDMX__WC_OK)
+			return rdmx__conn_wc_error(c, &wc[i], kind == K_FAA ? "fetch-and-add" :
+						   kind == K_READ ? "read of the head" : "write");
+		if (kind == K_FAA) {
+			p->faa_done = 1;
+		} else if (kind == K_READ) {
+			p->read_done = 1;
+		} else {
+			p->inflight--;
+			if (kind == K_WRITE) {
+				p->sstate[idx] = SLOT_FREE;
+				p->free_stack[p->nfree++] = idx;
+			}
+		}
+	}
+	return n;
+}
+
+/* Wait for *@done, set by reap(); bounded by the connection's health. */
+static int wait_done(rdmx_conn *c, int *done)
+{
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, -1);
+	while (!*done) {
+		rc = reap(c);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && (rc = rdmx__wa_idle(c, &d)))
+			return rc;
+	}
+	return 0;
+}
+
+/* FETCH_ADD @add on the peer's tail: the old tail in *@v. */
+static int reserve(rdmx_conn *c, uint64_t add, uint64_t *v)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_FAA << 32,
+		.op = RDMX__OP_FETCH_ADD,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->scratch[0],
+		.len = 8,
+		.lkey = p->scratch_mr->lkey,
+		.remote_addr = p->r_tail,
+		.rkey = p->r_tail_rkey,
+		.add = add,
+	};
+	int rc;
+
+	p->faa_done = 0;
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a fetch-and-add: %s", rdmx__last());
+	rc = wait_done(c, &p->faa_done);
+	if (!rc)
+		*v = p->scratch[0];
+	return rc;
+}
+
+/* RDMA READ the peer's head word into cached_head. */
+static int read_head(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_READ << 32,
+		.op = RDMX__OP_READ,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->scratch[1],
+		.len = 8,
+		.lkey = p->scratch_mr->lkey,
+		.remote_addr = p->r_tail + HEAD_OFF,
+		.rkey = p->r_head_rkey,
+	};
+	uint64_t head;
+	int rc;
+
+	p->read_done = 0;
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a read: %s", rdmx__last());
+	rc = wait_done(c, &p->read_done);
+	if (rc)
+		return rc;
+	head = le64toh(p->scratch[1]);
+	if (head > p->cached_head)
+		p->cached_head = head;
+	return 0;
+}
+
+/* Wait until [v, v + len) of the peer's ring is free (never overwrite). */
+static int wait_space(rdmx_conn *c, uint64_t v, uint64_t len)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, -1);
+	while (!wa_fits(v, len, p->cached_head, p->r_size)) {
+		rc = read_head(c);
+		if (!rc && !wa_fits(v, len, p->cached_head, p->r_size))
+			rc = rdmx__wa_idle(c, &d);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int post_write(rdmx_conn *c, uint64_t wr_id, void *src, uint32_t lkey,
+		      uint64_t v, uint64_t len)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = wr_id,
+		.op = RDMX__OP_WRITE,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = src,
+		.len = (uint32_t)len,
+		.lkey = lkey,
+		.remote_addr = p->r_ring + (v & (p->r_size - 1)),
+		.rkey = p->r_ring_rkey,
+	};
+	int rc;
+
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a write: %s", rdmx__last());
+	p->inflight++;
+	return 0;
+}
+
+/* Fill the ring's end from @v with a pad record that skips @rec bytes. */
+static int write_pad(rdmx_conn *c, uint64_t v, uint64_t rec)
+{
+	struct wa *p = wa_of(c);
+	struct wa_hdr h = { .len = (uint32_t)rec, .sender = p->tx_id,
+			    .flags = WA_F_PAD };
+	uint8_t *b = (uint8_t *)&p->scratch[2];
+	int rc = wait_space(c, v, WA_HDR);
+
+	if (rc)
+		return rc;
+	wa_put_hdr(b, &h);
+	wa_put_stamp(b + WA_STAMP_OFF, wa_hstamp(p->r_salt, v));
+	return post_write(c, (uint64_t)K_PAD << 32, b, p->scratch_mr->lkey, v, WA_HDR);
+}
+
+/* Reserve @rec bytes that do not cross the ring's end: *@v. */
+static int reserve_record(rdmx_conn *c, uint64_t rec, uint64_t *v)
+{
+	struct wa *p = wa_of(c);
+	int rc;
+
+	for (;;) {
+		rc = reserve(c, rec, v);
+		if (rc)
+			return rc;
+		p->last_end = *v + rec;
+		if (!wa_crosses(*v, rec, p->r_size))
+			return 0;
+		rc = write_pad(c, *v, rec);
+		if (rc)
+			return rc;
+	}
+}
+
+/* Retire the records the peer's head has passed; returns credits in use. */
+static uint32_t credits_used(struct wa *p)
+{
+	while (p->outs.n && rdmx__wa_vq_front(&p->outs) <= p->cached_head)
+		rdmx__wa_vq_pop(&p->outs);
+	return p->outs.n + p->nalloc;
+}
+
+/*
+ * Room for one more message: a free buffer, a credit, and (as far as this
+ * sender knows) ring space for a record and a pad after its last one, so
+ * that a lone sender never waits in rdmx_send.
+ */
+static int has_room(struct wa *p)
+{
+	return p->nfree > 0 && credits_used(p) < p->credits &&
+	       wa_fits(p->last_end, 2 * p->slot, p->cached_head, p->r_size);
+}
+
+/* 1 if a message may be allocated, else 0 (after refreshing the head). */
+static int can_alloc(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+	int rc;
+
+	if (has_room(p))
+		return 1;
+	if (!p->nfree)
+		return 0;
+	rc = read_head(c);
+	return rc ? rc : has_room(p);
+}
+
+static void fill_send_msg(rdmx_conn *c, uint32_t idx, struct rdmx_msg *m)
+{
+	struct wa *p = wa_of(c);
+
+	p->sstate[idx] = SLOT_ALLOC;
+	p->nalloc++;
+	m->data = p->sbuf + (size_t)idx * p->slot + WA_HDR;
+	m->cap = c->max_msg;
+	m->len = 0;
+	m->imm = 0;
+	m->flags = 0;
+	m->priv_[0] = SEND_TAG | idx;
+	m->priv_[1] = (uintptr_t)c;
+}
+
+static int wa_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			int timeout_ms)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	(void)size; /* every buffer holds max_msg bytes */
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = reap(c);
+		if (rc < 0)
+			return rc;
+		rc = can_alloc(c);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			break;
+		rc = rdmx__wa_idle(c, &d);
+		if (rc)
+			return rc;
+	}
+	fill_send_msg(c, p->free_stack[--p->nfree], m);
+	return 0;
+}
+
+/* The send buffer a handle refers to, or -EINVAL. */
+static int64_t send_slot(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	struct wa *p = wa_of(c);
+	uint64_t idx = m->priv_[0] & ~SEND_TAG;
+
+	if (m->priv_[1] != (uintptr_t)c || !(m->priv_[0] & SEND_TAG) ||
+	    idx >= p->nslot || p->sstate[idx] != SLOT_ALLOC)
+		return -EINVAL;
+	return (int64_t)idx;
+}
+
+/* Header, stamps and trailer around the payload in send buffer @b. */
+static void seal(struct wa *p, uint8_t *b, const struct rdmx_msg *m, uint64_t v)
+{
+	struct wa_hdr h = { .len = (uint32_t)m->len, .sender = p->tx_id };
+
+	if (m->flags & RDMX_MSG_IMM) {
+		h.flags = WA_F_IMM;
+		h.imm = m->imm;
+	}
+	wa_put_hdr(b, &h);
+	wa_put_stamp(b + WA_STAMP_OFF, wa_hstamp(p->r_salt, v));
+	memset(b + WA_HDR + m->len, 0, wa_round8(m->len) - m->len);
+	wa_put_stamp(b + wa_trailer_off(m->len), wa_tstamp(p->r_salt, v));
+}
+
+static int wa_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wa *p = wa_of(c);
+	int64_t idx = send_slot(c, m);
+	uint64_t rec = wa_rec_size(m->len), v = 0;
+	uint8_t *b;
+	int rc;
+
+	if (idx < 0)
+		return rdmx__fail(-EINVAL, "write_atomic: not a message from rdmx_msg_alloc on this connection");
+	b = p->sbuf + (size_t)idx * p->slot;
+	rc = reserve_record(c, rec, &v);
+	if (!rc && rdmx__wa_test_reserved)
+		rdmx__wa_test_reserved(c, v, rec);
+	if (!rc)
+		rc = wait_space(c, v, rec);
+	if (rc)
+		return rc;
+	seal(p, b, m, v);
+	rc = post_write(c, ((uint64_t)K_WRITE << 32) | (uint64_t)idx, b,
+			p->smr->lkey, v, wa_write_len(m->len));
+	if (rc)
+		return rc;
+	p->sstate[idx] = SLOT_POSTED;
+	p->nalloc--;
+	m->priv_[1] = 0;
+	return rdmx__wa_vq_push(&p->outs, v + rec);
+}
+
+static int wa_flush(rdmx_conn *c, int timeout_ms)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	while (p->inflight) {
+		rc = reap(c);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && (rc = rdmx__wa_idle(c, &d)))
+			return rc == -EAGAIN ? -ETIMEDOUT : rc;
+	}
+	return 0;
+}
+
+static int wa_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wa *p = wa_of(c);
+	int64_t idx = send_slot(c, m);
+	int rc = -EINVAL;
+
+	if (idx >= 0) {
+		p->sstate[idx] = SLOT_FREE;
+		p->free_stack[p->nfree++] = (uint32_t)idx;
+		p->nalloc--;
+		rc = 0;
+	} else if (m->priv_[1] == (uintptr_t)c && !(m->priv_[0] & SEND_TAG) &&
+		   p->rx && p->rx->made) {
+		rc = rdmx__wa_release_rx(p->rx, c, m->priv_[0]);
+	}
+	if (rc)
+		return rdmx__fail(-EINVAL, "write_atomic: message not held on this connection");
+	m->priv_[1] = 0;
+	return 0;
+}
+
+const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
+	.name = "write_atomic",
+	.id = 7,
+	.priv_size = sizeof(struct wa),
+	.setup = wa_setup,
+	.hello_out = wa_hello_out,
+	.hello_in = wa_hello_in,
+	.teardown = wa_teardown,
+	.msg_alloc = wa_msg_alloc,
+	.send = wa_send,
+	.flush = wa_flush,
+	.recv = rdmx__wa_recv,
+	.release = wa_release,
+	.shared_size = sizeof(struct wa_ring),
+	.shared_teardown = wa_shared_teardown,
+	.group_recv = rdmx__wa_group_recv,
+};

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * write_atomic internals shared by write_atomic.c (set-up, hellos,
+ * sending) and write_atomic_ring.c (the receive ring: scanning, handing
+ * out, releasing, rdmx_listener_recv). See write_atomic.c for the design.
+ */
+#ifndef RDMX_PROTOCOLS_WRITE_ATOMIC_H
+#define RDMX_PROTOCOLS_WRITE_ATOMIC_H
+
+#include "core/internal.h"
+#include "protocols/write_atomic_rec.h"
+
+#define CTRL_BYTES 4096
+#define HEAD_OFF 64          /* head word: this far after the tail word */
+#define SEND_TAG (1ull << 63) /* priv_[0] of a send buffer handle */
+#define DOWN_POLLS 100000u
+
+/* A growable FIFO of 64-bit virtual offsets. */
+struct vq {
+	uint64_t *v;
+	uint32_t cap, head, n;
+};
+
+/* The receive side: a ring that senders write into. */
+struct wa_ring {
+	pthread_mutex_t lock;
+	int made;
+	const struct rdmx__fabric_ops *f;
+	uint8_t *buf;
+	uint64_t *ctrl;           /* ctrl[0]: tail, ctrl[HEAD_OFF / 8]: head */
+	struct rdmx__mr *ring_mr, *tail_mr, *head_mr;
+	uint64_t size, salt;
+	uint64_t scan;            /* next reservation to look at */
+	uint64_t pub;             /* head: all below it released */
+	rdmx_conn **members;      /* by sender id; NULL once closed */
+	uint32_t nmembers, cap_members;
+};
+
+/* Per connection: its sending state and its place in a ring. */
+struct wa {
+	struct wa_ring own;       /* dialer: the ring it receives on */
+	struct wa_ring *rx;       /* own, or the listener's shared ring */
+	uint32_t rx_id;           /* the peer's sender id on rx */
+	struct vq parked;         /* records on rx waiting for this conn */
+	/* sending */
+	struct rdmx__cq *cq;
+	uint8_t *sbuf;
+	struct rdmx__mr *smr, *scratch_mr;
+	uint64_t *scratch;        /* [0] FETCH_ADD result, [1] head, [2..] pad */
+	size_t slot;
+	uint32_t nslot, nfree, nalloc, inflight;
+	uint32_t *free_stack;
+	uint8_t *sstate;
+	int faa_done, read_done;
+	struct vq outs;           /* ends of my records not yet consumed */
+	uint32_t credits;         /* peer recv_depth + send_depth */
+	uint64_t cached_head;
+	uint64_t last_end;        /* end of my last reservation */
+	/* the peer's ring */
+	uint64_t r_ring, r_tail, r_size, r_salt;
+	uint32_t r_ring_rkey, r_tail_rkey, r_head_rkey, tx_id;
+};
+
+static inline struct wa *wa_of(rdmx_conn *c)
+{
+	return c->priv;
+}
+
+/* FIFO of virtual offsets: push is 0 or -ENOMEM. */
+int rdmx__wa_vq_push(struct vq *q, uint64_t x);
+uint64_t rdmx__wa_vq_front(const struct vq *q);
+uint64_t rdmx__wa_vq_pop(struct vq *q);
+void rdmx__wa_vq_free(struct vq *q);
+
+/* rdmx__conn_wait(), then now and then give the CPU away. */
+int rdmx__wa_idle(rdmx_conn *c, struct rdmx__deadline *d);
+
+/* Rings: make (registered on @c's device), free, enter and leave. */
+int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size);
+void rdmx__wa_ring_unmake(struct wa_ring *r);
+int rdmx__wa_ring_join(struct wa_ring *r, rdmx_conn *c, uint32_t *id);
+void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id);
+
+/* The receive side of the protocol operations. */
+int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
+int rdmx__wa_release_rx(struct wa_ring *r, rdmx_conn *c, uint64_t v);
+int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
+			int timeout_ms);
+
+#endif /* RDMX_PROTOCOLS_WRITE_ATOMIC_H */

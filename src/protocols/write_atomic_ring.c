@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * write_atomic's receive ring: making and registering it, finding complete
+ * records at the scan cursor by their stamps, handing them out in place
+ * (to their own connection, parking the others'), out-of-order release
+ * with the head advanced over the released prefix and published, and
+ * rdmx_listener_recv(). The design, and the argument about stale bytes
+ * and WRITE placement order, are at the top of write_atomic.c.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "protocols/write_atomic.h"
+
+/*
+ * Called once per empty poll of a wait loop, after rdmx__conn_wait():
+ * every few polls give the CPU away, so that a spinning receiver does
+ * not starve the sender it waits for when there are more threads than
+ * cores (a spin on ring memory never blocks, unlike a CQ poll).
+ */
+static void backoff(const struct rdmx__deadline *d)
+{
+	if ((d->spins & 15) == 15)
+		sched_yield();
+}
+
+/* rdmx__conn_wait() followed by backoff(). */
+int rdmx__wa_idle(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	int rc = rdmx__conn_wait(c, d);
+
+	if (!rc)
+		backoff(d);
+	return rc;
+}
+
+/* ----------------------------------------------------------- vq helpers */
+
+int rdmx__wa_vq_push(struct vq *q, uint64_t x)
+{
+	if (q->n == q->cap) {
+		uint32_t cap = q->cap ? 2 * q->cap : 64;
+		uint64_t *v = malloc(cap * sizeof(*v));
+
+		if (!v)
+			return rdmx__fail(-ENOMEM, "write_atomic: out of memory for a queue");
+		for (uint32_t i = 0; i < q->n; i++)
+			v[i] = q->v[(q->head + i) % q->cap];
+		free(q->v);
+		q->v = v;
+		q->cap = cap;
+		q->head = 0;
+	}
+	q->v[(q->head + q->n++) % q->cap] = x;
+	return 0;
+}
+
+uint64_t rdmx__wa_vq_front(const struct vq *q)
+{
+	return q->v[q->head];
+}
+
+uint64_t rdmx__wa_vq_pop(struct vq *q)
+{
+	uint64_t x = q->v[q->head];
+
+	q->head = (q->head + 1) % q->cap;
+	q->n--;
+	return x;
+}
+
+void rdmx__wa_vq_free(struct vq *q)
+{
+	free(q->v);
+	memset(q, 0, sizeof(*q));
+}
+
+/* --------------------------------------------------------------- rings */
+
+static uint64_t *tail_word(struct wa_ring *r)
+{
+	return r->ctrl;
+}
+
+static uint64_t *head_word(struct wa_ring *r)
+{
+	return r->ctrl + HEAD_OFF / 8;
+}
+
+static uint64_t new_salt(const void *where)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return wa_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
+		      (uintptr_t)where) | 1;
+}
+
+/* Allocate and register a ring of @size bytes on @c's device. */
+int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size)
+{
+	int rc;
+
+	r->f = c->f;
+	r->size = size;
+	r->salt = new_salt(r);
+	r->buf = rdmx__alloc_buf(size);
+	r->ctrl = rdmx__alloc_buf(CTRL_BYTES);
+	if (!r->buf || !r->ctrl)
+		return rdmx__fail(-ENOMEM, "write_atomic: out of memory for a %llu-byte ring",
+				  (unsigned long long)size);
+	rc = c->f->reg_mr(c->ep, r->buf, size, RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE,
+			  &r->ring_mr);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, tail_word(r), 8,
+				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_ATOMIC, &r->tail_mr);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, head_word(r), 8,
+				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ, &r->head_mr);
+	if (!rc && pthread_mutex_init(&r->lock, NULL))
+		rc = rdmx__fail(-ENOMEM, "write_atomic: cannot create a mutex");
+	if (!rc)
+		r->made = 1;
+	return rc;
+}
+
+/* Free what rdmx__wa_ring_make() made, even half of it. */
+void rdmx__wa_ring_unmake(struct wa_ring *r)
+{
+	if (r->head_mr)
+		r->f->dereg_mr(r->head_mr);
+	if (r->tail_mr)
+		r->f->dereg_mr(r->tail_mr);
+	if (r->ring_mr)
+		r->f->dereg_mr(r->ring_mr);
+	if (r->made)
+		pthread_mutex_destroy(&r->lock);
+	free(r->buf);
+	free(r->ctrl);
+	free(r->members);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Enter @c in the member table; its sender id comes back in *id. */
+int rdmx__wa_ring_join(struct wa_ring *r, rdmx_conn *c, uint32_t *id)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->nmembers == r->cap_members) {
+		uint32_t cap = r->cap_members ? 2 * r->cap_members : 8;
+		rdmx_conn **v = realloc(r->members, cap * sizeof(*v));
+
+		if (!v) {
+			rc = rdmx__fail(-ENOMEM, "write_atomic: out of memory for a member");
+			goto unlock;
+		}
+		r->members = v;
+		r->cap_members = cap;
+	}
+	*id = r->nmembers;
+	r->members[r->nmembers++] = c;
+unlock:
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+static uint8_t *rec_at(struct wa_ring *r, uint64_t v)
+{
+	return r->buf + (v & (r->size - 1));
+}
+
+static uint16_t rec_flags(struct wa_ring *r, uint64_t v)
+{
+	uint16_t f;
+
+	memcpy(&f, rec_at(r, v) + 8, 2);
+	return le16toh(f);
+}
+
+static void rec_set_flags(struct wa_ring *r, uint64_t v, uint16_t flags)
+{
+	uint16_t f = htole16(flags);
+
+	memcpy(rec_at(r, v) + 8, &f, 2);
+}
+
+/* Ring bytes the (verified) record or pad at @v covers. */
+static uint64_t rec_span(struct wa_ring *r, uint64_t v)
+{
+	struct wa_hdr h;
+
+	wa_get_hdr(rec_at(r, v), &h);
+	return (h.flags & WA_F_PAD) ? h.len : wa_rec_size(h.len);
+}
+
+/* Advance the head over released records and publish it. Locked. */
+static void ring_advance(struct wa_ring *r)
+{
+	uint64_t pub = r->pub;
+
+	while (pub < r->scan && (rec_flags(r, pub) & WA_F_RELEASED))
+		pub += rec_span(r, pub);
+	if (pub == r->pub)
+		return;
+	r->pub = pub;
+	__atomic_store_n(head_word(r), htole64(pub), __ATOMIC_RELEASE);
+}
+
+/* Everything reserved has been scanned (so nothing is on its way). */
+static int ring_drained(struct wa_ring *r)
+{
+	return r->scan == __atomic_load_n(tail_word(r), __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Check the reservation at the scan cursor. Returns 1 when a complete
+ * record or pad is there (*h filled), 0 when it is not written yet, or
+ * -EPROTO for a record that cannot be (its stamps matched, its size not).
+ */
+static int rec_ready(struct wa_ring *r, struct wa_hdr *h)
+{
+	uint64_t v = r->scan, off = v & (r->size - 1);
+	uint8_t *p = rec_at(r, v);
+
+	if (wa_load_stamp(p + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
+		return 0;
+	wa_get_hdr(p, h);
+	if (h->flags & WA_F_PAD) {
+		if (h->len < WA_ALIGN || h->len % WA_ALIGN || h->len > r->size)
+			return rdmx__fail(-EPROTO, "write_atomic: pad of %u bytes at %llu",
+					  h->len, (unsigned long long)v);
+		return 1;
+	}
+	if (off + wa_rec_size(h->len) > r->size)
+		return rdmx__fail(-EPROTO, "write_atomic: record of %u bytes at %llu crosses the ring end",
+				  h->len, (unsigned long long)v);
+	return wa_load_stamp(p + wa_trailer_off(h->len)) == wa_tstamp(r->salt, v);
+}
+
+/*
+ * Take the next message at the scan cursor, skipping pads and records of
+ * members that are gone. Returns 1 with *v and *owner, 0 when none is
+ * ready, or -errno. Locked.
+ */
+static int ring_take(struct wa_ring *r, uint64_t *v, rdmx_conn **owner)
+{
+	struct wa_hdr h;
+	int rc;
+
+	for (;;) {
+		rc = rec_ready(r, &h);
+		if (rc <= 0)
+			return rc;
+		*v = r->scan;
+		r->scan += (h.flags & WA_F_PAD) ? h.len : wa_rec_size(h.len);
+		*owner = h.sender < r->nmembers ? r->members[h.sender] : NULL;
+		if (!(h.flags & WA_F_PAD) && *owner)
+			return 1;
+		rec_set_flags(r, *v, h.flags | WA_F_RELEASED);
+		ring_advance(r);
+	}
+}
+
+/* Hand the record at @v out to its connection @c. Locked. */
+static void deliver(struct wa_ring *r, rdmx_conn *c, uint64_t v,
+		    struct rdmx_msg *m)
+{
+	uint8_t *p = rec_at(r, v);
+	struct wa_hdr h;
+
+	wa_get_hdr(p, &h);
+	rec_set_flags(r, v, (uint16_t)((h.flags & ~WA_F_PARKED) | WA_F_HELD));
+	m->data = p + WA_HDR;
+	m->len = h.len;
+	m->cap = h.len;
+	m->imm = (h.flags & WA_F_IMM) ? h.imm : 0;
+	m->flags = (h.flags & WA_F_IMM) ? RDMX_MSG_IMM : 0;
+	m->priv_[0] = v;
+	m->priv_[1] = (uintptr_t)c;
+}
+
+/* Park the record at @v for @owner (another member). Locked. */
+static int park(struct wa_ring *r, rdmx_conn *owner, uint64_t v)
+{
+	rec_set_flags(r, v, rec_flags(r, v) | WA_F_PARKED);
+	return rdmx__wa_vq_push(&wa_of(owner)->parked, v);
+}
+
+/* One poll for @c's next message. 1: got one, 0: none, <0: error. */
+static int rx_poll_conn(struct wa_ring *r, rdmx_conn *c, struct rdmx_msg *m,
+			int *drained)
+{
+	struct wa *p = wa_of(c);
+	rdmx_conn *owner;
+	uint64_t v;
+	int rc;
+
+	pthread_mutex_lock(&r->lock);
+	if (p->parked.n) {
+		deliver(r, c, rdmx__wa_vq_pop(&p->parked), m);
+		rc = 1;
+		goto unlock;
+	}
+	while ((rc = ring_take(r, &v, &owner)) > 0) {
+		if (owner == c) {
+			deliver(r, c, v, m);
+			break;
+		}
+		rc = park(r, owner, v);
+		if (rc)
+			break;
+	}
+	*drained = ring_drained(r);
+unlock:
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* The member whose parked record comes first in the ring, or NULL. */
+static rdmx_conn *first_parked(struct wa_ring *r)
+{
+	rdmx_conn *best = NULL;
+	uint64_t bv = UINT64_MAX;
+
+	for (uint32_t i = 0; i < r->nmembers; i++) {
+		rdmx_conn *c = r->members[i];
+
+		if (c && wa_of(c)->parked.n && rdmx__wa_vq_front(&wa_of(c)->parked) < bv) {
+			best = c;
+			bv = rdmx__wa_vq_front(&wa_of(c)->parked);
+		}
+	}
+	return best;
+}
+
+/* One poll for any member's next message. 1, 0 or <0 as above. */
+static int rx_poll_any(struct wa_ring *r, struct rdmx_msg *m, int *drained)
+{
+	rdmx_conn *owner;
+	uint64_t v;
+	int rc;
+
+	pthread_mutex_lock(&r->lock);
+	owner = first_parked(r);
+	if (owner) {
+		deliver(r, owner, rdmx__wa_vq_pop(&wa_of(owner)->parked), m);
+		rc = 1;
+	} else {
+		rc = ring_take(r, &v, &owner);
+		if (rc > 0)
+			deliver(r, owner, v, m);
+	}
+	*drained = ring_drained(r);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* Release @c's records still in the ring and forget @c. */
+void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id)
+{
+	struct wa_hdr h;
+
+	pthread_mutex_lock(&r->lock);
+	if (id < r->nmembers && r->members[id] == c)
+		r->members[id] = NULL;
+	for (uint64_t v = r->pub; v < r->scan; v += rec_span(r, v)) {
+		wa_get_hdr(rec_at(r, v), &h);
+		if (h.sender == id && !(h.flags & (WA_F_PAD | WA_F_RELEASED)))
+			rec_set_flags(r, v, h.flags | WA_F_RELEASED);
+	}
+	rdmx__wa_vq_free(&wa_of(c)->parked);
+	ring_advance(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* ------------------------------------------------------------- receiving */
+
+/*
+ * After an empty poll: 0 to poll again, or what to return. A connection
+ * that went down is polled until its ring is drained (what its peer wrote
+ * before leaving is delivered), DOWN_POLLS times at most.
+ */
+static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d, int drained)
+{
+	if (c->state == RDMX__CONN_DOWN) {
+		if (drained || d->once || ++d->spins > DOWN_POLLS)
+			return rdmx__fail(c->down_rc, "%s", c->err.msg);
+		return 0;
+	}
+	return rdmx__wa_idle(c, d);
+}
+
+int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__deadline d;
+	int drained = 0, rc;
+
+	if (!p->rx || !p->rx->made)
+		return rdmx__fail(-ENOTCONN, "write_atomic: connection not set up");
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = rx_poll_conn(p->rx, c, m, &drained);
+		if (rc)
+			return rc > 0 ? 0 : rc;
+		rc = recv_wait(c, &d, drained);
+		if (rc)
+			return rc;
+	}
+}
+
+/* Check a received handle of @c and mark it released. Locked. */
+static int release_rec(struct wa_ring *r, rdmx_conn *c, uint64_t v)
+{
+	struct wa_hdr h;
+
+	if (v < r->pub || v >= r->scan || v % WA_ALIGN ||
+	    wa_load_stamp(rec_at(r, v) + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
+		return -EINVAL;
+	wa_get_hdr(rec_at(r, v), &h);
+	if ((h.flags & (WA_F_HELD | WA_F_RELEASED)) != WA_F_HELD ||
+	    h.sender >= r->nmembers || r->members[h.sender] != c)
+		return -EINVAL;
+	rec_set_flags(r, v, h.flags | WA_F_RELEASED);
+	ring_advance(r);
+	return 0;
+}
+
+/* Check and release a message handed out to @c from @r. */
+int rdmx__wa_release_rx(struct wa_ring *r, rdmx_conn *c, uint64_t v)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->lock);
+	rc = release_rec(r, c, v);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* ------------------------------------------------- rdmx_listener_recv */
+
+/*
+ * A member whose peer is gone and whose messages were all handed out:
+ * reported once with -ECONNRESET. Sets *live when a member is unreported.
+ * Locked.
+ */
+static rdmx_conn *gone_member(struct wa_ring *r, int drained, int check,
+			      int *live)
+{
+	*live = 0;
+	for (uint32_t i = 0; i < r->nmembers; i++) {
+		rdmx_conn *c = r->members[i];
+
+		if (!c || c->reset_reported)
+			continue;
+		*live = 1;
+		if (check && c->state == RDMX__CONN_UP)
+			rdmx__conn_check_peer(c);
+		if (drained && c->state == RDMX__CONN_DOWN && !wa_of(c)->parked.n)
+			return c;
+	}
+	return NULL;
+}
+
+/* After an empty poll: 0 to poll again, or what to return. Locked. */
+static int group_idle(struct wa_ring *r, struct rdmx_msg *m,
+		      struct rdmx__deadline *d, int drained)
+{
+	int check = d->once || !(++d->spins % 256), live;
+	rdmx_conn *gone = gone_member(r, drained, check, &live);
+
+	if (gone) {
+		gone->reset_reported = 1;
+		m->priv_[1] = (uintptr_t)gone;
+		return rdmx__fail(gone->down_rc, "%s", gone->err.msg);
+	}
+	if (!live)
+		return rdmx__fail(-ENOTCONN, "no open connection on this listener");
+	if (d->once)
+		return rdmx__fail(-EAGAIN, "nothing ready");
+	if (check && !d->forever && rdmx__deadline_left_ms(d) == 0)
+		return rdmx__fail(-ETIMEDOUT, "timed out");
+	backoff(d);
+	return 0;
+}
+
+int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
+			 int timeout_ms)
+{
+	struct wa_ring *r = g->shared;
+	struct rdmx__deadline d;
+	int made, drained = 0, rc;
+
+	pthread_mutex_lock(&g->lock);
+	made = r->made;
+	pthread_mutex_unlock(&g->lock);
+	if (!made)
+		return rdmx__fail(-ENOTCONN, "no open connection on this listener");
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = rx_poll_any(r, m, &drained);
+		if (rc)
+			return rc > 0 ? 0 : rc;
+		pthread_mutex_lock(&r->lock);
+		rc = group_idle(r, m, &d, drained);
+		pthread_mutex_unlock(&r->lock);
+		if (rc)
+			return rc;
+	}
+}

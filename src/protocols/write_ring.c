@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine of the single-sender ring protocols (see write_ring.h and the
+ * headers of write_simplex.c, write_magic.c and write_duplex.c).
+ *
+ * Each side owns a receive ring (opts.ring_size bytes, registered for
+ * remote WRITE) and a staging ring of the same size that mirrors the
+ * peer's receive ring byte for byte: the record for peer offset o is built
+ * at staging[o & mask] - the user writes the payload there in place
+ * (rdmx_msg_alloc hands out that spot), rdmx_send adds header and footer
+ * around it and ONE RDMA WRITE copies header+payload+footer to the same
+ * offset of the peer's ring. A staging byte is reused only once the WRITE
+ * that read it completed locally (tracked by `done`) and the peer released
+ * the record there (tracked by `head`).
+ *
+ * Flow control. Two limits bound what a sender may write: bytes (its
+ * tail may run at most ring_size ahead of the peer's released head) and
+ * messages (at most win records not yet released: the message window,
+ * peer recv_depth + own send_depth; with notify IMM every message needs a
+ * posted receive, so there win is the peer's recv_depth, what it posts). The receiver reports its head as a count
+ * of records released (a contiguous prefix; out-of-order releases wait
+ * for the gap to close); the sender turns a count into a byte offset with
+ * its table of record end offsets (`ends`, win + 1 entries).
+ *
+ * How the count travels:
+ *  - write_simplex/magic: the receiver SENDs it (8 bytes, into one of the
+ *    N_CTRL buffers the sender keeps posted) when the released bytes since
+ *    the last update reach ring_size / 4, or the released records reach
+ *    win / 2, or when asked. One update is in flight at a time; more are
+ *    coalesced (a count is absolute, the latest wins). A sender whose
+ *    cached head shows too little room ASKS: it RDMA-WRITEs into the
+ *    receiver's ask word the smallest count T that would make room.
+ *  - write_duplex: the receiver stores the count in a registered word
+ *    (release store); a blocked sender RDMA-READs it. The receiver posts
+ *    nothing at all on the data path.
+ *
+ * No deadlock when a sender waits for room (simplex/magic). The sender
+ * waits on two things only: completions of its own WRITEs (the hardware
+ * delivers them without the peer's software), and a count >= T. It asks
+ * for T (T <= records sent) before it waits, and re-asks for a larger T
+ * only. The receiver checks the ask word in every call on the connection
+ * (recv, wait loops, release, alloc, send, flush) and sends an update as
+ * soon as released >= ask; releasing every message it received makes
+ * released reach the sender's count, hence T. Its update goes out at once
+ * unless one is in flight, and that one completes by hardware (the sender
+ * keeps N_CTRL receives posted and reposts them in every poll of its own
+ * wait loop). So as long as the receiving application keeps receiving and
+ * releasing, a blocked sender is always answered; if it holds messages,
+ * the sender waits for exactly those and times out cleanly.
+ *
+ * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
+ * WRITEs to a peer that left fail with a retry error: never a hang.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ring.h"
+#include "write_ring.h"
+
+#define N_CTRL 16        /* head-update receive buffers the sender posts */
+#define BLOCK_LEN 40
+#define WC_BATCH 16
+
+/* wr_id tags (bits 62-63); data WRITEs carry their record's end offset. */
+#define TAG_SHIFT 62
+#define TAG_DATA 0ull
+#define TAG_UPD 1ull
+#define TAG_ASK 2ull
+#define TAG_READ 3ull
+
+/* msg->priv_[0]: kind in the top byte, then an alloc id or record seq. */
+#define KIND_SEND 1ull
+#define KIND_RECV 2ull
+#define KIND_SHIFT 56
+#define KIND_MASK ((1ull << KIND_SHIFT) - 1)
+
+#define HELLO_MAGIC 0x1
+
+/* Registered control words; rbuf[] follows (16 bytes per receive). */
+struct ctl {
+	uint64_t ask;      /* written by the peer: "tell me when >= ask" */
+	uint64_t released; /* read by the peer (duplex): records released */
+	uint64_t ask_src;  /* source of our ask WRITE */
+	uint64_t read_dst; /* target of our head READ */
+	uint64_t upd_src;  /* source of our update SEND */
+	uint64_t pad_[3];
+	uint64_t rbuf[][2];
+};
+
+struct wring {
+	int duplex;
+	int imm;                  /* notify = IMM */
+	int local_magic;          /* our two rings are double-mapped */
+	struct rdmx__cq *scq, *rcq;
+	uint8_t *ring, *stage;    /* own receive ring, staging mirror */
+	struct ctl *ctl;
+	size_t ctl_len;
+	struct rdmx__mr *ring_mr, *stage_mr, *ctl_mr;
+	struct rdmx__ring_geo rgeo, sgeo; /* own ring, peer's ring */
+	uint64_t rseed, sseed;
+	uint64_t peer_ring, peer_ctl;
+	uint32_t peer_ring_rkey, peer_ctl_rkey;
+	uint32_t nrecv;           /* receives posted (ctrl, + window if IMM) */
+	uint32_t win_out, win_in; /* message windows, see the top */
+	/* sender */
+	uint64_t tail, sent, acked, head, done;
+	uint64_t *ends;           /* win_out + 1 record end offsets */
+	uint32_t data_out;        /* data WRITEs not completed */
+	int alloc_live;
+	uint64_t alloc_id, alloc_start;
+	size_t alloc_cap;
+	uint64_t asked;
+	int ask_out, read_out;
+	/* receiver */
+	uint64_t rd;              /* offset of the next record to take */
+	struct rdmx__ring_rel rel;
+	uint64_t reported, reported_head;
+	int upd_out;
+	uint32_t imm_ready;       /* IMM completions not matched to records */
+	struct rdmx__wring_stats st;
+};
+
+_Static_assert(sizeof(struct wring) <= RDMX__WRING_PRIV_SIZE,
+	       "raise RDMX__WRING_PRIV_SIZE");
+
+static struct wring *wr_of(const rdmx_conn *c)
+{
+	return c->priv;
+}
+
+static int is_wring(const rdmx_conn *c)
+{
+	return c && (c->proto->id == RDMX__PROTO_WRITE_SIMPLEX ||
+		     c->proto->id == RDMX__PROTO_WRITE_MAGIC ||
+		     c->proto->id == RDMX__PROTO_WRITE_DUPLEX);
+}
+
+int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out)
+{
+	if (!is_wring(c) || !out)
+		return -EINVAL;
+	*out = wr_of(c)->st;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int post_ctrl_recv(rdmx_conn *c, uint32_t idx)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = idx,
+		.op = RDMX__OP_RECV,
+		.addr = p->ctl->rbuf[idx],
+		.len = sizeof(p->ctl->rbuf[0]),
+		.lkey = p->ctl_mr->lkey,
+	};
+
+	return rdmx__post_recv(c, &wr, 1);
+}
+
+/* Map and register both rings, double-mapped when @magic. */
+static int map_rings(rdmx_conn *c, int magic)
+{
+	struct wring *p = wr_of(c);
+	size_t size = c->opts.ring_size, span = magic ? 2 * size : size;
+	int rc;
+
+	p->ring = rdmx__ring_map(size, magic);
+	p->stage = p->ring ? rdmx__ring_map(size, magic) : NULL;
+	if (!p->stage)
+		return -ENOMEM;
+	p->local_magic = magic;
+	rc = c->f->reg_mr(c->ep, p->ring, span,
+			  RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->ring_mr);
+	if (!rc)
+		rc = c->f->reg_mr(c->ep, p->stage, span, RDMX__ACCESS_LOCAL,
+				  &p->stage_mr);
+	return rc;
+}
+
+static void unmap_rings(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	size_t size = c->opts.ring_size;
+
+	if (p->stage_mr)
+		c->f->dereg_mr(p->stage_mr);
+	if (p->ring_mr)
+		c->f->dereg_mr(p->ring_mr);
+	p->stage_mr = p->ring_mr = NULL;
+	rdmx__ring_unmap(p->stage, size, p->local_magic);
+	rdmx__ring_unmap(p->ring, size, p->local_magic);
+	p->stage = p->ring = NULL;
+}
+
+/*
+ * write_magic: try the double mapping; if the mapping or its registration
+ * is refused, fall back to skipping to the lap start (pad records) and
+ * leave the reason in the connection's error text.
+ */
+static int make_rings(rdmx_conn *c)
+{
+	char why[RDMX__ERRMSG_LEN];
+
+	if (c->proto->id != RDMX__PROTO_WRITE_MAGIC)
+		return map_rings(c, 0);
+	if (!map_rings(c, 1))
+		return 0;
+	snprintf(why, sizeof(why), "%s", rdmx__last());
+	unmap_rings(c);
+	rdmx__failo(&c->err, -EOPNOTSUPP,
+		    "write_magic: double-mapped ring refused (%s); records skip to the ring start instead",
+		    why);
+	return map_rings(c, 0);
+}
+
+static int make_ctl(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+
+	p->ctl_len = sizeof(struct ctl) + (size_t)p->nrecv * sizeof(p->ctl->rbuf[0]);
+	p->ctl = rdmx__alloc_buf(p->ctl_len);
+	if (!p->ctl)
+		return rdmx__fail(-ENOMEM, "%s: out of memory for control words",
+				  c->proto->name);
+	return c->f->reg_mr(c->ep, p->ctl, p->ctl_len,
+			    RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE |
+			    RDMX__ACCESS_READ, &p->ctl_mr);
+}
+
+static int create_queues(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__qp_caps caps = {
+		.max_send_wr = 2 * c->opts.send_depth + 8,
+		.max_recv_wr = p->nrecv ? p->nrecv : 1,
+		.rnr_retry = c->opts.rnr_retry,
+		.retry_count = c->opts.retry_count,
+	};
+	int rc;
+
+	rc = c->f->create_cq(c->ep, (int)c->opts.send_depth + 8, &p->scq);
+	if (!rc)
+		rc = c->f->create_cq(c->ep, (int)caps.max_recv_wr, &p->rcq);
+	if (rc)
+		return rc;
+	caps.send_cq = p->scq;
+	caps.recv_cq = p->rcq;
+	return c->f->create_qp(c->ep, &caps);
+}
+
+/* Options this engine cannot work with: -EINVAL with the reason. */
+static int check_opts(rdmx_conn *c)
+{
+	uint64_t rec = rdmx__ring_rec_size(c->max_msg);
+
+	if (2 * rec > c->opts.ring_size)
+		return rdmx__fail(-EINVAL, "%s: ring_size %u cannot hold two records of max_msg_size %u (needs %llu bytes)",
+				  c->proto->name, c->opts.ring_size, c->max_msg,
+				  (unsigned long long)(2 * rec));
+	if (c->proto->id == RDMX__PROTO_WRITE_DUPLEX &&
+	    c->opts.notify == RDMX_NOTIFY_IMM)
+		return rdmx__fail(-EINVAL, "write_duplex: notify IMM needs posted receives on the receiver, which this protocol avoids; use poll");
+	return 0;
+}
+
+int rdmx__wring_setup(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	int rc = check_opts(c);
+
+	if (rc)
+		return rc;
+	p->duplex = c->proto->id == RDMX__PROTO_WRITE_DUPLEX;
+	p->imm = c->opts.notify == RDMX_NOTIFY_IMM;
+	p->rseed = rdmx__ring_seed();
+	p->nrecv = p->duplex ? 0 : N_CTRL;
+	if (p->imm) /* one receive per message of the window */
+		p->nrecv += c->opts.recv_depth;
+	rc = make_rings(c);
+	if (!rc)
+		rc = make_ctl(c);
+	if (!rc)
+		rc = create_queues(c);
+	for (uint32_t i = 0; !rc && i < p->nrecv; i++)
+		rc = post_ctrl_recv(c, i);
+	p->st.imm = p->imm;
+	return rc;
+}
+
+void rdmx__wring_teardown(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+
+	if (p->rcq)
+		c->f->destroy_cq(p->rcq);
+	if (p->scq)
+		c->f->destroy_cq(p->scq);
+	if (p->ctl_mr)
+		c->f->dereg_mr(p->ctl_mr);
+	unmap_rings(c);
+	free(p->ctl);
+	free(p->ends);
+	rdmx__ring_rel_free(&p->rel);
+}
+
+/* ---------------------------------------------------------------- hello */
+
+/*
+ * The block (40 bytes, both directions):
+ *   0 u64 receive ring address     8 u32 its rkey    12 u32 ring size
+ *  16 u64 stamp seed of the ring  24 u64 control words address
+ *  32 u32 their rkey              36 u16 send_depth  38 u8 notify
+ *  39 u8 flags (HELLO_MAGIC: both rings of this side are double-mapped)
+ */
+int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *b, size_t cap, size_t *len)
+{
+	struct wring *p = wr_of(c);
+
+	if (cap < BLOCK_LEN)
+		return rdmx__fail(-EMSGSIZE, "%s: no room for the hello block",
+				  c->proto->name);
+	rdmx__put_u64(b, (uintptr_t)p->ring);
+	rdmx__put_u32(b + 8, p->ring_mr->rkey);
+	rdmx__put_u32(b + 12, c->opts.ring_size);
+	rdmx__put_u64(b + 16, p->rseed);
+	rdmx__put_u64(b + 24, (uintptr_t)p->ctl);
+	rdmx__put_u32(b + 32, p->ctl_mr->rkey);
+	rdmx__put_u16(b + 36, (uint16_t)c->opts.send_depth);
+	b[38] = p->imm ? RDMX_NOTIFY_IMM : RDMX_NOTIFY_POLL;
+	b[39] = p->local_magic ? HELLO_MAGIC : 0;
+	*len = BLOCK_LEN;
+	return 0;
+}
+
+/* What the peer's block says must match ours. */
+static int hello_check(rdmx_conn *c, const uint8_t *b, size_t len)
+{
+	struct wring *p = wr_of(c);
+	uint32_t size;
+
+	if (len != BLOCK_LEN)
+		return rdmx__fail(-EPROTO, "%s: protocol block of %zu bytes, expected %u",
+				  c->proto->name, len, BLOCK_LEN);
+	size = rdmx__get_u32(b + 12);
+	if (size != c->opts.ring_size)
+		return rdmx__fail(-EPROTO, "%s: ring_size mismatch: this side %u, peer %u",
+				  c->proto->name, c->opts.ring_size, size);
+	if (b[38] != (p->imm ? RDMX_NOTIFY_IMM : RDMX_NOTIFY_POLL))
+		return rdmx__fail(-EPROTO, "%s: notify mismatch: this side %s, peer %s",
+				  c->proto->name, p->imm ? "imm" : "poll",
+				  b[38] == RDMX_NOTIFY_IMM ? "imm" : "poll");
+	if (!rdmx__get_u16(b + 36))
+		return rdmx__fail(-EPROTO, "%s: peer send_depth 0", c->proto->name);
+	return 0;
+}
+
+int rdmx__wring_hello_in(rdmx_conn *c, const uint8_t *b, size_t len)
+{
+	struct wring *p = wr_of(c);
+	int magic, rc = hello_check(c, b, len);
+
+	if (rc)
+		return rc;
+	p->peer_ring = rdmx__get_u64(b);
+	p->peer_ring_rkey = rdmx__get_u32(b + 8);
+	p->sseed = rdmx__get_u64(b + 16);
+	p->peer_ctl = rdmx__get_u64(b + 24);
+	p->peer_ctl_rkey = rdmx__get_u32(b + 32);
+	magic = p->local_magic && (b[39] & HELLO_MAGIC);
+	rdmx__ring_geo_init(&p->rgeo, c->opts.ring_size, magic);
+	rdmx__ring_geo_init(&p->sgeo, c->opts.ring_size, magic);
+	p->st.magic = magic;
+	p->win_out = c->peer_recv_depth + (p->imm ? 0 : c->opts.send_depth);
+	p->win_in = c->opts.recv_depth + (p->imm ? 0 : rdmx__get_u16(b + 36));
+	p->ends = calloc(p->win_out + 1, sizeof(*p->ends));
+	if (!p->ends || rdmx__ring_rel_init(&p->rel, p->win_in))
+		return rdmx__fail(-ENOMEM, "%s: out of memory for %u+%u records",
+				  c->proto->name, p->win_out, p->win_in);
+	return 0;
+}
+
+/* ------------------------------------------------------------- progress */
+
+/* The peer released @v records: move the cached head. */
+static int apply_acked(rdmx_conn *c, uint64_t v)
+{
+	struct wring *p = wr_of(c);
+
+	if (v > p->sent)
+		return rdmx__conn_down(c, -EPROTO, "%s: peer released %llu records of %llu sent",
+				       c->proto->name, (unsigned long long)v,
+				       (unsigned long long)p->sent);
+	if (v > p->acked) {
+		p->acked = v;
+		p->head = p->ends[(v - 1) % (p->win_out + 1)];
+	}
+	return 0;
+}
+
+static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
+{
+	struct wring *p = wr_of(c);
+
+	if (wc->status != RDMX__WC_OK)
+		return rdmx__conn_wc_error(c, wc, "ring write");
+	switch (wc->wr_id >> TAG_SHIFT) {
+	case TAG_DATA:
+		p->done = wc->wr_id;
+		p->data_out--;
+		return 0;
+	case TAG_UPD:
+		p->upd_out = 0;
+		return 0;
+	case TAG_ASK:
+		p->ask_out = 0;
+		return 0;
+	default:
+		p->read_out = 0;
+		return apply_acked(c, p->ctl->read_dst);
+	}
+}
+
+static int reap_sends(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__wc wc[WC_BATCH];
+	int n = c->f->poll_cq(p->scq, wc, WC_BATCH), rc;
+
+	if (n < 0)
+		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
+	for (int i = 0; i < n; i++)
+		if ((rc = send_done(c, &wc[i])))
+			return rc;
+	return n;
+}
+
+static int recv_done(rdmx_conn *c, const struct rdmx__wc *wc)
+{
+	struct wring *p = wr_of(c);
+	uint32_t idx = (uint32_t)wc->wr_id;
+	int rc = 0;
+
+	if (wc->status == RDMX__WC_FLUSHED)
+		return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+	if (wc->status != RDMX__WC_OK)
+		return rdmx__conn_wc_error(c, wc, "head update receive");
+	if (wc->op == RDMX__OP_RECV_IMM) {
+		p->imm_ready++;
+	} else {
+		p->st.updates_recv++;
+		rc = apply_acked(c, rdmx__get_u64((uint8_t *)p->ctl->rbuf[idx]));
+	}
+	if (!rc && post_ctrl_recv(c, idx))
+		rc = rdmx__conn_down(c, -EIO, "reposting a receive: %s", rdmx__last());
+	return rc;
+}
+
+static int reap_recvs(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__wc wc[WC_BATCH];
+	int n, rc;
+
+	if (!p->nrecv)
+		return 0;
+	n = c->f->poll_cq(p->rcq, wc, WC_BATCH);
+	if (n < 0)
+		return rdmx__conn_down(c, n, "polling receive completions: %s", rdmx__last());
+	for (int i = 0; i < n; i++)
+		if ((rc = recv_done(c, &wc[i])))
+			return rc;
+	return n;
+}
+
+/*
+ * Simplex/magic receiver: send our released count when enough was
+ * released since the last update, or the peer asked for it and it is
+ * there (see the top). One update in flight at a time.
+ */
+static int maybe_update(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	uint64_t n = p->rel.released, ask;
+	struct rdmx__wr wr = {
+		.wr_id = TAG_UPD << TAG_SHIFT,
+		.op = RDMX__OP_SEND,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->ctl->upd_src,
+		.len = sizeof(p->ctl->upd_src),
+		.lkey = p->ctl_mr->lkey,
+	};
+	int rc;
+
+	if (p->duplex || p->upd_out || n == p->reported ||
+	    c->state != RDMX__CONN_UP)
+		return 0;
+	ask = __atomic_load_n(&p->ctl->ask, __ATOMIC_ACQUIRE);
+	if (p->rel.head - p->reported_head < p->rgeo.size / 4 &&
+	    n - p->reported < (p->win_in + 1) / 2 &&
+	    !(ask > p->reported && n >= ask))
+		return 0;
+	rdmx__put_u64((uint8_t *)&p->ctl->upd_src, n);
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a head update: %s", rdmx__last());
+	p->upd_out = 1;
+	p->reported = n;
+	p->reported_head = p->rel.head;
+	p->st.updates_sent++;
+	return 0;
+}
+
+/* Poll both CQs and answer the peer; > 0 if anything happened. */
+static int progress(rdmx_conn *c)
+{
+	int a = reap_sends(c), b, rc;
+
+	if (a < 0)
+		return a;
+	b = reap_recvs(c);
+	if (b < 0)
+		return b;
+	rc = maybe_update(c);
+	return rc ? rc : a + b;
+}
+
+/* ---------------------------------------------------------------- sends */
+
+/* Room at the peer for @rsize bytes: window and released head. */
+static int peer_room(const struct wring *p, uint64_t rsize)
+{
+	return p->sent - p->acked < p->win_out &&
+	       rdmx__ring_fits(&p->sgeo, p->tail, p->head, rsize);
+}
+
+/* Room here: staging bytes whose WRITEs completed, a send slot. */
+static int local_room(const rdmx_conn *c, uint64_t rsize)
+{
+	const struct wring *p = wr_of(c);
+
+	return p->data_out < c->opts.send_depth &&
+	       rdmx__ring_fits(&p->sgeo, p->tail, p->done, rsize);
+}
+
+/* The smallest released count that makes room for @rsize bytes. */
+static uint64_t ask_target(const struct wring *p, uint64_t rsize)
+{
+	uint64_t k = p->acked + 1;
+
+	if (p->sent + 1 > p->win_out && k < p->sent + 1 - p->win_out)
+		k = p->sent + 1 - p->win_out;
+	for (; k < p->sent; k++)
+		if (rdmx__ring_fits(&p->sgeo, p->tail,
+				    p->ends[(k - 1) % (p->win_out + 1)], rsize))
+			break;
+	return k;
+}
+
+/* Blocked by the peer: ask for an update (simplex) or read its head. */
+static int request_room(rdmx_conn *c, uint64_t rsize)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__wr wr = {
+		.flags = RDMX__WR_SIGNALED,
+		.len = sizeof(uint64_t),
+		.lkey = p->ctl_mr->lkey,
+		.rkey = p->peer_ctl_rkey,
+	};
+	uint64_t t;
+
+	if (p->duplex) {
+		if (p->read_out)
+			return 0;
+		wr.wr_id = TAG_READ << TAG_SHIFT;
+		wr.op = RDMX__OP_READ;
+		wr.addr = &p->ctl->read_dst;
+		wr.remote_addr = p->peer_ctl + offsetof(struct ctl, released);
+		p->read_out = 1;
+		p->st.head_reads++;
+	} else {
+		t = ask_target(p, rsize);
+		if (p->ask_out || t <= p->asked)
+			return 0;
+		p->ctl->ask_src = t;
+		wr.wr_id = TAG_ASK << TAG_SHIFT;
+		wr.op = RDMX__OP_WRITE;
+		wr.addr = &p->ctl->ask_src;
+		wr.remote_addr = p->peer_ctl + offsetof(struct ctl, ask);
+		p->asked = t;
+		p->ask_out = 1;
+		p->st.asks++;
+	}
+	if (rdmx__post_send(c, &wr, 1))
+		return rdmx__conn_down(c, -EIO, "asking the peer for its head: %s",
+				       rdmx__last());
+	return 0;
+}
+
+/* Wait until a record of @rsize bytes may be written. */
+static int wait_room(rdmx_conn *c, uint64_t rsize, int timeout_ms)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__deadline d;
+	int rc, counted = 0;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = progress(c);
+		if (rc < 0)
+			return rc;
+		if (peer_room(p, rsize) && local_room(c, rsize))
+			return 0;
+		if (!peer_room(p, rsize) && (rc = request_room(c, rsize)))
+			return rc;
+		if (!counted++)
+			p->st.blocked++;
+		rc = rdmx__conn_wait(c, &d);
+		if (rc)
+			return rc;
+		/* A sender waiting on its peer gives the CPU away now and
+		 * then: spinning senders must not starve the threads that
+		 * would free their room on a loaded or emulated host. */
+		if ((d.spins & 63) == 63)
+			sched_yield();
+	}
+}
+
+int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			  int timeout_ms)
+{
+	struct wring *p = wr_of(c);
+	uint64_t rsize = rdmx__ring_rec_size(size), pad;
+	int rc;
+
+	if (p->alloc_live)
+		return rdmx__fail(-EBUSY, "%s: one buffer at a time: send or release the last one from rdmx_msg_alloc first",
+				  c->proto->name);
+	rc = wait_room(c, rsize, timeout_ms);
+	if (rc)
+		return rc;
+	p->alloc_live = 1;
+	p->alloc_id = (p->alloc_id + 1) & KIND_MASK;
+	p->alloc_start = rdmx__ring_place(&p->sgeo, p->tail, rsize, &pad);
+	p->alloc_cap = size;
+	m->data = p->stage + (p->alloc_start & p->sgeo.mask) + RDMX__RING_HDR;
+	m->cap = size;
+	m->len = 0;
+	m->imm = 0;
+	m->flags = 0;
+	m->priv_[0] = (KIND_SEND << KIND_SHIFT) | p->alloc_id;
+	m->priv_[1] = (uintptr_t)c;
+	return 0;
+}
+
+static int live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+
+	return m->priv_[1] == (uintptr_t)c && p->alloc_live &&
+	       m->priv_[0] == ((KIND_SEND << KIND_SHIFT) | p->alloc_id);
+}
+
+/* A pad WRITE (unsignaled) for the bytes between the tail and @start. */
+static void pad_wr(rdmx_conn *c, uint64_t start, struct rdmx__wr *wr)
+{
+	struct wring *p = wr_of(c);
+	uint64_t at = p->tail & p->sgeo.mask;
+
+	rdmx__ring_put_pad(p->stage + at, p->sseed, p->tail);
+	*wr = (struct rdmx__wr){
+		.op = RDMX__OP_WRITE,
+		.addr = p->stage + at,
+		.len = RDMX__RING_HDR,
+		.lkey = p->stage_mr->lkey,
+		.remote_addr = p->peer_ring + at,
+		.rkey = p->peer_ring_rkey,
+	};
+	p->st.pads++;
+	p->st.pad_bytes += start - p->tail;
+}
+
+int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+	uint64_t start = p->alloc_start, rsize = rdmx__ring_rec_size(m->len);
+	uint64_t at = start & p->sgeo.mask;
+	struct rdmx__wr wr[2];
+	int n = 0, rc;
+
+	if (!live_alloc(c, m))
+		return rdmx__fail(-EINVAL, "%s: not the buffer from rdmx_msg_alloc on this connection",
+				  c->proto->name);
+	if (m->len > p->alloc_cap)
+		return rdmx__fail(-EMSGSIZE, "%s: %zu bytes in a buffer of %zu",
+				  c->proto->name, m->len, p->alloc_cap);
+	if (start != p->tail)
+		pad_wr(c, start, &wr[n++]);
+	if (at + rsize > p->sgeo.size)
+		p->st.crossings++;
+	rdmx__ring_put_rec(p->stage + at, p->sseed, start, (uint32_t)m->len,
+			   m->imm, (m->flags & RDMX_MSG_IMM) ? RDMX__REC_IMM : 0);
+	wr[n++] = (struct rdmx__wr){
+		.wr_id = start + rsize,
+		.op = p->imm ? RDMX__OP_WRITE_IMM : RDMX__OP_WRITE,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = p->stage + at,
+		.len = (uint32_t)rsize,
+		.lkey = p->stage_mr->lkey,
+		.remote_addr = p->peer_ring + at,
+		.rkey = p->peer_ring_rkey,
+		.imm = (uint32_t)p->sent,
+	};
+	rc = rdmx__post_send(c, wr, n);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a ring write: %s", rdmx__last());
+	p->ends[p->sent % (p->win_out + 1)] = start + rsize;
+	p->sent++;
+	p->tail = start + rsize;
+	p->data_out++;
+	p->alloc_live = 0;
+	p->st.records_out++;
+	m->priv_[1] = 0;
+	return 0;
+}
+
+int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	while (p->data_out) {
+		rc = progress(c);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
+			return rc == -EAGAIN ? -ETIMEDOUT : rc;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- receives */
+
+static void fill_recv_msg(rdmx_conn *c, const struct rdmx__rec_view *v,
+			  uint64_t seq, struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+
+	m->data = p->ring + (p->rd & p->rgeo.mask) + RDMX__RING_HDR;
+	m->len = v->len;
+	m->cap = v->len;
+	m->imm = (v->flags & RDMX__REC_IMM) ? v->imm : 0;
+	m->flags = (v->flags & RDMX__REC_IMM) ? RDMX_MSG_IMM : 0;
+	m->priv_[0] = (KIND_RECV << KIND_SHIFT) | seq;
+	m->priv_[1] = (uintptr_t)c;
+}
+
+/* Take the record at rd: 1 with @m filled, 0 if none is complete yet. */
+static int take(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__rec_view v;
+	int64_t seq;
+	int rc;
+
+	for (;;) {
+		if (p->imm && !p->imm_ready)
+			return 0;
+		rc = rdmx__ring_peek(&p->rgeo, p->ring + (p->rd & p->rgeo.mask),
+				     p->rseed, p->rd, c->max_msg, !p->imm, &v);
+		if (rc == 0 && p->imm)
+			rc = rdmx__fail(-EPROTO, "write completion without a record at offset %llu",
+					(unsigned long long)p->rd);
+		if (rc <= 0)
+			return rc;
+		if (!(v.flags & RDMX__REC_PAD))
+			break;
+		p->rd += v.size;
+	}
+	seq = rdmx__ring_rel_push(&p->rel, p->rd + v.size);
+	if (seq < 0)
+		return rdmx__fail(-EPROTO, "peer overran the window of %u messages",
+				  p->win_in);
+	fill_recv_msg(c, &v, (uint64_t)seq, m);
+	p->rd += v.size;
+	p->imm_ready -= p->imm ? 1 : 0;
+	p->st.records_in++;
+	return 1;
+}
+
+int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (unsigned i = 0;; i++) {
+		/* Polling mode finds records without the CQs: poll those (and
+		 * answer the peer) every few spins only. A failure marks the
+		 * connection down. */
+		if (p->imm || !(i % 16) || c->state == RDMX__CONN_DOWN)
+			progress(c);
+		rc = take(c, m);
+		if (rc > 0)
+			return 0;
+		if (rc < 0)
+			return rdmx__conn_down(c, rc, "%s: %s", c->proto->name,
+					       rdmx__last());
+		if (c->state == RDMX__CONN_DOWN)
+			return rdmx__fail(c->down_rc, "%s", c->err.msg);
+		rc = rdmx__conn_wait(c, &d);
+		if (rc && c->state != RDMX__CONN_DOWN)
+			return rc; /* timeout; a peer that left gets one more poll */
+	}
+}
+
+int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+	uint64_t seq = m->priv_[0] & KIND_MASK;
+	int n;
+
+	if (live_alloc(c, m)) {
+		p->alloc_live = 0;
+		m->priv_[1] = 0;
+		return 0;
+	}
+	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> KIND_SHIFT) != KIND_RECV ||
+	    (n = rdmx__ring_rel_release(&p->rel, seq)) < 0)
+		return rdmx__fail(-EINVAL, "%s: message not held on this connection",
+				  c->proto->name);
+	m->priv_[1] = 0;
+	if (n && p->duplex)
+		__atomic_store_n(&p->ctl->released, p->rel.released, __ATOMIC_RELEASE);
+	return n ? maybe_update(c) : 0;
+}

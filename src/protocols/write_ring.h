@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs side of the single-sender ring protocols (write_simplex,
+ * write_magic, write_duplex): one engine, three variants. The record
+ * format, placement and release bookkeeping are src/core/ring.h; this is
+ * memory, queues, the hello block, the data path and flow control. Each
+ * protocol file documents its variant and holds its ops table, made of the
+ * functions below.
+ */
+#ifndef RDMX_PROTOCOLS_WRITE_RING_H
+#define RDMX_PROTOCOLS_WRITE_RING_H
+
+#include "core/internal.h"
+
+#define RDMX__PROTO_WRITE_SIMPLEX 4
+#define RDMX__PROTO_WRITE_MAGIC 5
+#define RDMX__PROTO_WRITE_DUPLEX 6
+
+/* Counters a test (or a debugger) can read: rdmx__wring_stats(). */
+struct rdmx__wring_stats {
+	uint64_t pads;         /* pad records written (skip to the lap start) */
+	uint64_t pad_bytes;    /* bytes of the peer's ring they wasted */
+	uint64_t updates_sent; /* head updates sent (write_simplex/magic) */
+	uint64_t updates_recv;
+	uint64_t asks;         /* "tell me your head" writes when blocked */
+	uint64_t head_reads;   /* RDMA READs of the peer's head (duplex) */
+	uint64_t blocked;      /* rdmx_msg_alloc calls that had to wait */
+	uint64_t records_out;  /* records written to the peer */
+	uint64_t records_in;   /* records taken from the own ring */
+	uint64_t crossings;    /* records written across the ring's end */
+	int magic;             /* records may cross the end (double mapping) */
+	int imm;               /* WRITE_WITH_IMM notification */
+};
+
+/* The stats of a write_simplex/magic/duplex connection, or -EINVAL. */
+int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out);
+
+/* Bytes of per-connection state (checked against the real size). */
+#define RDMX__WRING_PRIV_SIZE 1024
+
+int rdmx__wring_setup(rdmx_conn *c);
+int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *block, size_t cap,
+			  size_t *len);
+int rdmx__wring_hello_in(rdmx_conn *c, const uint8_t *block, size_t len);
+void rdmx__wring_teardown(rdmx_conn *c);
+int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			  int timeout_ms);
+int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m);
+int rdmx__wring_flush(rdmx_conn *c, int timeout_ms);
+int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
+int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m);
+
+#endif /* RDMX_PROTOCOLS_WRITE_RING_H */

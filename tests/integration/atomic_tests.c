@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * write_atomic: one ring, many senders. Built twice like the conformance
+ * suite: test_atomic_fake (unit, fake fabric) and test_atomic (rxe).
+ *  - record and stamp arithmetic;
+ *  - 8 senders on 8 threads through a 16 KiB ring, > 20 laps: pads and
+ *    waits for space happen, exactly once, in order per sender, bytes
+ *    checked;
+ *  - a receiver that sleeps: senders wait, nothing lost or overwritten;
+ *  - a reserved but unwritten slot: the receiver waits at it and hands out
+ *    neither it nor the complete record behind it until it is written;
+ *  - out-of-order release, per-connection receive with two members,
+ *    -EAGAIN on a full ring, and a ring too small for max_msg_size.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/internal.h"
+#include "harness.h"
+#include "protocols/write_atomic_rec.h"
+
+#define SMALL_RING (16u * 1024)
+#define SMALL_MAX 1024u
+
+static struct rdmx_conn_opts small_opts(void)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.protocol = "write_atomic";
+	o.ring_size = SMALL_RING;
+	o.max_msg_size = SMALL_MAX;
+	return o;
+}
+
+static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *o)
+{
+	int rc = th_pair_open(p, o, o);
+
+	if (rc)
+		fail_msg("cannot connect a pair: %s (%s)", rdmx_strerror(rc), rdmx_last_error());
+}
+
+static void send_seq(rdmx_conn *c, size_t size, uint64_t seq, uint32_t flags)
+{
+	struct rdmx_msg m;
+	int rc = rdmx_msg_alloc(c, size, &m, 20000);
+
+	if (rc)
+		fail_msg("alloc: %s (%s)", rdmx_strerror(rc), rdmx_conn_error(c));
+	th_fill(m.data, size, seq);
+	m.len = size;
+	m.flags = flags;
+	m.imm = (uint32_t)seq;
+	assert_int_equal(rdmx_send(c, &m), 0);
+}
+
+static void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq)
+{
+	assert_int_equal(m->len, size);
+	if (th_check(m->data, m->len, seq) >= 0)
+		fail_msg("message #%llu of %zu bytes differs at %ld", (unsigned long long)seq,
+			 size, th_check(m->data, m->len, seq));
+}
+
+/* --------------------------------------------------- record arithmetic */
+
+static void test_record_arithmetic(void **state)
+{
+	uint64_t salt = 0x1234567887654321ull | 1;
+
+	(void)state;
+	assert_int_equal(wa_rec_size(0), 64);
+	assert_int_equal(wa_rec_size(32), 64);  /* 24 + 32 + 8 */
+	assert_int_equal(wa_rec_size(33), 128);
+	assert_int_equal(wa_rec_size(1024), 1088);
+	assert_int_equal(wa_trailer_off(1), 32);
+	assert_int_equal(wa_write_len(1), 40);
+	for (uint64_t v = 0; v < 64 * 4096; v += 64) {
+		uint64_t h = wa_hstamp(salt, v), t = wa_tstamp(salt, v);
+
+		/* never zero, header never a trailer, no two laps alike */
+		assert_true(h != 0);
+		assert_true(t != 0);
+		assert_true(h != t);
+		assert_true(h != wa_hstamp(salt, v + SMALL_RING));
+		assert_true(h != wa_hstamp(salt, v + (1ull << 40)));
+		assert_true(t != wa_tstamp(salt, v + SMALL_RING));
+		assert_true(h != wa_tstamp(salt, v + 64));
+	}
+	assert_false(wa_crosses(0, 1024, 4096));
+	assert_false(wa_crosses(3072, 1024, 4096));
+	assert_true(wa_crosses(3136, 1024, 4096));
+	assert_true(wa_crosses(4096 * 7 + 4032, 128, 4096));
+	assert_true(wa_fits(4096, 1024, 1024, 4096));
+	assert_false(wa_fits(4096, 1088, 1024, 4096));
+	assert_true(wa_fits(100, 64, 5000, 4096)); /* an estimate ahead */
+}
+
+/* ----------------------------------------------------------- many senders */
+
+#define SENDERS 8
+
+struct sender {
+	pthread_t t;
+	rdmx_ctx *ctx;
+	uint16_t port;
+	uint32_t id;
+	uint64_t count;
+	int rc;
+	uint64_t faa, writes, reads;
+	char err[200];
+};
+
+static void *sender_main(void *arg)
+{
+	struct sender *s = arg;
+	struct rdmx_conn_opts o = small_opts();
+	uint64_t rs = s->id * 77 + 1;
+	struct rdmx_msg m;
+	rdmx_conn *c;
+
+	s->rc = rdmx_dial(s->ctx, th_addr(), s->port, &o, &c);
+	if (s->rc) {
+		snprintf(s->err, sizeof(s->err), "dial: %s", rdmx_last_error());
+		return NULL;
+	}
+	for (uint64_t i = 0; !s->rc && i < s->count; i++) {
+		size_t size = 8 + (size_t)(th_rand(&rs) % (SMALL_MAX - 7));
+
+		s->rc = rdmx_msg_alloc(c, size, &m, 30000);
+		if (s->rc)
+			break;
+		th_fill(m.data, size, ((uint64_t)s->id << 32) | i);
+		m.len = size;
+		m.flags = RDMX_MSG_IMM;
+		m.imm = (uint32_t)i;
+		s->rc = rdmx_send(c, &m);
+	}
+	if (!s->rc)
+		s->rc = rdmx_flush(c, 30000);
+	if (s->rc)
+		snprintf(s->err, sizeof(s->err), "%s", rdmx_conn_error(c));
+	s->faa = c->posted[RDMX__OP_FETCH_ADD];
+	s->writes = c->posted[RDMX__OP_WRITE];
+	s->reads = c->posted[RDMX__OP_READ];
+	rdmx_conn_close(c);
+	return NULL;
+}
+
+struct tally {
+	uint64_t next[SENDERS];
+	rdmx_conn *conn[SENDERS];
+	uint64_t total, bytes;
+};
+
+static void tally_msg(struct tally *t, const struct rdmx_msg *m)
+{
+	uint64_t seq;
+	uint32_t id;
+
+	assert_true(m->len >= 8);
+	memcpy(&seq, m->data, 8);
+	id = (uint32_t)(seq >> 32);
+	assert_in_range(id, 0, SENDERS - 1);
+	if ((seq & 0xffffffffu) != t->next[id])
+		fail_msg("sender %u: got #%llu, expected #%llu", id,
+			 (unsigned long long)(seq & 0xffffffffu),
+			 (unsigned long long)t->next[id]);
+	assert_int_equal(th_check(m->data, m->len, seq), -1);
+	assert_int_equal(m->flags & RDMX_MSG_IMM, RDMX_MSG_IMM);
+	assert_int_equal(m->imm, (uint32_t)seq);
+	if (!t->conn[id])
+		t->conn[id] = rdmx_msg_conn(m);
+	assert_ptr_equal(rdmx_msg_conn(m), t->conn[id]);
+	t->next[id]++;
+	t->total++;
+	t->bytes += wa_rec_size(m->len);
+}
+
+/* Drain @lis until every sender is reported gone; sleep now and then. */
+static void drain(rdmx_listener *lis, struct tally *t, unsigned sleep_every)
+{
+	struct rdmx_msg m;
+	int resets = 0, rc;
+
+	for (;;) {
+		rc = rdmx_listener_recv(lis, &m, 30000);
+		if (rc == -ECONNRESET) {
+			rdmx_conn_close(rdmx_msg_conn(&m));
+			resets++;
+			continue;
+		}
+		if (rc == -ENOTCONN)
+			break;
+		if (rc)
+			fail_msg("listener recv after %llu: %s (%s)", (unsigned long long)t->total,
+				 rdmx_strerror(rc), rdmx_listener_error(lis));
+		tally_msg(t, &m);
+		if (sleep_every && t->total % sleep_every == 0)
+			usleep(2000); /* a slow receiver */
+		assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
+	}
+	assert_int_equal(resets, SENDERS);
+}
+
+static void run_senders(uint64_t per_sender, unsigned sleep_every)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = small_opts();
+	struct sender s[SENDERS];
+	struct tally t = { 0 };
+	uint64_t faa = 0, writes = 0, reads = 0;
+	rdmx_listener *lis;
+	rdmx_ctx *ctx;
+
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &lis), 0);
+	for (uint32_t i = 0; i < SENDERS; i++) {
+		s[i] = (struct sender){ .ctx = ctx, .port = rdmx_listener_port(lis),
+					.id = i, .count = per_sender };
+		pthread_create(&s[i].t, NULL, sender_main, &s[i]);
+	}
+	for (int i = 0; i < SENDERS; i++) {
+		rdmx_conn *c;
+
+		assert_int_equal(rdmx_accept(lis, 20000, &c), 0);
+	}
+	drain(lis, &t, sleep_every);
+	for (int i = 0; i < SENDERS; i++) {
+		pthread_join(s[i].t, NULL);
+		if (s[i].rc)
+			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
+		assert_int_equal(t.next[i], per_sender);
+		faa += s[i].faa;
+		writes += s[i].writes;
+		reads += s[i].reads;
+	}
+	print_message("%llu messages, %.1f ring laps, %llu pads, %llu head reads\n",
+		      (unsigned long long)t.total, (double)t.bytes / SMALL_RING,
+		      (unsigned long long)(faa - t.total), (unsigned long long)reads);
+	assert_true(t.bytes >= 20ull * SMALL_RING);
+	assert_true(faa > t.total);          /* some reservations crossed the end */
+	assert_int_equal(writes, faa);       /* a record or a pad for each */
+	assert_true(reads > 0);              /* senders waited for space */
+	rdmx_listener_destroy(lis);
+	rdmx_ctx_destroy(ctx);
+}
+
+static void test_eight_senders_wrap(void **state)
+{
+	(void)state;
+	run_senders(th_count(1000), 0);
+}
+
+static void test_sleeping_receiver(void **state)
+{
+	(void)state;
+	run_senders(th_count(150), 10);
+}
+
+/* ----------------------------------------------- reserved, not written */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	rdmx_conn *slow;   /* the connection whose next send stalls */
+	int reserved, go;
+} hole = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0 };
+
+static void hole_hook(struct rdmx_conn *c, uint64_t voff, uint64_t rec)
+{
+	(void)voff;
+	(void)rec;
+	if (c != hole.slow)
+		return;
+	pthread_mutex_lock(&hole.lock);
+	hole.reserved = 1;
+	pthread_cond_broadcast(&hole.cond);
+	while (!hole.go)
+		pthread_cond_wait(&hole.cond, &hole.lock);
+	pthread_mutex_unlock(&hole.lock);
+}
+
+static void *slow_send_main(void *arg)
+{
+	send_seq(arg, 700, 1000, 0);
+	return NULL;
+}
+
+struct acceptor {
+	rdmx_listener *lis;
+	rdmx_conn *conn;
+	int rc;
+};
+
+static void *accept_main(void *arg)
+{
+	struct acceptor *a = arg;
+
+	a->rc = rdmx_accept(a->lis, 20000, &a->conn);
+	return NULL;
+}
+
+/* A second dialer on @p's listener. */
+static void dial_second(struct th_pair *p, const struct rdmx_conn_opts *o,
+			rdmx_conn **client, rdmx_conn **server)
+{
+	struct acceptor a = { .lis = p->lis };
+	pthread_t t;
+
+	pthread_create(&t, NULL, accept_main, &a);
+	assert_int_equal(rdmx_dial(p->ctx, th_addr(), rdmx_listener_port(p->lis), o,
+				   client), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.rc, 0);
+	*server = a.conn;
+}
+
+static void test_reserved_slot_waits(void **state)
+{
+	struct rdmx_conn_opts o = small_opts();
+	rdmx_conn *c2, *s2;
+	struct rdmx_msg m;
+	struct th_pair p;
+	pthread_t t;
+	double t0;
+
+	(void)state;
+	open_pair(&p, &o);
+	dial_second(&p, &o, &c2, &s2);
+	hole.slow = p.client;
+	hole.reserved = hole.go = 0;
+	rdmx__wa_test_reserved = hole_hook;
+	pthread_create(&t, NULL, slow_send_main, p.client);
+	pthread_mutex_lock(&hole.lock);
+	while (!hole.reserved)
+		pthread_cond_wait(&hole.cond, &hole.lock);
+	pthread_mutex_unlock(&hole.lock);
+	/* A complete record lands behind the reserved, unwritten one. */
+	send_seq(c2, 300, 2000, 0);
+	assert_int_equal(rdmx_flush(c2, 10000), 0);
+	t0 = th_now_ms();
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 300), -ETIMEDOUT);
+	assert_true(th_now_ms() - t0 >= 250);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 0), -EAGAIN);
+	assert_int_equal(rdmx_recv(s2, &m, 0), -EAGAIN);
+	pthread_mutex_lock(&hole.lock);
+	hole.go = 1;
+	pthread_cond_broadcast(&hole.cond);
+	pthread_mutex_unlock(&hole.lock);
+	pthread_join(t, NULL);
+	rdmx__wa_test_reserved = NULL;
+	/* Reservation order: the slow one first, then the other. */
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	assert_ptr_equal(rdmx_msg_conn(&m), p.server);
+	check_seq(&m, 700, 1000);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	assert_ptr_equal(rdmx_msg_conn(&m), s2);
+	check_seq(&m, 300, 2000);
+	assert_int_equal(rdmx_msg_release(s2, &m), 0);
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(&p);
+}
+
+/* ------------------------------------------ per-connection receive, order */
+
+static void test_per_conn_recv_parks_others(void **state)
+{
+	struct rdmx_conn_opts o = small_opts();
+	rdmx_conn *c2, *s2;
+	struct rdmx_msg m;
+	struct th_pair p;
+
+	(void)state;
+	open_pair(&p, &o);
+	dial_second(&p, &o, &c2, &s2);
+	send_seq(p.client, 100, 1, 0);
+	send_seq(c2, 200, 2, RDMX_MSG_IMM);
+	send_seq(p.client, 101, 3, 0);
+	send_seq(c2, 201, 4, 0);
+	/* s2's messages come first for s2; p.client's wait, parked. */
+	assert_int_equal(rdmx_recv(s2, &m, 10000), 0);
+	check_seq(&m, 200, 2);
+	assert_int_equal(m.flags & RDMX_MSG_IMM, RDMX_MSG_IMM);
+	assert_int_equal(m.imm, 2);
+	assert_int_equal(rdmx_msg_release(s2, &m), 0);
+	assert_int_equal(rdmx_recv(s2, &m, 10000), 0);
+	check_seq(&m, 201, 4);
+	assert_int_equal(rdmx_msg_release(s2, &m), 0);
+	assert_int_equal(rdmx_recv(s2, &m, 0), -EAGAIN);
+	/* The parked ones, in order, through the listener. */
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	assert_ptr_equal(rdmx_msg_conn(&m), p.server);
+	check_seq(&m, 100, 1);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+	check_seq(&m, 101, 3);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 0), -EAGAIN);
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(&p);
+}
+
+/* Messages held and released in reverse; then many laps more. */
+static void test_release_out_of_order(void **state)
+{
+	struct rdmx_conn_opts o = small_opts();
+	struct rdmx_msg held[8];
+	struct th_pair p;
+
+	(void)state;
+	open_pair(&p, &o);
+	for (uint64_t i = 0; i < 8; i++)
+		send_seq(p.client, 500, i, 0);
+	for (uint64_t i = 0; i < 8; i++) {
+		assert_int_equal(rdmx_recv(p.server, &held[i], 10000), 0);
+		check_seq(&held[i], 500, i);
+	}
+	for (int i = 7; i >= 0; i--) {
+		check_seq(&held[i], 500, (uint64_t)i); /* still intact */
+		assert_int_equal(rdmx_msg_release(p.server, &held[i]), 0);
+	}
+	assert_int_equal(rdmx_msg_release(p.server, &held[3]), -EINVAL);
+	for (uint64_t i = 8; i < 8 + th_count(2000); i++) {
+		struct rdmx_msg m;
+
+		send_seq(p.client, 1 + i % SMALL_MAX, i, 0);
+		assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+		check_seq(&m, 1 + i % SMALL_MAX, i);
+		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	}
+	th_pair_close(&p);
+}
+
+/* A full ring: alloc says -EAGAIN / -ETIMEDOUT, nothing is overwritten. */
+static void test_full_ring_eagain(void **state)
+{
+	struct rdmx_conn_opts o = small_opts();
+	struct th_pair p;
+	struct rdmx_msg m;
+	uint64_t sent = 0;
+	int rc;
+
+	(void)state;
+	open_pair(&p, &o);
+	while ((rc = rdmx_msg_alloc(p.client, SMALL_MAX, &m, 0)) == 0) {
+		th_fill(m.data, SMALL_MAX, sent);
+		m.len = SMALL_MAX;
+		assert_int_equal(rdmx_send(p.client, &m), 0);
+		assert_true(++sent <= SMALL_RING / wa_rec_size(SMALL_MAX));
+	}
+	assert_int_equal(rc, -EAGAIN);
+	assert_int_equal(rdmx_msg_alloc(p.client, SMALL_MAX, &m, 100), -ETIMEDOUT);
+	assert_true(sent >= 2);
+	for (uint64_t i = 0; i < sent; i++) {
+		assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+		check_seq(&m, SMALL_MAX, i);
+		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	}
+	send_seq(p.client, 10, sent, 0);
+	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+	check_seq(&m, 10, sent);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	th_pair_close(&p);
+}
+
+static void test_ring_too_small(void **state)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = small_opts();
+	rdmx_listener *lis;
+	rdmx_conn *c = NULL;
+	rdmx_ctx *ctx;
+
+	(void)state;
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &lis), 0);
+	o.ring_size = 4096;
+	o.max_msg_size = 4096;
+	assert_int_equal(rdmx_dial(ctx, th_addr(), rdmx_listener_port(lis), &o, &c), -EINVAL);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), "fewer than 2 records"));
+	assert_null(c);
+	rdmx_listener_destroy(lis);
+	rdmx_ctx_destroy(ctx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_arithmetic),
+		cmocka_unit_test(test_eight_senders_wrap),
+		cmocka_unit_test(test_sleeping_receiver),
+		cmocka_unit_test(test_reserved_slot_waits),
+		cmocka_unit_test(test_per_conn_recv_parks_others),
+		cmocka_unit_test(test_release_out_of_order),
+		cmocka_unit_test(test_full_ring_eagain),
+		cmocka_unit_test(test_ring_too_small),
+	};
+
+	print_message("=== write_atomic on the %s fabric ===\n", th_fabric());
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * srq protocol tests: many connections into one shared receive queue.
+ * Sender identification, per-member receive next to the shared one, one
+ * member leaving (either side) while the others go on, back-pressure into
+ * a slow receiver, the SRQ really being shared, and hello mismatches.
+ * Built twice like the conformance suite: test_srq_fake (unit, fake
+ * fabric) and test_srq (integration, rxe in the sandbox).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/internal.h"
+#include "harness.h"
+#include "protocols/srq.h"
+
+#define MAXS 8
+#define MAX_MSG 2048
+
+struct sender;
+
+/* Dialed connections and their accepted ends: dialed[i] <-> accepted[i]. */
+struct fleet {
+	rdmx_ctx *ctx;
+	rdmx_listener *lis;
+	int n;
+	rdmx_conn *dialed[MAXS];
+	rdmx_conn *accepted[MAXS];
+	int accept_rc;
+	struct sender *senders;  /* for failure reports */
+};
+
+static struct rdmx_conn_opts srq_opts(uint32_t recv_depth)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.protocol = "srq";
+	o.max_msg_size = MAX_MSG;
+	o.recv_depth = recv_depth;
+	o.rnr_retry = 7;
+	return o;
+}
+
+static void *accept_main(void *arg)
+{
+	struct fleet *f = arg;
+
+	for (int i = 0; i < f->n && !f->accept_rc; i++)
+		f->accept_rc = rdmx_accept(f->lis, 20000, &f->accepted[i]);
+	return NULL;
+}
+
+/* Listen and connect @n dialers one after the other (so accept order is
+ * dial order). */
+static void fleet_open(struct fleet *f, int n, const struct rdmx_conn_opts *o)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	const char *addr = th_addr();
+	pthread_t t;
+	int rc = 0;
+
+	memset(f, 0, sizeof(*f));
+	assert_non_null(addr);
+	f->n = n;
+	assert_int_equal(rdmx_ctx_create(&f->ctx, &co), 0);
+	assert_int_equal(rdmx_listen(f->ctx, addr, 0, o, &f->lis), 0);
+	pthread_create(&t, NULL, accept_main, f);
+	for (int i = 0; i < n && !rc; i++)
+		rc = rdmx_dial(f->ctx, addr, rdmx_listener_port(f->lis), o, &f->dialed[i]);
+	pthread_join(t, NULL);
+	if (rc || f->accept_rc)
+		fail_msg("connect: %s / accept: %s (%s)", rdmx_strerror(rc),
+			 rdmx_strerror(f->accept_rc), rdmx_last_error());
+}
+
+static void fleet_close(struct fleet *f)
+{
+	for (int i = 0; i < f->n; i++) {
+		rdmx_conn_close(f->dialed[i]);
+		rdmx_conn_close(f->accepted[i]);
+	}
+	rdmx_listener_destroy(f->lis);
+	rdmx_ctx_destroy(f->ctx);
+}
+
+static int sender_of(const struct fleet *f, const rdmx_conn *c)
+{
+	for (int i = 0; i < f->n; i++)
+		if (f->accepted[i] == c)
+			return i;
+	return -1;
+}
+
+/* ----------------------------------------------------------- senders */
+
+struct sender {
+	pthread_t thread;
+	rdmx_conn *c;
+	uint32_t id;
+	uint64_t count;       /* messages to send; UINT64_MAX: until an error */
+	uint64_t sent;
+	int close_when_done;  /* flush and close the connection at the end */
+	int wait_ms;          /* bound on one alloc / the flush, 0: 60 s */
+	int rc;
+	char err[256];
+};
+
+static int send_one(struct sender *s, uint64_t i)
+{
+	uint64_t rs = ((uint64_t)s->id << 32) | i;
+	size_t size = 8 + (size_t)(th_rand(&rs) % (MAX_MSG - 7));
+	struct rdmx_msg m;
+	int rc = rdmx_msg_alloc(s->c, size, &m, s->wait_ms ? s->wait_ms : 60000);
+
+	if (rc)
+		return rc;
+	th_fill(m.data, size, ((uint64_t)s->id << 32) | i);
+	m.len = size;
+	m.imm = 0x5a000000u | s->id;
+	m.flags = RDMX_MSG_IMM;
+	return rdmx_send(s->c, &m);
+}
+
+static void *sender_main(void *arg)
+{
+	struct sender *s = arg;
+
+	while (!s->rc && s->sent < s->count) {
+		s->rc = send_one(s, s->sent);
+		if (!s->rc)
+			__atomic_store_n(&s->sent, s->sent + 1, __ATOMIC_RELAXED);
+	}
+	if (!s->rc)
+		s->rc = rdmx_flush(s->c, s->wait_ms ? s->wait_ms : 60000);
+	if (s->rc)
+		snprintf(s->err, sizeof(s->err), "%s", rdmx_conn_error(s->c));
+	if (s->close_when_done) {
+		rdmx_conn_close(s->c);
+		s->c = NULL;
+	}
+	return NULL;
+}
+
+static void senders_start(struct fleet *f, struct sender *s, uint64_t count,
+			  int wait_ms)
+{
+	f->senders = s;
+	for (int i = 0; i < f->n; i++) {
+		s[i] = (struct sender){ .c = f->dialed[i], .id = (uint32_t)i, .count = count,
+					.wait_ms = wait_ms };
+		pthread_create(&s[i].thread, NULL, sender_main, &s[i]);
+	}
+}
+
+static void senders_join(struct fleet *f, struct sender *s)
+{
+	for (int i = 0; i < f->n; i++) {
+		pthread_join(s[i].thread, NULL);
+		if (s[i].close_when_done)
+			f->dialed[i] = NULL;
+	}
+}
+
+/* ------------------------------------------------------------ receiving */
+
+struct tally {
+	uint64_t next[MAXS];
+	uint64_t total;
+};
+
+/* Check one message of sender @id: its order, bytes, immediate data. */
+static void check_msg(struct tally *t, const struct rdmx_msg *m, int id)
+{
+	uint64_t seq;
+	long bad;
+
+	assert_true(m->len >= 8 && m->len <= MAX_MSG);
+	memcpy(&seq, m->data, 8);
+	if ((int)(seq >> 32) != id)
+		fail_msg("message of sender %d on the connection of sender %d",
+			 (int)(seq >> 32), id);
+	if ((seq & 0xffffffffu) != t->next[id])
+		fail_msg("sender %d: got #%llu, expected #%llu", id,
+			 (unsigned long long)(seq & 0xffffffffu),
+			 (unsigned long long)t->next[id]);
+	bad = th_check(m->data, m->len, seq);
+	if (bad >= 0)
+		fail_msg("sender %d #%llu differs at offset %ld", id,
+			 (unsigned long long)t->next[id], bad);
+	assert_true(m->flags & RDMX_MSG_IMM);
+	assert_int_equal(m->imm, 0x5a000000u | (uint32_t)id);
+	t->next[id]++;
+	t->total++;
+}
+
+/* What each sender sent so far, next to what was received from it. */
+static void senders_report(const struct fleet *f, const struct tally *t)
+{
+	for (int i = 0; f->senders && i < f->n; i++)
+		print_message("sender %d: sent %llu, received %llu\n", i,
+			      (unsigned long long)__atomic_load_n(&f->senders[i].sent,
+								  __ATOMIC_RELAXED),
+			      (unsigned long long)t->next[i]);
+}
+
+/* One message from the listener, checked and released; the sender id. */
+static int take_one(struct fleet *f, struct tally *t, int usleep_us)
+{
+	struct rdmx_msg m;
+	int rc = rdmx_listener_recv(f->lis, &m, 20000);
+	int id;
+
+	if (rc)
+		senders_report(f, t);
+	if (rc)
+		fail_msg("listener recv after %llu: %s (%s)", (unsigned long long)t->total,
+			 rdmx_strerror(rc), rdmx_listener_error(f->lis));
+	id = sender_of(f, rdmx_msg_conn(&m));
+	assert_true(id >= 0);
+	check_msg(t, &m, id);
+	if (usleep_us)
+		usleep((useconds_t)usleep_us);
+	assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
+	return id;
+}
+
+/* Every remaining member is reported gone once, then -ENOTCONN. */
+static void expect_all_gone(struct fleet *f, int expect)
+{
+	struct rdmx_msg m;
+	int resets = 0, rc, id;
+
+	while ((rc = rdmx_listener_recv(f->lis, &m, 20000)) == -ECONNRESET) {
+		id = sender_of(f, rdmx_msg_conn(&m));
+		assert_true(id >= 0);
+		rdmx_conn_close(f->accepted[id]);
+		f->accepted[id] = NULL;
+		resets++;
+	}
+	assert_int_equal(rc, -ENOTCONN);
+	assert_int_equal(resets, expect);
+}
+
+static uint64_t sum_posted_recv(const struct fleet *f)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < f->n; i++)
+		n += f->accepted[i] ? f->accepted[i]->posted_recv : 0;
+	return n;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+/* Eight senders: each message names the accepted end of its own sender,
+ * in order, exactly once; the leavers are reported once each. */
+static void test_sender_identification(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(64);
+	uint64_t per = th_count(1000);
+	struct sender s[MAXS];
+	struct tally t = { 0 };
+	struct fleet f;
+
+	(void)state;
+	fleet_open(&f, MAXS, &o);
+	senders_start(&f, s, per, 0);
+	while (t.total < MAXS * per)
+		take_one(&f, &t, 0);
+	senders_join(&f, s);
+	for (int i = 0; i < MAXS; i++) {
+		if (s[i].rc)
+			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
+		assert_int_equal(t.next[i], per);
+		rdmx_conn_close(f.dialed[i]);
+		f.dialed[i] = NULL;
+	}
+	expect_all_gone(&f, MAXS);
+	fleet_close(&f);
+}
+
+/* rdmx_recv on one member while the others' messages sit in the shared
+ * CQ: they are kept for their members, in order. */
+static void test_per_member_recv(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(64);
+	const int order[3] = { 2, 0, 1 };
+	struct sender s[MAXS];
+	struct tally t = { 0 };
+	struct rdmx_msg m;
+	struct fleet f;
+
+	(void)state;
+	fleet_open(&f, 3, &o);
+	senders_start(&f, s, 20, 0); /* 60 messages fit the SRQ */
+	senders_join(&f, s);
+	for (int k = 0; k < 3; k++) {
+		int id = order[k];
+
+		assert_int_equal(s[id].rc, 0);
+		for (int i = 0; i < 20; i++) {
+			int rc = rdmx_recv(f.accepted[id], &m, 20000);
+
+			if (rc)
+				fail_msg("member %d recv %d: %s", id, i, rdmx_strerror(rc));
+			assert_ptr_equal(rdmx_msg_conn(&m), f.accepted[id]);
+			check_msg(&t, &m, id);
+			assert_int_equal(rdmx_msg_release(f.accepted[id], &m), 0);
+		}
+		assert_int_equal(rdmx_recv(f.accepted[id], &m, 0), -EAGAIN);
+	}
+	assert_int_equal(rdmx__srq_posted(f.accepted[0]), 64);
+	fleet_close(&f);
+}
+
+/* One of three senders closes mid-stream: all it sent is delivered, it is
+ * reported once, and the other two finish undisturbed. */
+static void test_sender_leaves_others_continue(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(16);
+	uint64_t per = th_count(2000), early = per / 8;
+	struct sender s[MAXS];
+	struct tally t = { 0 };
+	struct rdmx_msg m;
+	struct fleet f;
+	int rc, id;
+
+	(void)state;
+	fleet_open(&f, 3, &o);
+	for (int i = 0; i < 3; i++) {
+		s[i] = (struct sender){ .c = f.dialed[i], .id = (uint32_t)i,
+					.count = i == 1 ? early : per, .close_when_done = i == 1 };
+		pthread_create(&s[i].thread, NULL, sender_main, &s[i]);
+	}
+	while (t.next[0] < per || t.next[2] < per || !t.next[1] || f.accepted[1]) {
+		rc = rdmx_listener_recv(f.lis, &m, 20000);
+		if (rc == -ECONNRESET) {
+			assert_ptr_equal(rdmx_msg_conn(&m), f.accepted[1]);
+			assert_int_equal(t.next[1], early);
+			rdmx_conn_close(f.accepted[1]);
+			f.accepted[1] = NULL;
+			continue;
+		}
+		if (rc)
+			fail_msg("listener recv: %s (%s)", rdmx_strerror(rc), rdmx_listener_error(f.lis));
+		id = sender_of(&f, rdmx_msg_conn(&m));
+		assert_true(id >= 0);
+		check_msg(&t, &m, id);
+		assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
+	}
+	senders_join(&f, s);
+	for (int i = 0; i < 3; i++)
+		if (s[i].rc)
+			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
+	assert_int_equal(t.next[1], early);
+	assert_int_equal(rdmx__srq_posted(f.accepted[0]), 16);
+	fleet_close(&f);
+}
+
+/* The receiver closes one member while it streams and while it holds and
+ * has queued some of that member's messages: the shared buffers come
+ * back, its sender is told, the other two finish. */
+static void test_receiver_closes_one_member(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(8);
+	uint64_t per = th_count(2000);
+	struct rdmx_msg held[2];
+	struct sender s[MAXS];
+	struct tally t = { 0 };
+	struct rdmx_msg m;
+	struct fleet f;
+	int nheld = 0, id;
+
+	(void)state;
+	fleet_open(&f, 3, &o);
+	for (int i = 0; i < 3; i++) {
+		s[i] = (struct sender){ .c = f.dialed[i], .id = (uint32_t)i,
+					.count = i == 1 ? UINT64_MAX : per };
+		pthread_create(&s[i].thread, NULL, sender_main, &s[i]);
+	}
+	while (t.next[0] < per || t.next[2] < per || f.accepted[1]) {
+		assert_int_equal(rdmx_listener_recv(f.lis, &m, 20000), 0);
+		id = sender_of(&f, rdmx_msg_conn(&m));
+		assert_true(id >= 0);
+		check_msg(&t, &m, id);
+		if (id == 1 && t.next[1] > 50 && nheld < 2) {
+			held[nheld++] = m; /* kept across the close */
+			if (nheld < 2)
+				continue;
+			rdmx_conn_close(f.accepted[1]);
+			f.accepted[1] = NULL;
+			continue;
+		}
+		assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
+	}
+	(void)held;
+	senders_join(&f, s);
+	assert_int_equal(s[0].rc, 0);
+	assert_int_equal(s[2].rc, 0);
+	assert_int_not_equal(s[1].rc, 0); /* its receiver went away */
+	assert_null(f.accepted[1]);
+	assert_int_equal(rdmx__srq_posted(f.accepted[0]), 8);
+	fleet_close(&f);
+}
+
+/* A slow receiver and eight senders into a 4-deep SRQ: the senders wait
+ * (RNR, rnr_retry 7), nothing is lost. */
+static void test_backpressure_slow_receiver(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(4);
+	uint64_t per = th_count(200);
+	struct sender s[MAXS];
+	struct tally t = { 0 };
+	struct fleet f;
+
+	(void)state;
+	o.send_depth = 16;
+	fleet_open(&f, MAXS, &o);
+	/* No fairness among senders: one may wait while others get every
+	 * reposted buffer (rxe backs off 655 ms per RNR NAK), so the bound on
+	 * a sender's wait is the whole run, not one message. */
+	senders_start(&f, s, per, 300000);
+	while (t.total < MAXS * per)
+		take_one(&f, &t, t.total % 2 ? 0 : 1000);
+	senders_join(&f, s);
+	for (int i = 0; i < MAXS; i++) {
+		if (s[i].rc)
+			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
+		assert_int_equal(t.next[i], per);
+	}
+	assert_int_equal(rdmx__srq_posted(f.accepted[0]), 4);
+	fleet_close(&f);
+}
+
+/* Eight connections, one SRQ: recv_depth buffers posted for the whole
+ * listener, one more per message released; each dialer has its own. */
+static void test_srq_is_shared(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(16);
+	struct sender s[MAXS];
+	struct tally t = { 0 };
+	struct fleet f;
+
+	(void)state;
+	fleet_open(&f, MAXS, &o);
+	assert_int_equal(sum_posted_recv(&f), 16);
+	assert_int_equal(f.accepted[0]->posted_recv, 16);
+	for (int i = 0; i < MAXS; i++) {
+		assert_int_equal(f.dialed[i]->posted_recv, 16);
+		assert_int_equal(rdmx__srq_posted(f.accepted[i]), 16);
+		assert_ptr_equal(f.accepted[i]->group, f.accepted[0]->group);
+		assert_ptr_not_equal(f.dialed[i]->group, f.accepted[0]->group);
+	}
+	senders_start(&f, s, 50, 0);
+	while (t.total < MAXS * 50)
+		take_one(&f, &t, 0);
+	senders_join(&f, s);
+	assert_int_equal(sum_posted_recv(&f), 16 + MAXS * 50);
+	assert_int_equal(rdmx__srq_posted(f.accepted[3]), 16);
+	fleet_close(&f);
+}
+
+/* A zero-timeout poller learns that a peer left (no flushed receive
+ * tells it): messages first, then -ECONNRESET once, then -ENOTCONN. */
+static void test_zero_timeout_sees_leaver(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(16);
+	struct sender s[MAXS];
+	struct tally t = { 0 };
+	struct rdmx_msg m;
+	struct fleet f;
+	double t0 = th_now_ms();
+	int rc = -EAGAIN;
+
+	(void)state;
+	fleet_open(&f, 1, &o);
+	senders_start(&f, s, 5, 0);
+	senders_join(&f, s);
+	rdmx_conn_close(f.dialed[0]);
+	f.dialed[0] = NULL;
+	while (th_now_ms() - t0 < 20000) {
+		rc = rdmx_listener_recv(f.lis, &m, 0);
+		if (rc == -EAGAIN)
+			continue;
+		if (rc)
+			break;
+		check_msg(&t, &m, 0);
+		assert_int_equal(rdmx_msg_release(f.accepted[0], &m), 0);
+	}
+	assert_int_equal(rc, -ECONNRESET);
+	assert_int_equal(t.next[0], 5);
+	assert_ptr_equal(rdmx_msg_conn(&m), f.accepted[0]);
+	assert_int_equal(rdmx_recv(f.accepted[0], &m, 0), -ECONNRESET);
+	rdmx_conn_close(f.accepted[0]);
+	f.accepted[0] = NULL;
+	assert_int_equal(rdmx_listener_recv(f.lis, &m, 0), -ENOTCONN);
+	fleet_close(&f);
+}
+
+/* Connect with a hand-made hello; the reject reason lands in @why. */
+static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *blk,
+		       uint8_t blen, char *why, size_t wlen)
+{
+	const struct rdmx__fabric_ops *fo = ctx->fops;
+	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = 2,
+				 .max_msg = MAX_MSG, .recv_depth = 16, .block_len = blen };
+	struct rdmx__qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4,
+				      .rnr_retry = 7, .retry_count = 7 };
+	uint8_t pd[RDMX__PDATA_CONNECT_MAX], reply[RDMX__PDATA_BUF];
+	struct rdmx__ep *ep;
+	struct rdmx__cq *cq;
+	size_t rlen = 0;
+	int len, rc;
+
+	memcpy(h.block, blk, blen);
+	len = rdmx__hello_encode(&h, pd, sizeof(pd));
+	assert_true(len > 0);
+	assert_int_equal(fo->resolve(ctx->fab, th_addr(), port, 2000, &ep), 0);
+	assert_int_equal(fo->create_cq(ep, 8, &cq), 0);
+	caps.send_cq = caps.recv_cq = cq;
+	assert_int_equal(fo->create_qp(ep, &caps), 0);
+	rc = fo->connect(ep, pd, (size_t)len, 5000, reply, &rlen);
+	if (rc == -ECONNREFUSED)
+		rdmx__reject_decode(reply, rlen, why, wlen);
+	if (!rc)
+		fo->disconnect(ep);
+	fo->destroy_ep(ep);
+	fo->destroy_cq(cq);
+	return rc;
+}
+
+static void *accept_any(void *arg)
+{
+	struct fleet *f = arg;
+
+	f->accept_rc = rdmx_accept(f->lis, 20000, &f->accepted[0]);
+	return NULL;
+}
+
+/* A protocol block that does not match is refused with what did not. */
+static void test_hello_mismatch_rejected(void **state)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = srq_opts(16);
+	uint8_t blk[12] = { 1 };
+	struct fleet f = { .n = 1 };
+	char why[160];
+	uint16_t port;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(rdmx_ctx_create(&f.ctx, &co), 0);
+	assert_int_equal(rdmx_listen(f.ctx, th_addr(), 0, &o, &f.lis), 0);
+	port = rdmx_listener_port(f.lis);
+	pthread_create(&t, NULL, accept_any, &f);
+	rdmx__put_u32(blk + 4, 16);
+	rdmx__put_u32(blk + 8, 64); /* buffers smaller than max_msg */
+	assert_int_equal(raw_connect(f.ctx, port, blk, 12, why, sizeof(why)), -ECONNREFUSED);
+	assert_non_null(strstr(why, "hold 64 bytes"));
+	blk[0] = 9;
+	assert_int_equal(raw_connect(f.ctx, port, blk, 12, why, sizeof(why)), -ECONNREFUSED);
+	assert_non_null(strstr(why, "block version 9"));
+	assert_int_equal(raw_connect(f.ctx, port, blk, 4, why, sizeof(why)), -ECONNREFUSED);
+	assert_non_null(strstr(why, "4 bytes"));
+	blk[0] = 1;
+	rdmx__put_u32(blk + 4, 99);
+	rdmx__put_u32(blk + 8, MAX_MSG);
+	assert_int_equal(raw_connect(f.ctx, port, blk, 12, why, sizeof(why)), -ECONNREFUSED);
+	assert_non_null(strstr(why, "depth 99"));
+	/* A proper dialer still gets in. */
+	assert_int_equal(rdmx_dial(f.ctx, th_addr(), port, &o, &f.dialed[0]), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(f.accept_rc, 0);
+	assert_int_equal(rdmx_listener_rejected(f.lis), 4);
+	fleet_close(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sender_identification),
+		cmocka_unit_test(test_per_member_recv),
+		cmocka_unit_test(test_sender_leaves_others_continue),
+		cmocka_unit_test(test_receiver_closes_one_member),
+		cmocka_unit_test(test_backpressure_slow_receiver),
+		cmocka_unit_test(test_srq_is_shared),
+		cmocka_unit_test(test_zero_timeout_sees_leaver),
+		cmocka_unit_test(test_hello_mismatch_rejected),
+	};
+
+	print_message("=== srq on the %s fabric ===\n", th_fabric());
+	if (getenv("RDMX_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("RDMX_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
