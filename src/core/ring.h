@@ -33,7 +33,15 @@
  * WRITE's bytes being placed in increasing address order, which rxe and
  * real HCAs do but the InfiniBand spec does not promise; protocols that
  * announce records with WRITE_WITH_IMM do not depend on it (the receive
- * completion guarantees the whole WRITE was placed).
+ * completion guarantees the whole WRITE was placed). Caveat for software
+ * RDMA (rxe): it places each packet with a CPU memcpy, and on x86 the
+ * stores of one fast-string copy (rep movsb) are not promised to become
+ * visible to another core in address order, only before those of the
+ * next packet; a record within one packet relies on that copy. Never seen
+ * to matter in testing; use notify IMM where it must not. The fake fabric
+ * places bytes strictly in increasing order (memmove does not: under ASan
+ * a record was seen with a stamped header over a stale length before the
+ * fake was changed to ordered 8-byte stores).
  *
  * A pad record (flags RDMX__REC_PAD, header only, its len ignored) says
  * "the rest of this lap is unused, the next record is at the next lap's
