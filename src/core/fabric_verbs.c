@@ -399,6 +399,24 @@ static void conn_param(const struct rdmx__ep *ep, const void *pdata, size_t plen
 	p->rnr_retry_count = ep->caps.rnr_retry;
 }
 
+/*
+ * rdma_cm leaves the responder's min RNR NAK timer at 0, which encodes the
+ * LONGEST back-off (655 ms): every SEND that finds no receive posted then
+ * stalls its sender for most of a second. Once connected (RTS), ask for
+ * 0.64 ms (code 12, what perftest uses); RTS->RTS may change it. A device
+ * that refuses keeps its default, which is slow but correct.
+ */
+#define MIN_RNR_TIMER_0_64MS 12
+
+static int established(struct rdmx__ep *ep, int rc)
+{
+	struct ibv_qp_attr a = { .min_rnr_timer = MIN_RNR_TIMER_0_64MS };
+
+	if (!rc && ep->id->qp)
+		(void)ibv_modify_qp(ep->id->qp, &a, IBV_QP_MIN_RNR_TIMER);
+	return rc;
+}
+
 static int vf_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		      int timeout_ms, void *reply, size_t *rlen)
 {
@@ -409,7 +427,8 @@ static int vf_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 	conn_param(ep, pdata, plen, &p);
 	if (rdma_connect(ep->id, &p))
 		return rdmx__fail(-errno, "rdma_connect: %s", strerror(errno));
-	return expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, reply, rlen);
+	return established(ep, expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
+				      reply, rlen));
 }
 
 static int vf_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
@@ -420,7 +439,8 @@ static int vf_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
 	conn_param(ep, pdata, plen, &p);
 	if (rdma_accept(ep->id, &p))
 		return rdmx__fail(-errno, "rdma_accept: %s", strerror(errno));
-	return expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, NULL, NULL);
+	return established(ep, expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
+				      NULL, NULL));
 }
 
 static int vf_reject(struct rdmx__ep *ep, const void *pdata, size_t plen)
