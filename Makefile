@@ -52,7 +52,8 @@ integration-check: build asan
 # retransmit timeout under emulation); set RDMX_TWO_HOST_COUNT=100000 for
 # the full run.
 twohost-check: build
-	RDMX_TWO_HOST_COUNT=$${RDMX_TWO_HOST_COUNT:-3000} tests/two-host-loss $(BUILD)
+	RDMX_TWO_HOST_COUNT=$${RDMX_TWO_HOST_COUNT:-3000} \
+	RDMX_TWO_HOST_STALL=$${RDMX_TWO_HOST_STALL:-300} tests/two-host-loss $(BUILD)
 
 check: unit-check valgrind-check integration-check twohost-check
 	@echo "make check: all suites passed"

@@ -8,6 +8,8 @@
  *                                         on ports P, P+1, ... (in the
  *                                         order of rdmx_protocol_names())
  *   two_host --client ADDR [--port P] [--count N] [--protocol NAME]
+ *            [--stall S]                   fail a protocol not done in S s
+ *                                          (default 600) instead of hanging
  *
  * The client streams N messages per protocol (sizes 1 B..max, seeded
  * random, up to WINDOW in flight), each carrying its sequence number and a
@@ -16,9 +18,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdmx/rdmx.h>
 
@@ -26,6 +30,19 @@
 
 #define WINDOW 16
 #define MAX_MSG 16384
+
+/* A protocol that stops making progress fails the run instead of hanging
+ * it: SIGALRM after --stall seconds prints this and exits. */
+static char stall_msg[160];
+
+static void on_stall(int sig)
+{
+	ssize_t n = write(STDOUT_FILENO, stall_msg, strlen(stall_msg));
+
+	(void)sig;
+	(void)n;
+	_exit(1);
+}
 
 struct server {
 	pthread_t thread;
@@ -152,6 +169,8 @@ static int stream(rdmx_conn *c, uint64_t n, char *why, size_t wlen)
 	return rc;
 }
 
+static unsigned stall_s = 600;
+
 static int client_one(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		      const char *protocol, uint64_t n)
 {
@@ -159,7 +178,13 @@ static int client_one(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	double t0 = th_now_ms();
 	char why[512] = "";
 	rdmx_conn *c;
-	int rc = rdmx_dial(ctx, addr, port, &o, &c);
+	int rc;
+
+	snprintf(stall_msg, sizeof(stall_msg),
+		 "FAIL %-14s stalled: not done within %u s\nrun aborted\n", protocol,
+		 stall_s);
+	alarm(stall_s);
+	rc = rdmx_dial(ctx, addr, port, &o, &c);
 
 	if (rc) {
 		printf("FAIL %-14s dial %s:%u: %s\n", protocol, addr, port, rdmx_last_error());
@@ -167,6 +192,7 @@ static int client_one(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	}
 	rc = stream(c, n, why, sizeof(why));
 	rdmx_conn_close(c);
+	alarm(0);
 	if (rc)
 		printf("FAIL %-14s %s\n", protocol, why);
 	else
@@ -213,11 +239,14 @@ int main(int argc, char **argv)
 			n = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--protocol") && i + 1 < argc)
 			only = argv[++i];
+		else if (!strcmp(argv[i], "--stall") && i + 1 < argc)
+			stall_s = (unsigned)strtoul(argv[++i], NULL, 10);
 		else
 			goto usage;
 	}
-	if (server == !!addr || port < 1 || port > 65000 || !n)
+	if (server == !!addr || port < 1 || port > 65000 || !n || !stall_s)
 		goto usage;
+	signal(SIGALRM, on_stall);
 	rc = rdmx_ctx_create(&ctx, NULL);
 	if (rc) {
 		fprintf(stderr, "two_host: %s\n", rdmx_last_error());
@@ -229,6 +258,6 @@ int main(int argc, char **argv)
 	return rc;
 usage:
 	fprintf(stderr, "usage: two_host --server [--port P] | --client ADDR [--port P] "
-			"[--count N] [--protocol NAME]\n");
+			"[--count N] [--protocol NAME] [--stall SECONDS]\n");
 	return 2;
 }
