@@ -8,6 +8,7 @@
  *                                         on ports P, P+1, ... (in the
  *                                         order of rdmx_protocol_names())
  *   two_host --client ADDR [--port P] [--count N] [--protocol NAME]
+ *            [--skip NAME]                 leave one protocol out, said so
  *            [--stall S]                   fail a protocol not done in S s
  *                                          (default 600) instead of hanging
  *
@@ -203,26 +204,31 @@ static int client_one(rdmx_ctx *ctx, const char *addr, uint16_t port,
 }
 
 static int run_client(rdmx_ctx *ctx, const char *addr, uint16_t port,
-		      const char *only, uint64_t n)
+		      const char *only, const char *skip, uint64_t n)
 {
 	const char *const *names = rdmx_protocol_names();
-	int passed = 0, failed = 0;
+	int passed = 0, failed = 0, skipped = 0;
 
 	for (int i = 0; names[i]; i++) {
 		if (only && strcmp(only, names[i]))
 			continue;
+		if (skip && !strcmp(skip, names[i])) {
+			printf("SKIP %-14s excluded with --skip\n", names[i]);
+			skipped++;
+			continue;
+		}
 		if (client_one(ctx, addr, (uint16_t)(port + i), names[i], n))
 			failed++;
 		else
 			passed++;
 	}
-	printf("%d passed, %d failed\n", passed, failed);
+	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	return failed || !passed;
 }
 
 int main(int argc, char **argv)
 {
-	const char *addr = NULL, *only = NULL;
+	const char *addr = NULL, *only = NULL, *skip = NULL;
 	uint64_t n = 100000;
 	long port = 18515;
 	int server = 0, rc;
@@ -239,6 +245,8 @@ int main(int argc, char **argv)
 			n = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--protocol") && i + 1 < argc)
 			only = argv[++i];
+		else if (!strcmp(argv[i], "--skip") && i + 1 < argc)
+			skip = argv[++i];
 		else if (!strcmp(argv[i], "--stall") && i + 1 < argc)
 			stall_s = (unsigned)strtoul(argv[++i], NULL, 10);
 		else
@@ -253,11 +261,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rc = server ? run_server(ctx, (uint16_t)port) :
-		      run_client(ctx, addr, (uint16_t)port, only, n);
+		      run_client(ctx, addr, (uint16_t)port, only, skip, n);
 	rdmx_ctx_destroy(ctx);
 	return rc;
 usage:
 	fprintf(stderr, "usage: two_host --server [--port P] | --client ADDR [--port P] "
-			"[--count N] [--protocol NAME] [--stall SECONDS]\n");
+			"[--count N] [--protocol NAME] [--skip NAME] [--stall SECONDS]\n");
 	return 2;
 }
