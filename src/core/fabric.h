@@ -159,6 +159,13 @@ struct rdmx__fabric_ops {
 extern const struct rdmx__fabric_ops rdmx__fabric_verbs;
 extern const struct rdmx__fabric_ops rdmx__fabric_fake;
 
+/*
+ * Fault injection for tests (0: off). When N > 0, every Nth FETCH_ADD on a
+ * fake QP completes with the result of that QP's previous FETCH_ADD while
+ * the add itself is done once, as rxe does after a retransmission.
+ */
+extern unsigned rdmx__fake_stale_faa;
+
 /* Name of a completion status, for messages. */
 const char *rdmx__wc_status_name(enum rdmx__wc_status st);
 

@@ -155,6 +155,8 @@ struct rdmx__ep {
 	uint32_t sq_head, sq_count;
 	uint32_t sq_used;          /* slots whose completion is not polled */
 	uint32_t unsig;            /* unsignaled WRs since the last completion */
+	uint32_t nfaa;             /* FETCH_ADDs run (rdmx__fake_stale_faa) */
+	uint64_t last_faa;         /* the result of the previous one */
 	struct rdmx__ep *qnext;    /* in G.qps */
 };
 
@@ -542,9 +544,11 @@ static void run_read(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 	send_done(qp, wr, RDMX__WC_OK, 0);
 }
 
+unsigned rdmx__fake_stale_faa;
+
 static void run_fetch_add(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 {
-	uint64_t old;
+	uint64_t old, seen;
 
 	if (wr->remote_addr % 8) {
 		wr_fail(qp, wr, RDMX__WC_OTHER, VS_REM_INV_REQ, 1);
@@ -556,7 +560,12 @@ static void run_fetch_add(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 	}
 	old = __atomic_fetch_add((uint64_t *)(uintptr_t)wr->remote_addr, wr->add,
 				 __ATOMIC_SEQ_CST);
-	memcpy(wr->addr, &old, sizeof(old));
+	seen = old;
+	if (rdmx__fake_stale_faa && qp->nfaa && ++qp->nfaa % rdmx__fake_stale_faa == 0)
+		seen = qp->last_faa;
+	qp->nfaa += !qp->nfaa;
+	qp->last_faa = old;
+	memcpy(wr->addr, &seen, sizeof(seen));
 	send_done(qp, wr, RDMX__WC_OK, 0);
 }
 

@@ -88,6 +88,7 @@
 #define WC_BATCH 16
 #define HELLO_RING_LEN 40    /* ring_encode() */
 #define HELLO_REPLY_LEN 44   /* ring_encode() + u32 sender id */
+#define STALE_WAIT_MS 10000  /* recover_stale(): wait for our add to show */
 
 enum { K_WRITE = 1, K_PAD, K_FAA, K_READ };
 enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED };
@@ -347,6 +348,91 @@ static int wait_done(rdmx_conn *c, int *done)
 	return 0;
 }
 
+/* RDMA READ the 8-byte word at @raddr of the peer into *@out. */
+static int read_word(rdmx_conn *c, uint64_t raddr, uint32_t rkey, uint64_t *out)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_READ << 32,
+		.op = RDMX__OP_READ,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->scratch[1],
+		.len = 8,
+		.lkey = p->scratch_mr->lkey,
+		.remote_addr = raddr,
+		.rkey = rkey,
+	};
+	int rc;
+
+	p->read_done = 0;
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a read: %s", rdmx__last());
+	rc = wait_done(c, &p->read_done);
+	if (!rc)
+		*out = p->scratch[1];
+	return rc;
+}
+
+/* RDMA READ the peer's head word into cached_head. */
+static int read_head(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+	uint64_t head;
+	int rc = read_word(c, p->r_tail + HEAD_OFF, p->r_head_rkey, &head);
+
+	if (rc)
+		return rc;
+	head = le64toh(head);
+	if (head > p->cached_head)
+		p->cached_head = head;
+	return 0;
+}
+
+/*
+ * A FETCH_ADD completed with a value below the end of this sender's
+ * previous reservation. The tail only grows, so that value is stale: it
+ * is the result of an earlier atomic of ours, replayed. rxe (Linux 6.1)
+ * does this when a retransmitted request meets its responder's replay
+ * state (seen under 1% packet loss); the add itself is executed once, at
+ * the latest when the request is retransmitted. Writing at the stale
+ * offset would overwrite a record already there, and the real
+ * reservation would stay a hole that stalls the ring, so the real
+ * offset is recovered: RDMA READ the tail until it holds our add. If it
+ * then equals last_end + @add, nothing else was reserved since our
+ * previous reservation ended, so ours starts at last_end. If it is
+ * larger, another sender reserved meanwhile and our offset cannot be
+ * known: the connection fails with -EPROTO (never a silent overwrite).
+ */
+static int recover_stale(rdmx_conn *c, uint64_t add, uint64_t *v)
+{
+	struct wa *p = wa_of(c);
+	uint64_t want = p->last_end + add, tail = 0, stale = *v;
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, STALE_WAIT_MS);
+	for (;;) {
+		rc = read_word(c, p->r_tail, p->r_tail_rkey, &tail);
+		if (rc)
+			return rc;
+		if (tail >= want)
+			break;
+		rc = rdmx__wa_idle(c, &d);
+		if (rc == -ETIMEDOUT || rc == -EAGAIN)
+			break;
+		if (rc)
+			return rc;
+	}
+	if (tail != want)
+		return rdmx__conn_down(c, -EPROTO, "write_atomic: the device returned a stale fetch-and-add result (%llu, below the end %llu of this sender's previous reservation) and the tail (%llu) cannot tell where the real one is",
+				       (unsigned long long)stale, (unsigned long long)p->last_end,
+				       (unsigned long long)tail);
+	p->stale_faa++;
+	*v = p->last_end;
+	return 0;
+}
+
 /* FETCH_ADD @add on the peer's tail: the old tail in *@v. */
 static int reserve(rdmx_conn *c, uint64_t add, uint64_t *v)
 {
@@ -369,39 +455,10 @@ static int reserve(rdmx_conn *c, uint64_t add, uint64_t *v)
 	if (rc)
 		return rdmx__conn_down(c, rc, "posting a fetch-and-add: %s", rdmx__last());
 	rc = wait_done(c, &p->faa_done);
-	if (!rc)
-		*v = p->scratch[0];
-	return rc;
-}
-
-/* RDMA READ the peer's head word into cached_head. */
-static int read_head(rdmx_conn *c)
-{
-	struct wa *p = wa_of(c);
-	struct rdmx__wr wr = {
-		.wr_id = (uint64_t)K_READ << 32,
-		.op = RDMX__OP_READ,
-		.flags = RDMX__WR_SIGNALED,
-		.addr = &p->scratch[1],
-		.len = 8,
-		.lkey = p->scratch_mr->lkey,
-		.remote_addr = p->r_tail + HEAD_OFF,
-		.rkey = p->r_head_rkey,
-	};
-	uint64_t head;
-	int rc;
-
-	p->read_done = 0;
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "posting a read: %s", rdmx__last());
-	rc = wait_done(c, &p->read_done);
 	if (rc)
 		return rc;
-	head = le64toh(p->scratch[1]);
-	if (head > p->cached_head)
-		p->cached_head = head;
-	return 0;
+	*v = p->scratch[0];
+	return *v < p->last_end ? recover_stale(c, add, v) : 0;
 }
 
 /* Wait until [v, v + len) of the peer's ring is free (never overwrite). */

@@ -57,6 +57,7 @@ struct wa {
 	uint32_t credits;         /* peer recv_depth + send_depth */
 	uint64_t cached_head;
 	uint64_t last_end;        /* end of my last reservation */
+	uint64_t stale_faa;       /* stale FETCH_ADD results recovered */
 	/* the peer's ring */
 	uint64_t r_ring, r_tail, r_size, r_salt;
 	uint32_t r_ring_rkey, r_tail_rkey, r_head_rkey, tx_id;

@@ -116,7 +116,8 @@ int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size)
 			  &r->ring_mr);
 	if (!rc)
 		rc = c->f->reg_mr(c->ep, tail_word(r), 8,
-				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_ATOMIC, &r->tail_mr);
+				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_ATOMIC | RDMX__ACCESS_READ,
+				  &r->tail_mr);
 	if (!rc)
 		rc = c->f->reg_mr(c->ep, head_word(r), 8,
 				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ, &r->head_mr);

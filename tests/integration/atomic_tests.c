@@ -10,7 +10,11 @@
  *  - a reserved but unwritten slot: the receiver waits at it and hands out
  *    neither it nor the complete record behind it until it is written;
  *  - out-of-order release, per-connection receive with two members,
- *    -EAGAIN on a full ring, and a ring too small for max_msg_size.
+ *    -EAGAIN on a full ring, and a ring too small for max_msg_size;
+ *  - (fake fabric only, by fault injection) a FETCH_ADD that completes with
+ *    a stale result, as rxe's does after a retransmission: a lone sender
+ *    recovers its real offset; with another sender in between, the
+ *    connection fails with -EPROTO and nothing is overwritten.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,7 +30,7 @@
 
 #include "core/internal.h"
 #include "harness.h"
-#include "protocols/write_atomic_rec.h"
+#include "protocols/write_atomic.h"
 
 #define SMALL_RING (16u * 1024)
 #define SMALL_MAX 1024u
@@ -299,33 +303,27 @@ static void *slow_send_main(void *arg)
 	return NULL;
 }
 
-struct acceptor {
-	rdmx_listener *lis;
-	rdmx_conn *conn;
-	int rc;
-};
-
-static void *accept_main(void *arg)
-{
-	struct acceptor *a = arg;
-
-	a->rc = rdmx_accept(a->lis, 20000, &a->conn);
-	return NULL;
-}
-
 /* A second dialer on @p's listener. */
 static void dial_second(struct th_pair *p, const struct rdmx_conn_opts *o,
 			rdmx_conn **client, rdmx_conn **server)
 {
-	struct acceptor a = { .lis = p->lis };
-	pthread_t t;
+	struct th_acceptor a = { .lis = p->lis };
 
-	pthread_create(&t, NULL, accept_main, &a);
+	th_accept_start(&a);
 	assert_int_equal(rdmx_dial(p->ctx, th_addr(), rdmx_listener_port(p->lis), o,
 				   client), 0);
-	pthread_join(t, NULL);
+	th_accept_join(&a);
 	assert_int_equal(a.rc, 0);
 	*server = a.conn;
+}
+
+/* A pair with small_opts() and a second dialer on its listener. */
+static void open_two(struct th_pair *p, rdmx_conn **c2, rdmx_conn **s2)
+{
+	struct rdmx_conn_opts o = small_opts();
+
+	open_pair(p, &o);
+	dial_second(p, &o, c2, s2);
 }
 
 static void test_reserved_slot_waits(void **state)
@@ -380,14 +378,12 @@ static void test_reserved_slot_waits(void **state)
 
 static void test_per_conn_recv_parks_others(void **state)
 {
-	struct rdmx_conn_opts o = small_opts();
 	rdmx_conn *c2, *s2;
 	struct rdmx_msg m;
 	struct th_pair p;
 
 	(void)state;
-	open_pair(&p, &o);
-	dial_second(&p, &o, &c2, &s2);
+	open_two(&p, &c2, &s2);
 	send_seq(p.client, 100, 1, 0);
 	send_seq(c2, 200, 2, RDMX_MSG_IMM);
 	send_seq(p.client, 101, 3, 0);
@@ -499,6 +495,76 @@ static void test_ring_too_small(void **state)
 	rdmx_ctx_destroy(ctx);
 }
 
+#ifdef TH_FAKE
+/* ------------------------------------------------- stale FETCH_ADD results */
+
+/* The fault stays off for the next test even when an assertion failed. */
+static int stale_off(void **state)
+{
+	(void)state;
+	rdmx__fake_stale_faa = 0;
+	return 0;
+}
+
+static size_t stale_size(uint64_t i)
+{
+	return 1 + (size_t)((i * 397) % SMALL_MAX);
+}
+
+static void test_stale_faa_recovered(void **state)
+{
+	struct rdmx_conn_opts o = small_opts();
+	struct rdmx_msg m;
+	struct th_pair p;
+	uint64_t n = 400;
+
+	(void)state;
+	open_pair(&p, &o);
+	rdmx__fake_stale_faa = 3;
+	for (uint64_t i = 0; i < n; i++) {
+		send_seq(p.client, stale_size(i), i, 0);
+		assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+		check_seq(&m, stale_size(i), i);
+		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	}
+	rdmx__fake_stale_faa = 0;
+	/* every third reservation (pads included) came back stale */
+	assert_true(wa_of(p.client)->stale_faa >= n / 3);
+	assert_int_equal(rdmx_recv(p.server, &m, 0), -EAGAIN);
+	th_pair_close(&p);
+}
+
+static void test_stale_faa_ambiguous(void **state)
+{
+	rdmx_conn *c2, *s2;
+	struct rdmx_msg m;
+	struct th_pair p;
+
+	(void)state;
+	open_two(&p, &c2, &s2);
+	rdmx__fake_stale_faa = 2;     /* p.client's second FETCH_ADD */
+	send_seq(p.client, 100, 1, 0);
+	send_seq(c2, 200, 2, 0);      /* reserves between the two */
+	assert_int_equal(rdmx_msg_alloc(p.client, 300, &m, 10000), 0);
+	th_fill(m.data, 300, 3);
+	m.len = 300;
+	assert_int_equal(rdmx_send(p.client, &m), -EPROTO);
+	rdmx__fake_stale_faa = 0;
+	assert_non_null(strstr(rdmx_conn_error(p.client), "stale fetch-and-add"));
+	/* What was sent before is intact; the lost reservation is a hole. */
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	check_seq(&m, 100, 1);
+	assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	check_seq(&m, 200, 2);
+	assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 200), -ETIMEDOUT);
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(&p);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -510,6 +576,10 @@ int main(void)
 		cmocka_unit_test(test_release_out_of_order),
 		cmocka_unit_test(test_full_ring_eagain),
 		cmocka_unit_test(test_ring_too_small),
+#ifdef TH_FAKE
+		cmocka_unit_test_teardown(test_stale_faa_recovered, stale_off),
+		cmocka_unit_test_teardown(test_stale_faa_ambiguous, stale_off),
+#endif
 	};
 
 	print_message("=== write_atomic on the %s fabric ===\n", th_fabric());
