@@ -77,29 +77,44 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 
 /* ------------------------------------------------------------- waiting */
 
+/*
+ * The clock is read when a wait first has to wait (deadline_arm), not when
+ * it starts: most calls on the fast path find their message or buffer on
+ * the first poll, and a clock_gettime() per call was ~15% of send_recv's
+ * instructions per message (bench/profile).
+ */
 void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
 {
-	memset(d, 0, sizeof(*d));
 	d->forever = timeout_ms < 0;
 	d->once = timeout_ms == 0;
+	d->armed = 0;
+	d->timeout_ms = timeout_ms;
+	d->spins = 0;
+}
+
+static void deadline_arm(struct rdmx__deadline *d)
+{
 	clock_gettime(CLOCK_MONOTONIC, &d->end);
-	if (timeout_ms <= 0)
+	d->armed = 1;
+	if (d->timeout_ms <= 0)
 		return;
-	d->end.tv_sec += timeout_ms / 1000;
-	d->end.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	d->end.tv_sec += d->timeout_ms / 1000;
+	d->end.tv_nsec += (long)(d->timeout_ms % 1000) * 1000000L;
 	if (d->end.tv_nsec >= 1000000000L) {
 		d->end.tv_sec++;
 		d->end.tv_nsec -= 1000000000L;
 	}
 }
 
-int rdmx__deadline_left_ms(const struct rdmx__deadline *d)
+int rdmx__deadline_left_ms(struct rdmx__deadline *d)
 {
 	struct timespec now;
 	int64_t ms;
 
 	if (d->forever)
 		return INT32_MAX;
+	if (!d->armed)
+		deadline_arm(d);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	ms = (int64_t)(d->end.tv_sec - now.tv_sec) * 1000 +
 	     (d->end.tv_nsec - now.tv_nsec) / 1000000;
@@ -164,6 +179,8 @@ int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
 
 	if (d->once)
 		return rdmx__fail(-EAGAIN, "nothing ready");
+	if (!d->armed)
+		deadline_arm(d);
 	rdmx__spin_pause(d);
 	if (d->spins & 255)
 		return 0;

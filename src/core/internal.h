@@ -129,14 +129,16 @@ const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id);
 
 /* A wait bound: timeout_ms < 0 is forever, 0 is "poll once". */
 struct rdmx__deadline {
-	struct timespec end;
+	struct timespec end;       /* valid once armed */
 	int forever;
 	int once;
+	int armed;
+	int timeout_ms;
 	unsigned spins;
 };
 void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
 /* Milliseconds left (INT32_MAX when forever, 0 when passed). */
-int rdmx__deadline_left_ms(const struct rdmx__deadline *d);
+int rdmx__deadline_left_ms(struct rdmx__deadline *d);
 
 /* Count an empty poll of @d; past a spin budget, yield the CPU now and then. */
 void rdmx__spin_pause(struct rdmx__deadline *d);
