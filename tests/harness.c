@@ -101,30 +101,34 @@ double th_now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-struct acceptor {
-	rdmx_listener *lis;
-	rdmx_conn *conn;
-	int rc;
-};
-
 static void *accept_main(void *arg)
 {
-	struct acceptor *a = arg;
+	struct th_acceptor *a = arg;
 
-	a->rc = rdmx_accept(a->lis, 10000, &a->conn);
-	if (a->rc)
-		fprintf(stderr, "harness: accept: %s (%s)\n", rdmx_strerror(a->rc),
-			rdmx_listener_error(a->lis));
+	a->rc = rdmx_accept(a->lis, a->timeout_ms ? a->timeout_ms : 20000, &a->conn);
 	return NULL;
+}
+
+void th_accept_start(struct th_acceptor *a)
+{
+	a->conn = NULL;
+	a->rc = -EINPROGRESS;
+	if (pthread_create(&a->t, NULL, accept_main, a))
+		abort();
+}
+
+int th_accept_join(struct th_acceptor *a)
+{
+	pthread_join(a->t, NULL);
+	return a->rc;
 }
 
 int th_pair_open(struct th_pair *p, const struct rdmx_conn_opts *server_opts,
 		 const struct rdmx_conn_opts *client_opts)
 {
 	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
-	struct acceptor a = { 0 };
+	struct th_acceptor a = { 0 };
 	const char *addr = th_addr();
-	pthread_t t;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -136,11 +140,13 @@ int th_pair_open(struct th_pair *p, const struct rdmx_conn_opts *server_opts,
 	if (rc)
 		goto fail;
 	a.lis = p->lis;
-	pthread_create(&t, NULL, accept_main, &a);
+	th_accept_start(&a);
 	rc = rdmx_dial(p->ctx, addr, rdmx_listener_port(p->lis), client_opts, &p->client);
 	if (rc)
 		fprintf(stderr, "harness: dial: %s (%s)\n", rdmx_strerror(rc), rdmx_last_error());
-	pthread_join(t, NULL);
+	if (th_accept_join(&a))
+		fprintf(stderr, "harness: accept: %s (%s)\n", rdmx_strerror(a.rc),
+			rdmx_listener_error(p->lis));
 	p->server = a.conn;
 	if (!rc)
 		rc = a.rc;

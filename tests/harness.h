@@ -37,6 +37,19 @@ int th_pair_open(struct th_pair *p, const struct rdmx_conn_opts *server_opts,
 		 const struct rdmx_conn_opts *client_opts);
 void th_pair_close(struct th_pair *p);
 
+/* An rdmx_accept() on a thread of its own, so that a test can dial (or
+ * connect through the seam) meanwhile. Set lis (and timeout_ms, 0 meaning
+ * 20 s), start, dial, then join: the accept's result, conn on success. */
+struct th_acceptor {
+	rdmx_listener *lis;
+	int timeout_ms;
+	rdmx_conn *conn;
+	int rc;
+	pthread_t t;
+};
+void th_accept_start(struct th_acceptor *a);
+int th_accept_join(struct th_acceptor *a);
+
 /* Echo every message on @conn back until the peer leaves. */
 struct th_echo {
 	pthread_t thread;

@@ -330,40 +330,25 @@ static int raw_connect(rdmx_ctx *ctx, uint16_t port, const void *pd, size_t plen
 	return rc;
 }
 
-struct acceptor {
-	rdmx_listener *lis;
-	rdmx_conn *conn;
-	int rc;
-};
-
-static void *accept_main(void *arg)
-{
-	struct acceptor *a = arg;
-
-	a->rc = rdmx_accept(a->lis, 20000, &a->conn);
-	return NULL;
-}
-
 /* Bad hellos are rejected with a reason; the listener keeps serving. */
 static void test_bad_hello_rejected_listener_survives(void **state)
 {
 	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
 	struct rdmx_conn_opts o = opts();
-	struct acceptor a = { 0 };
+	struct th_acceptor a = { 0 };
 	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = 99,
 				 .max_msg = 4096, .recv_depth = 4 };
 	uint8_t buf[RDMX__PDATA_CONNECT_MAX];
 	char why[160];
 	rdmx_conn *c;
 	rdmx_ctx *ctx;
-	pthread_t t;
 	uint16_t port;
 
 	(void)state;
 	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
 	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &a.lis), 0);
 	port = rdmx_listener_port(a.lis);
-	pthread_create(&t, NULL, accept_main, &a);
+	th_accept_start(&a);
 
 	memset(buf, 0x5a, sizeof(buf));
 	assert_int_equal(raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
@@ -385,7 +370,7 @@ static void test_bad_hello_rejected_listener_survives(void **state)
 
 	/* A proper client still gets in. */
 	assert_int_equal(rdmx_dial(ctx, th_addr(), port, &o, &c), 0);
-	pthread_join(t, NULL);
+	th_accept_join(&a);
 	assert_int_equal(a.rc, 0);
 	assert_int_equal(rdmx_listener_rejected(a.lis), 3);
 	send_seq(c, 100, 1);

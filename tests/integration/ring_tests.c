@@ -376,33 +376,18 @@ static void test_duplex_receiver_posts_nothing(void **state)
 	th_pair_close(&p);
 }
 
-struct acceptor {
-	rdmx_listener *lis;
-	rdmx_conn *conn;
-	int rc;
-};
-
-static void *accept_main(void *arg)
-{
-	struct acceptor *a = arg;
-
-	a->rc = rdmx_accept(a->lis, 3000, &a->conn);
-	return NULL;
-}
-
 /* Dial a listener with @so using @o; returns the dial's result. */
 static int dial_mismatch(rdmx_ctx *ctx, const struct rdmx_conn_opts *so,
 			 const struct rdmx_conn_opts *o)
 {
-	struct acceptor a = { 0 };
+	struct th_acceptor a = { .timeout_ms = 3000 };
 	rdmx_conn *c = NULL;
-	pthread_t t;
 	int rc;
 
 	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, so, &a.lis), 0);
-	pthread_create(&t, NULL, accept_main, &a);
+	th_accept_start(&a);
 	rc = rdmx_dial(ctx, th_addr(), rdmx_listener_port(a.lis), o, &c);
-	pthread_join(t, NULL);
+	th_accept_join(&a);
 	assert_null(c);
 	assert_null(a.conn);
 	assert_int_equal(rdmx_listener_rejected(a.lis), 1);

@@ -266,20 +266,6 @@ static void test_sender_gone_before_read(void **state)
 	th_pair_close(&p);
 }
 
-struct acceptor {
-	rdmx_listener *lis;
-	rdmx_conn *conn;
-	int rc;
-};
-
-static void *accept_main(void *arg)
-{
-	struct acceptor *a = arg;
-
-	a->rc = rdmx_accept(a->lis, 10000, &a->conn);
-	return NULL;
-}
-
 /* Connect through the seam with a read hello carrying @block. */
 static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *block,
 		       size_t blen, char *why, size_t wlen)
@@ -320,18 +306,17 @@ static void test_hello_mismatch_rejected(void **state)
 				      .desc_depth = 8, .send_depth = 8, .eager_max = 64,
 				      .ack_rkey = 1, .ack_addr = 0x1000 };
 	uint8_t block[RDMX__READ_HELLO_SIZE];
-	struct acceptor a = { 0 };
+	struct th_acceptor a = { 0 };
 	char why[160];
 	rdmx_conn *c;
 	rdmx_ctx *ctx;
-	pthread_t t;
 	uint16_t port;
 
 	(void)state;
 	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
 	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &a.lis), 0);
 	port = rdmx_listener_port(a.lis);
-	pthread_create(&t, NULL, accept_main, &a);
+	th_accept_start(&a);
 	rdmx__read_hello_encode(&h, block);
 	assert_int_equal(raw_connect(ctx, port, block, 5, why, sizeof(why)), -ECONNREFUSED);
 	assert_non_null(strstr(why, "hello block is 5 bytes, this side expects 24"));
@@ -347,7 +332,7 @@ static void test_hello_mismatch_rejected(void **state)
 			 -ECONNREFUSED);
 	assert_non_null(strstr(why, "0 descriptors"));
 	assert_int_equal(rdmx_dial(ctx, th_addr(), port, &o, &c), 0);
-	pthread_join(t, NULL);
+	th_accept_join(&a);
 	assert_int_equal(a.rc, 0);
 	assert_int_equal(rdmx_listener_rejected(a.lis), 3);
 	send_one(c, BIG, 7, 0);
