@@ -144,7 +144,8 @@ struct rdmx__fabric_ops {
 	int (*create_srq)(struct rdmx__ep *ep, int depth,
 			  struct rdmx__srq **out);
 	void (*destroy_srq)(struct rdmx__srq *srq);
-	int (*create_qp)(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps);
+	/* caps->max_inline: asked for; on return, what the QP got. */
+	int (*create_qp)(struct rdmx__ep *ep, struct rdmx__qp_caps *caps);
 	uint32_t (*qp_num)(const struct rdmx__ep *ep);
 
 	/* Data path: post @n chained requests; 0 or -errno. */

@@ -827,7 +827,7 @@ static int qp_alloc_rings(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps)
 			  caps->max_send_wr, caps->max_recv_wr);
 }
 
-static int ff_create_qp(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps)
+static int ff_create_qp(struct rdmx__ep *ep, struct rdmx__qp_caps *caps)
 {
 	int rc;
 

@@ -560,7 +560,7 @@ static void vf_destroy_srq(struct rdmx__srq *srq)
 	ibv_destroy_srq((struct ibv_srq *)srq);
 }
 
-static int vf_create_qp(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps)
+static int vf_create_qp(struct rdmx__ep *ep, struct rdmx__qp_caps *caps)
 {
 	struct ibv_qp_init_attr a = {
 		.send_cq = (struct ibv_cq *)caps->send_cq,
@@ -579,8 +579,8 @@ static int vf_create_qp(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps)
 	if (rdma_create_qp(ep->id, ep->dev->pd, &a))
 		return rdmx__fail(-errno, "rdma_create_qp(send %u, recv %u): %s",
 				  caps->max_send_wr, caps->max_recv_wr, strerror(errno));
+	caps->max_inline = a.cap.max_inline_data;
 	ep->caps = *caps;
-	ep->caps.max_inline = a.cap.max_inline_data;
 	return 0;
 }
 

@@ -77,6 +77,7 @@ struct rdmx_conn {
 	int down_rc;             /* why the connection went down */
 	uint64_t posted[RDMX__OP_FETCH_ADD + 1]; /* work requests by op */
 	uint64_t posted_recv;
+	uint32_t max_inline;      /* the QP's, see rdmx__conn_create_qp() */
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
 	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
 	void *priv;              /* proto->priv_size bytes, zeroed */
@@ -163,6 +164,14 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			const char *what);
 
 /* Counted posts: the counters show which verbs a side used. */
+/*
+ * Create @c's QP with @caps, asking for RDMX__INLINE_WANT bytes of inline
+ * data when caps->max_inline is 0 (and again without, if the device
+ * refuses); c->max_inline is what the QP got.
+ */
+int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps);
+/* Post @n send work requests; a lone SEND or WRITE of at most
+ * c->max_inline bytes goes inline (the device copies it at post time). */
 int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n);
 int rdmx__post_recv(rdmx_conn *c, const struct rdmx__wr *wr, int n);
 

@@ -102,7 +102,7 @@ static int create_queues(rdmx_conn *c)
 		return rc;
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
-	return c->f->create_qp(c->ep, &caps);
+	return rdmx__conn_create_qp(c, &caps);
 }
 
 static void sr_teardown(rdmx_conn *c)

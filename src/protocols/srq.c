@@ -365,7 +365,7 @@ static int create_qp(rdmx_conn *c)
 	if (rc)
 		return rc;
 	caps.send_cq = p->scq;
-	return c->f->create_qp(c->ep, &caps);
+	return rdmx__conn_create_qp(c, &caps);
 }
 
 static int list_member(rdmx_conn *c)

@@ -140,7 +140,7 @@ static int create_tx(rdmx_conn *c)
 		return rc;
 	caps.send_cq = p->cq;
 	caps.recv_cq = p->cq;
-	return c->f->create_qp(c->ep, &caps);
+	return rdmx__conn_create_qp(c, &caps);
 }
 
 /* The ring this connection receives on: the listener's, made once. */
