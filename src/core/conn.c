@@ -81,8 +81,12 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
  * The clock is read when a wait first has to wait (deadline_arm), not when
  * it starts: most calls on the fast path find their message or buffer on
  * the first poll, and a clock_gettime() per call was ~15% of send_recv's
- * instructions per message (bench/profile).
+ * instructions per message (bench/profile). The clock is the coarse one:
+ * timeouts are milliseconds, a tick of resolution is plenty, and where the
+ * clocksource is slow to read (hpet in a VM: a system call and an emulated
+ * device access each time) the coarse clock still costs a memory read.
  */
+#define DEADLINE_CLOCK CLOCK_MONOTONIC_COARSE
 void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
 {
 	d->forever = timeout_ms < 0;
@@ -94,7 +98,7 @@ void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
 
 static void deadline_arm(struct rdmx__deadline *d)
 {
-	clock_gettime(CLOCK_MONOTONIC, &d->end);
+	clock_gettime(DEADLINE_CLOCK, &d->end);
 	d->armed = 1;
 	if (d->timeout_ms <= 0)
 		return;
@@ -115,7 +119,7 @@ int rdmx__deadline_left_ms(struct rdmx__deadline *d)
 		return INT32_MAX;
 	if (!d->armed)
 		deadline_arm(d);
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_gettime(DEADLINE_CLOCK, &now);
 	ms = (int64_t)(d->end.tv_sec - now.tv_sec) * 1000 +
 	     (d->end.tv_nsec - now.tv_nsec) / 1000000;
 	if (ms <= 0)
