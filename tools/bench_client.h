@@ -17,6 +17,7 @@ struct bench_cfg {
 	uint64_t sizes[BENCH_MAX_SIZES];
 	const char *protos[BENCH_MAX_PROTOS];
 	uint64_t max_size, duration_ns;
+	uint64_t ring_size;			/* --ring-size, 0: derived */
 	struct rdmx_conn_opts copts;
 };
 

@@ -58,6 +58,25 @@ int cli_local_addr(const char *cmd, const char *fabric, const char *device,
 	return EXIT_OK;
 }
 
+long long cli_ring_size(const char *cmd, uint64_t given, uint64_t max_msg)
+{
+	struct rdmx_conn_opts o;
+	uint64_t r;
+
+	if (given) {
+		if (given & (given - 1)) {
+			fprintf(stderr, "rdmx %s: --ring-size %llu is not a power of 2 "
+				"(e.g. 64K, 1M, 16M)\n", cmd, (unsigned long long)given);
+			return -1;
+		}
+		return (long long)given;
+	}
+	rdmx_conn_opts_init(&o);
+	for (r = o.ring_size; r < 4 * max_msg && r < CLI_RING_MAX; r <<= 1)
+		;
+	return (long long)r;
+}
+
 uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b)
 {
 	return (uint64_t)(b->tv_sec - a->tv_sec) * 1000000000ull +

@@ -35,6 +35,20 @@ void cli_print_err(const char *cmd, const struct cli_err *e);
 int cli_local_addr(const char *cmd, const char *fabric, const char *device,
 		   int gid_index, char *buf, size_t len);
 
+/* --ring-size: bounds, and the help line both subcommands show. */
+#define CLI_RING_MIN 4096ull
+#define CLI_RING_MAX (1ull << 30)
+#define CLI_RING_HELP "receive ring of the ring protocols: a power of 2 (default: " \
+	"1M, or 4 x the largest message when that is more)"
+
+/**
+ * cli_ring_size - the ring size to use: @given (0: not given) must be a
+ * power of two, else an error is printed for @cmd and -1 returned; 0 gives
+ * the library's default, or 4 x @max_msg rounded up to a power of two when
+ * that is larger (a ring must hold two records of the largest message).
+ */
+long long cli_ring_size(const char *cmd, uint64_t given, uint64_t max_msg);
+
 /** cli_elapsed_ns - @b - @a in nanoseconds. */
 uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b);
 

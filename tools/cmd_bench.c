@@ -132,12 +132,16 @@ static int check_cfg(struct bench_cfg *cfg)
 	for (i = 0; i < cfg->n_sizes; i++)
 		if (cfg->sizes[i] > cfg->max_size)
 			cfg->max_size = cfg->sizes[i];
+	if (cli_ring_size("bench", cfg->ring_size, cfg->max_size) < 0)
+		return EXIT_USAGE;
 	return check_roles(cfg);
 }
 
 static void conn_opts(struct bench_cfg *cfg)
 {
 	cfg->copts.max_msg_size = (uint32_t)cfg->max_size;
+	cfg->copts.ring_size = (uint32_t)cli_ring_size("bench", cfg->ring_size,
+						       cfg->max_size);
 	cfg->copts.send_depth = (uint32_t)cfg->outstanding;
 	/* receive headroom: a send completes once it landed, not once it was
 	 * consumed, so a receiver with only K buffers would RNR-stall a sender
@@ -357,6 +361,8 @@ int cmd_bench(int argc, char **argv)
 		  "run each test for SEC seconds instead of --iters" },
 		{ "warmup", 'w', OPT_INT, &cfg.warmup, 0, 1000000000, NULL, "N",
 		  "untimed messages before each test" },
+		{ "ring-size", 0, OPT_SIZE, &cfg.ring_size, CLI_RING_MIN, CLI_RING_MAX, NULL,
+		  "BYTES", CLI_RING_HELP },
 		{ "outstanding", 'k', OPT_INT, &cfg.outstanding, 1, 4096, NULL, "K",
 		  "messages in flight in bandwidth tests (send depth; receive depth: 4 x K)" },
 		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",

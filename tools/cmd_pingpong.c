@@ -70,7 +70,7 @@ static const char *const fabrics[] = { "verbs", "fake", NULL };
 
 struct pp_cfg {
 	const char *protocol, *device, *fabric, *addr;
-	uint64_t size;
+	uint64_t size, ring_size;
 	long long iters, warmup, port, timeout, depth, gid_index;
 	bool verify, server;
 	struct rdmx_conn_opts copts;
@@ -495,6 +495,8 @@ static int check_cfg(const struct pp_cfg *cfg)
 {
 	const char *why = NULL;
 
+	if (cli_ring_size("pingpong", cfg->ring_size, cfg->size) < 0)
+		return EXIT_USAGE;
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
 		why = "--fabric fake runs only the self-test (no --server, no ADDR)";
 	else if (!cfg->server && cfg->addr && (cfg->device || cfg->gid_index >= 0))
@@ -513,6 +515,13 @@ static void conn_opts(struct pp_cfg *cfg)
 	cfg->copts.protocol = cfg->protocol;
 	if (cfg->size > cfg->copts.max_msg_size)
 		cfg->copts.max_msg_size = (uint32_t)cfg->size;
+	/* a ring given smaller than the default largest message: messages up
+	 * to a quarter of it (two records always fit), or --size if larger */
+	if (cfg->ring_size && cfg->ring_size / 4 < cfg->copts.max_msg_size)
+		cfg->copts.max_msg_size = (uint32_t)(cfg->size > cfg->ring_size / 4 ?
+						     cfg->size : cfg->ring_size / 4);
+	cfg->copts.ring_size = (uint32_t)cli_ring_size("pingpong", cfg->ring_size,
+						       cfg->copts.max_msg_size);
 	cfg->copts.send_depth = (uint32_t)cfg->depth;
 	cfg->copts.recv_depth = (uint32_t)cfg->depth;
 	cfg->copts.connect_timeout_ms = (int)cfg->timeout;
@@ -552,6 +561,8 @@ int cmd_pingpong(int argc, char **argv)
 		  "NAME", "connection protocol; both sides must use the same" },
 		{ "size", 's', OPT_SIZE, &cfg.size, 1, MAX_SIZE, NULL, "BYTES",
 		  "message size, with K, M or G suffixes (powers of 2)" },
+		{ "ring-size", 0, OPT_SIZE, &cfg.ring_size, CLI_RING_MIN, CLI_RING_MAX, NULL,
+		  "BYTES", CLI_RING_HELP },
 		{ "iters", 'n', OPT_INT, &cfg.iters, 1, 100000000, NULL, "N",
 		  "timed round trips" },
 		{ "warmup", 'w', OPT_INT, &cfg.warmup, 0, 100000000, NULL, "N",

@@ -51,4 +51,14 @@ usage "--duration" --duration 0
 usage "mode" --mode fast
 usage "self-test" --server
 usage "threads" --threads 0
+usage "not a power of 2" --ring-size 100000
+usage "ring-size" --ring-size 1K
+
+# Every ring protocol at 1 MiB: the ring grows to hold it by default (the
+# default 1 MiB ring cannot hold two 1 MiB records).
+"$rdmx" bench --fabric fake -p write_simplex,write_magic,write_duplex,write_atomic \
+	--mode lat --sizes 1M --iters 10 --warmup 1 --json "$dir/big.json" >"$dir/out" 2>&1 ||
+	{ cat "$dir/out"; fail "1 MiB messages through the ring protocols"; }
+[ "$(jq '[.results[] | select(.msgs == 10)] | length' "$dir/big.json")" -eq 4 ] ||
+	fail "not every ring protocol measured 10 messages of 1 MiB"
 echo "ok: rdmx bench on the fake fabric"
