@@ -124,6 +124,10 @@ struct rdmx_conn_opts {
 	uint32_t ring_size;      /* ring protocols (write_*): bytes of each
 				  * receive ring, a power of two, default 1 MiB */
 	uint8_t notify;          /* ring protocols: enum rdmx_notify */
+	uint32_t eager_max;      /* read: largest payload this side takes inside
+				  * the descriptor SEND instead of by RDMA READ,
+				  * 0..65535, default 1024; 0: every non-empty
+				  * payload by READ */
 };
 
 /* How a ring receiver notices a new message (ring protocols only). */

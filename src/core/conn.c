@@ -33,6 +33,7 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	o->connect_timeout_ms = 5000;
 	o->ring_size = 1u << 20;
 	o->notify = RDMX_NOTIFY_DEFAULT;
+	o->eager_max = 1024;
 }
 
 static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
@@ -61,7 +62,8 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	    check_range("send_depth", out->send_depth, 1, DEPTH_LIMIT) ||
 	    check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
 	    check_range("rnr_retry", out->rnr_retry, 0, 7) ||
-	    check_range("retry_count", out->retry_count, 0, 7))
+	    check_range("retry_count", out->retry_count, 0, 7) ||
+	    check_range("eager_max", out->eager_max, 0, 65535))
 		return -EINVAL;
 	if (out->connect_timeout_ms <= 0)
 		return rdmx__fail(-EINVAL, "connect_timeout_ms must be > 0");

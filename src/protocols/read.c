@@ -31,8 +31,9 @@
  * rdmx_msg_release, or when a wait finds nothing to do), so a reply is not
  * queued behind the ack of the request it answers.
  *
- * Eager payloads: a payload of at most the receiver's eager_max (1 KiB, or
- * max_msg if smaller; from the hello) travels in the same SEND, right after
+ * Eager payloads: a payload of at most the receiver's eager_max (its
+ * opts.eager_max, 1 KiB by default, or max_msg if smaller; announced in
+ * the hello; 0 turns eager off) travels in the same SEND, right after
  * the descriptor (the descriptor sits just before the payload in every send
  * buffer, so one SGE covers both). The receiver copies it into a receive
  * buffer and acknowledges as for a READ. Small messages thus cost one SEND
@@ -91,7 +92,6 @@
 #include "protocols/read.h"
 
 #define READ_DEPTH 16     /* READs in flight asked for (rd_atomic) */
-#define EAGER_MAX 1024    /* largest payload sent inside a descriptor */
 #define SLOT_ALIGN 64
 #define DESC_OFF (SLOT_ALIGN - RDMX__READ_DESC_SIZE) /* in a send buffer */
 #define DATA_OFF SLOT_ALIGN
@@ -385,7 +385,7 @@ static int rd_setup(rdmx_conn *c)
 	p->nsend = c->opts.send_depth;
 	p->nrecv = c->opts.recv_depth;
 	p->ndesc = p->nsend > p->nrecv ? p->nsend : p->nrecv;
-	p->eager_cap = c->max_msg < EAGER_MAX ? c->max_msg : EAGER_MAX;
+	p->eager_cap = c->max_msg < c->opts.eager_max ? c->max_msg : c->opts.eager_max;
 	p->sstride = align_up(DATA_OFF + (size_t)c->max_msg);
 	p->dstride = align_up(RDMX__READ_DESC_SIZE + (size_t)p->eager_cap);
 	p->rstride = align_up(c->max_msg);

@@ -218,6 +218,55 @@ static void test_eager_and_read_paths_with_imm(void **state)
 	th_pair_close(&p);
 }
 
+/* A dial with @o is refused before it reaches the fabric, naming @what. */
+static void dial_refused(const struct rdmx_conn_opts *o, const char *what)
+{
+	struct rdmx_ctx_opts x = { .fabric = th_fabric() };
+	rdmx_conn *c = NULL;
+	rdmx_ctx *ctx;
+
+	assert_int_equal(rdmx_ctx_create(&ctx, &x), 0);
+	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, o, &c), -EINVAL);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), what));
+	assert_null(c);
+	rdmx_ctx_destroy(ctx);
+}
+
+/* The receiver's eager_max decides what rides in the descriptor: 64 B
+ * eager and 65 B by READ with eager_max 64; everything by READ with 0;
+ * a value beyond the 16-bit field is refused. */
+static void test_eager_max_option(void **state)
+{
+	struct rdmx_conn_opts so = opts(8, 8), co = opts(8, 8);
+	struct th_pair p;
+	uint64_t seq = 0;
+
+	(void)state;
+	so.eager_max = 64;
+	open_pair(&p, &so, &co);
+	send_one(p.client, 64, seq, 0);
+	recv_one(p.server, 64, seq++);
+	assert_true(p.server->posted[RDMX__OP_READ] == 0);
+	send_one(p.client, 65, seq, 0);
+	recv_one(p.server, 65, seq++);
+	assert_true(p.server->posted[RDMX__OP_READ] == 1);
+	/* the client's default 1 KiB applies the other way */
+	send_one(p.server, 1000, seq, 0);
+	recv_one(p.client, 1000, seq++);
+	assert_true(p.client->posted[RDMX__OP_READ] == 0);
+	th_pair_close(&p);
+
+	so.eager_max = 0;
+	open_pair(&p, &so, &co);
+	send_one(p.client, 1, seq, 0);
+	recv_one(p.server, 1, seq++);
+	assert_true(p.server->posted[RDMX__OP_READ] == 1);
+	th_pair_close(&p);
+
+	co.eager_max = 65536;
+	dial_refused(&co, "eager_max");
+}
+
 /* Both ends send and receive on the one connection. */
 static void test_both_directions(void **state)
 {
@@ -351,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_credits_bound_sender),
 		cmocka_unit_test(test_held_buffers_not_overwritten),
 		cmocka_unit_test(test_eager_and_read_paths_with_imm),
+		cmocka_unit_test(test_eager_max_option),
 		cmocka_unit_test(test_both_directions),
 		cmocka_unit_test(test_sender_gone_before_read),
 		cmocka_unit_test(test_hello_mismatch_rejected),
