@@ -48,7 +48,7 @@ integration-check: build asan
 	$(SANDBOX) -- tests/run-integration $(BUILD) $(ASAN_BUILD)
 
 # Every protocol between two VMs with 1% packet loss on the link: RC must
-# hide it. 20,000 messages per protocol here (~2 min for all seven); set
+# hide it. 20,000 messages per protocol here (~4 min for all seven); set
 # RDMX_TWO_HOST_COUNT=100000 for the full run. A protocol not done in
 # RDMX_TWO_HOST_STALL seconds fails.
 twohost-check: build
