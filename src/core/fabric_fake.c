@@ -561,9 +561,9 @@ static void run_fetch_add(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 	old = __atomic_fetch_add((uint64_t *)(uintptr_t)wr->remote_addr, wr->add,
 				 __ATOMIC_SEQ_CST);
 	seen = old;
-	if (rdmx__fake_stale_faa && qp->nfaa && ++qp->nfaa % rdmx__fake_stale_faa == 0)
+	if (++qp->nfaa > 1 && rdmx__fake_stale_faa &&
+	    qp->nfaa % rdmx__fake_stale_faa == 0)
 		seen = qp->last_faa;
-	qp->nfaa += !qp->nfaa;
 	qp->last_faa = old;
 	memcpy(wr->addr, &seen, sizeof(seen));
 	send_done(qp, wr, RDMX__WC_OK, 0);
