@@ -20,6 +20,7 @@
 
 #include "core/internal.h"
 #include "harness.h"
+#include "seam.h"
 #include "many_senders.h"
 
 static const char *protocol; /* the protocol under test */
@@ -304,33 +305,6 @@ static void test_dial_without_listener(void **state)
 	rdmx_ctx_destroy(ctx);
 }
 
-/* Raw connect with arbitrary private data through the fabric seam. */
-static int raw_connect(rdmx_ctx *ctx, uint16_t port, const void *pd, size_t plen,
-		       char *why, size_t wlen)
-{
-	const struct rdmx__fabric_ops *f = ctx->fops;
-	uint8_t reply[RDMX__PDATA_BUF];
-	struct rdmx__qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4, .rnr_retry = 7,
-				      .retry_count = 7 };
-	struct rdmx__ep *ep;
-	struct rdmx__cq *cq;
-	size_t rlen = 0;
-	int rc;
-
-	assert_int_equal(f->resolve(ctx->fab, th_addr(), port, 2000, &ep), 0);
-	assert_int_equal(f->create_cq(ep, 8, &cq), 0);
-	caps.send_cq = caps.recv_cq = cq;
-	assert_int_equal(f->create_qp(ep, &caps), 0);
-	rc = f->connect(ep, pd, plen, 5000, reply, &rlen);
-	if (rc == -ECONNREFUSED)
-		rdmx__reject_decode(reply, rlen, why, wlen);
-	if (!rc)
-		f->disconnect(ep);
-	f->destroy_ep(ep);
-	f->destroy_cq(cq);
-	return rc;
-}
-
 /* Bad hellos are rejected with a reason; the listener keeps serving. */
 static void test_bad_hello_rejected_listener_survives(void **state)
 {
@@ -352,12 +326,12 @@ static void test_bad_hello_rejected_listener_survives(void **state)
 	th_accept_start(&a);
 
 	memset(buf, 0x5a, sizeof(buf));
-	assert_int_equal(raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
+	assert_int_equal(th_raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
 			 -ECONNREFUSED);
 	assert_non_null(strstr(why, "not an rdmx peer"));
 
 	rdmx__hello_encode(&h, buf, sizeof(buf));
-	assert_int_equal(raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
+	assert_int_equal(th_raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
 			 -ECONNREFUSED);
 	assert_non_null(strstr(why, "protocol mismatch"));
 
@@ -365,7 +339,7 @@ static void test_bad_hello_rejected_listener_survives(void **state)
 	h.version = RDMX__WIRE_VERSION + 1;
 	rdmx__hello_encode(&h, buf, sizeof(buf));
 	buf[4] = RDMX__WIRE_VERSION + 1;
-	assert_int_equal(raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
+	assert_int_equal(th_raw_connect(ctx, port, buf, sizeof(buf), why, sizeof(why)),
 			 -ECONNREFUSED);
 	assert_non_null(strstr(why, "version"));
 

@@ -21,6 +21,7 @@
 
 #include "core/internal.h"
 #include "harness.h"
+#include "seam.h"
 #include "protocols/srq.h"
 
 #define MAXS 8
@@ -507,36 +508,14 @@ static void test_zero_timeout_sees_leaver(void **state)
 	fleet_close(&f);
 }
 
-/* Connect with a hand-made hello; the reject reason lands in @why. */
+/* Connect with a hand-made srq hello; the reject reason lands in @why. */
 static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *blk,
 		       uint8_t blen, char *why, size_t wlen)
 {
-	const struct rdmx__fabric_ops *fo = ctx->fops;
 	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = 2,
-				 .max_msg = MAX_MSG, .recv_depth = 16, .block_len = blen };
-	struct rdmx__qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4,
-				      .rnr_retry = 7, .retry_count = 7 };
-	uint8_t pd[RDMX__PDATA_CONNECT_MAX], reply[RDMX__PDATA_BUF];
-	struct rdmx__ep *ep;
-	struct rdmx__cq *cq;
-	size_t rlen = 0;
-	int len, rc;
+				 .max_msg = MAX_MSG, .recv_depth = 16 };
 
-	memcpy(h.block, blk, blen);
-	len = rdmx__hello_encode(&h, pd, sizeof(pd));
-	assert_true(len > 0);
-	assert_int_equal(fo->resolve(ctx->fab, th_addr(), port, 2000, &ep), 0);
-	assert_int_equal(fo->create_cq(ep, 8, &cq), 0);
-	caps.send_cq = caps.recv_cq = cq;
-	assert_int_equal(fo->create_qp(ep, &caps), 0);
-	rc = fo->connect(ep, pd, (size_t)len, 5000, reply, &rlen);
-	if (rc == -ECONNREFUSED)
-		rdmx__reject_decode(reply, rlen, why, wlen);
-	if (!rc)
-		fo->disconnect(ep);
-	fo->destroy_ep(ep);
-	fo->destroy_cq(cq);
-	return rc;
+	return th_hello_connect(ctx, port, &h, blk, blen, why, wlen);
 }
 
 static void *accept_any(void *arg)

@@ -17,6 +17,7 @@
 
 #include "core/internal.h"
 #include "harness.h"
+#include "seam.h"
 #include "protocols/read.h"
 
 #define BIG 4096   /* above the 1 KiB eager limit: moves by RDMA READ */
@@ -319,30 +320,10 @@ static void test_sender_gone_before_read(void **state)
 static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *block,
 		       size_t blen, char *why, size_t wlen)
 {
-	const struct rdmx__fabric_ops *f = ctx->fops;
 	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = 3,
-				 .max_msg = 4096, .recv_depth = 4,
-				 .block_len = (uint8_t)blen };
-	struct rdmx__qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4 };
-	uint8_t pd[RDMX__PDATA_CONNECT_MAX], reply[RDMX__PDATA_BUF];
-	struct rdmx__ep *ep;
-	struct rdmx__cq *cq;
-	size_t rlen = 0;
-	int len, rc;
+				 .max_msg = 4096, .recv_depth = 4 };
 
-	memcpy(h.block, block, blen);
-	len = rdmx__hello_encode(&h, pd, sizeof(pd));
-	assert_true(len > 0);
-	assert_int_equal(f->resolve(ctx->fab, th_addr(), port, 2000, &ep), 0);
-	assert_int_equal(f->create_cq(ep, 8, &cq), 0);
-	caps.send_cq = caps.recv_cq = cq;
-	assert_int_equal(f->create_qp(ep, &caps), 0);
-	rc = f->connect(ep, pd, (size_t)len, 5000, reply, &rlen);
-	if (rc == -ECONNREFUSED)
-		rdmx__reject_decode(reply, rlen, why, wlen);
-	f->destroy_ep(ep);
-	f->destroy_cq(cq);
-	return rc;
+	return th_hello_connect(ctx, port, &h, block, blen, why, wlen);
 }
 
 /* Hello blocks that do not match are refused with a reason that says
