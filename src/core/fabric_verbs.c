@@ -417,23 +417,6 @@ static int established(struct rdmx__ep *ep, int rc)
 	return rc;
 }
 
-/*
- * rdma_cm derives the local ACK timeout from the path's packet lifetime:
- * on RoCE that is code 17, 0.54 s before a lost reply is retried. A lost
- * FETCH_ADD or READ reply is noticed only by that timer (no later packet
- * brings a NAK), so every lost reply cost ~0.5 s. Ask for code 14
- * (67 ms, perftest's default) before connecting; on refusal keep it.
- */
-#define ACK_TIMEOUT_67MS 14
-
-static void set_ack_timeout(struct rdmx__ep *ep)
-{
-	uint8_t t = ACK_TIMEOUT_67MS;
-
-	(void)rdma_set_option(ep->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
-			      &t, sizeof(t));
-}
-
 static int vf_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		      int timeout_ms, void *reply, size_t *rlen)
 {
@@ -442,7 +425,6 @@ static int vf_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 	if (!ep->id->qp)
 		return rdmx__fail(-EINVAL, "connect before the QP was created");
 	conn_param(ep, pdata, plen, &p);
-	set_ack_timeout(ep);
 	if (rdma_connect(ep->id, &p))
 		return rdmx__fail(-errno, "rdma_connect: %s", strerror(errno));
 	return established(ep, expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
@@ -455,7 +437,6 @@ static int vf_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
 	struct rdma_conn_param p;
 
 	conn_param(ep, pdata, plen, &p);
-	set_ack_timeout(ep);
 	if (rdma_accept(ep->id, &p))
 		return rdmx__fail(-errno, "rdma_accept: %s", strerror(errno));
 	return established(ep, expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
