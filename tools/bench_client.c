@@ -32,6 +32,7 @@ struct group {
 	const char *proto;
 	const struct bench_target *target;
 	int conns, n_rows;
+	int bad_row;			/* first row not measured by every thread */
 	struct bench_result *rows;
 	uint64_t *t0, *t1;		/* per row: first start, last end */
 	pthread_barrier_t bar;
@@ -122,10 +123,13 @@ static void merge(struct group *g, int row, const struct gthread *th,
 	pthread_mutex_unlock(&g->mu);
 }
 
-static void fail_group(struct group *g, const struct cli_err *e)
+static void fail_group(struct group *g, int row, const struct cli_err *e)
 {
 	pthread_mutex_lock(&g->mu);
-	cli_set_err(&g->err, "%s", e->msg[0] ? e->msg : "failed");
+	if (!atomic_load(&g->failed))
+		cli_set_err(&g->err, "%s", e->msg[0] ? e->msg : "failed");
+	if (row < g->bad_row)
+		g->bad_row = row;
 	pthread_mutex_unlock(&g->mu);
 	atomic_store(&g->failed, true);
 }
@@ -146,7 +150,7 @@ static void run_row(struct gthread *th, int row)
 	j.label = lbl;
 	hist_init(th->rtt);
 	if (bench_job_run(&j)) {
-		fail_group(g, &th->ep->err);
+		fail_group(g, row, &th->ep->err);
 		return;
 	}
 	merge(g, row, th, &j);
@@ -160,14 +164,14 @@ static void *thread_main(void *arg)
 	int row;
 
 	if (bench_dial(g->ctx, g->cfg, g->proto, g->target, &th->ep, &e))
-		fail_group(g, &e);
+		fail_group(g, 0, &e);
 	for (row = 0; row < g->n_rows; row++) {
 		pthread_barrier_wait(&g->bar);
 		if (!atomic_load(&g->failed))
 			run_row(th, row);
 	}
 	if (th->ep && !atomic_load(&g->failed) && th->ep->ops->flush(th->ep))
-		fail_group(g, &th->ep->err);
+		fail_group(g, g->n_rows, &th->ep->err);
 	bench_ep_close(th->ep);
 	return NULL;
 }
@@ -210,7 +214,7 @@ static void free_rows(struct bench_result *rows, int n)
 	free(rows);
 }
 
-/* Move the finished rows of @g to the end of @rep. */
+/* Move the rows of @g every thread finished to the end of @rep. */
 static int append_rows(struct group *g, struct bench_report *rep)
 {
 	struct bench_result *all, *r;
@@ -220,7 +224,7 @@ static int append_rows(struct group *g, struct bench_report *rep)
 	if (!all)
 		return -ENOMEM;
 	rep->results = all;
-	for (i = 0; i < g->n_rows; i++) {
+	for (i = 0; i < g->bad_row; i++) {
 		r = &g->rows[i];
 		r->wall_ns = g->t1[i] - g->t0[i];
 		r->msg_rate = bench_msg_rate(r->msgs, r->wall_ns);
@@ -263,6 +267,7 @@ int bench_run_group(rdmx_ctx *ctx, const struct bench_cfg *cfg,
 	int i, rc;
 
 	rc = th ? make_rows(&g) : -ENOMEM;
+	g.bad_row = g.n_rows;
 	if (!rc) {
 		pthread_barrier_init(&g.bar, NULL, (unsigned)conns);
 		pthread_mutex_init(&g.mu, NULL);
@@ -270,14 +275,14 @@ int bench_run_group(rdmx_ctx *ctx, const struct bench_cfg *cfg,
 		pthread_barrier_destroy(&g.bar);
 		pthread_mutex_destroy(&g.mu);
 	}
+	if (rc)
+		oom(e);
+	else if (append_rows(&g, rep)) /* also the rows before a failure */
+		rc = oom(e);
 	if (!rc && atomic_load(&g.failed)) {
 		cli_set_err(e, "%s", g.err.msg);
-		rc = -EIO;
-	} else if (rc) {
-		oom(e);
+		rc = bench_stopped() ? -EINTR : -EIO;
 	}
-	if (!rc && append_rows(&g, rep))
-		rc = oom(e);
 	for (i = 0; th && i < conns; i++)
 		free(th[i].rtt);
 	free(th);

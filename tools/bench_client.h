@@ -31,7 +31,9 @@ struct bench_target {
 /**
  * bench_run_group - run every size and mode of @cfg for protocol @proto on
  * @conns connections at once (one thread each) and append one result row
- * per size and mode to @rep. Returns 0, or -errno with the first error in @e.
+ * per size and mode to @rep. Returns 0, or -errno with the first error in @e
+ * (-EINTR: stopped by a signal); the rows finished before a failure are
+ * appended too.
  */
 int bench_run_group(rdmx_ctx *ctx, const struct bench_cfg *cfg,
 		    const char *proto, const struct bench_target *t, int conns,

@@ -139,6 +139,16 @@ void bench_progress_tick(struct bench_progress *p, uint64_t done, uint64_t total
 			 uint64_t dur_ns);
 void bench_progress_end(struct bench_progress *p);
 
+/*
+ * bench_catch_stop - from now on SIGINT and SIGTERM only ask the run to stop:
+ * the test under way ends early (its row is dropped), the rows measured so
+ * far are written, and the command exits 128 + the signal's number.
+ */
+void bench_catch_stop(void);
+
+/** bench_stopped - the signal that asked to stop, or 0. */
+int bench_stopped(void);
+
 /* ------------------------------------------------------------ bench_run.c */
 
 /* One test on one connection: the client's side. */

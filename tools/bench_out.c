@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "opts.h"
@@ -328,18 +329,26 @@ int bench_write_csv(const struct bench_report *r, FILE *f)
 int bench_write_file(const char *path, const struct bench_report *r,
 		     int (*fn)(const struct bench_report *, FILE *))
 {
-	FILE *f = fopen(path, "w");
-	int rc;
+	char tmp[4096];
+	int rc = -ENAMETOOLONG;
+	FILE *f;
 
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		goto fail;
+	f = fopen(tmp, "w");
 	if (!f) {
 		rc = -errno;
-		fprintf(stderr, "rdmx bench: cannot write %s: %s\n", path, strerror(-rc));
-		return rc;
+		goto fail;
 	}
 	rc = fn(r, f);
 	if (fclose(f) && !rc)
 		rc = -errno;
-	if (rc)
-		fprintf(stderr, "rdmx bench: cannot write %s: %s\n", path, strerror(-rc));
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (!rc)
+		return 0;
+	unlink(tmp);
+fail:
+	fprintf(stderr, "rdmx bench: cannot write %s: %s\n", path, strerror(-rc));
 	return rc;
 }

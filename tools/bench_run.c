@@ -106,6 +106,8 @@ int bench_serve_ep(struct bench_ep *ep, atomic_bool *shutdown, uint64_t *tests)
 static bool phase_more(const struct bench_job *j, uint64_t i, uint64_t n,
 		       uint64_t t0)
 {
+	if (bench_stopped())
+		return false;
 	if (n)
 		return i < n;
 	/* --duration: look at the clock every 16 messages */
@@ -191,6 +193,10 @@ static int phase(struct bench_job *j, uint64_t n, bool timed)
 	t0 = bench_now_ns();
 	rc = phase_loop(j, n, timed, t0, &sent);
 	t1 = bench_now_ns();
+	if (!rc && bench_stopped()) {
+		cli_set_err(&j->ep->err, "interrupted by signal %d", bench_stopped());
+		rc = -EINTR;
+	}
 	if (rc)
 		return rc;
 	c.op = BENCH_OP_END;

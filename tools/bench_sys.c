@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* rdmx bench: CPU time, RDMA hw_counters, device lookup, the progress line. */
+/* rdmx bench: CPU time, RDMA hw_counters, device lookup, the progress line,
+ * SIGINT/SIGTERM. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -153,4 +155,27 @@ void bench_progress_end(struct bench_progress *p)
 	if (p->shown)
 		fputs("\r\033[K", stderr);
 	p->shown = false;
+}
+
+/* ------------------------------------------------------------------ stop */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+void bench_catch_stop(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int bench_stopped(void)
+{
+	return stop_signal;
 }

@@ -53,12 +53,15 @@ static const struct opts_page bench_page = {
 		"Prints one table row per protocol, size and connection count, the\n"
 		"non-zero changes of the RDMA device's hw_counters per protocol, and\n"
 		"a progress line on stderr (a terminal only) for tests over a second.\n"
-		"--json and --csv write every figure; --plot writes PNG and SVG\n"
-		"charts with gnuplot.",
+		"--json and --csv write every figure, rewritten whole as each group\n"
+		"of tests finishes; --plot writes PNG and SVG charts with gnuplot.\n"
+		"SIGINT or SIGTERM ends the test under way (its row is dropped) and\n"
+		"writes the rows finished before it.",
 	.exit_status =
 		"0   every test ran\n"
 		"1   a test or an rdmx call failed (the other protocols still run)\n"
-		"2   usage error",
+		"2   usage error\n"
+		"130, 143  stopped by SIGINT, SIGTERM (the finished rows are written)",
 	.examples =
 		"rdmx bench                                   # self-test, send_recv\n"
 		"rdmx bench -p all --sizes 64,4K,64K --iters 2000 --json out.json\n"
@@ -207,11 +210,24 @@ static void target_for(struct run *r, const char *proto, struct bench_target *t)
 			    bench_proto_port((uint16_t)r->cfg->port, proto);
 }
 
+/* --json and --csv with the rows so far (each file replaced whole). */
+static int save_files(struct run *r)
+{
+	const struct bench_cfg *cfg = r->cfg;
+	int rc = 0;
+
+	if (cfg->json && bench_write_file(cfg->json, &r->rep, bench_write_json))
+		rc = EXIT_FAIL;
+	if (cfg->csv && bench_write_file(cfg->csv, &r->rep, bench_write_csv))
+		rc = EXIT_FAIL;
+	return rc;
+}
+
 static void run_protocol(struct run *r, int pi)
 {
 	const char *proto = r->cfg->protos[pi];
 	struct bench_counters before = { 0 }, after = { 0 };
-	int sweep[16], n, i;
+	int sweep[16], n, i, rc;
 	struct bench_target t;
 	struct cli_err e;
 	bool hw;
@@ -227,8 +243,12 @@ static void run_protocol(struct run *r, int pi)
 	n = bench_conn_sweep((int)r->cfg->threads, sweep, 16);
 	for (i = 0; i < n; i++) {
 		e.msg[0] = '\0';
-		if (!bench_run_group(r->ctx, r->cfg, proto, &t, sweep[i], &r->rep, &e))
+		rc = bench_run_group(r->ctx, r->cfg, proto, &t, sweep[i], &r->rep, &e);
+		save_files(r); /* what is measured survives a crash or a signal */
+		if (!rc)
 			continue;
+		if (bench_stopped())
+			break;
 		fprintf(stderr, "rdmx bench: %s on %d connection%s: %s\n", proto,
 			sweep[i], sweep[i] > 1 ? "s" : "", e.msg);
 		r->failures++;
@@ -260,14 +280,11 @@ static void send_shutdown(struct run *r)
 static int write_outputs(struct run *r)
 {
 	const struct bench_cfg *cfg = r->cfg;
-	int rc = 0;
+	int rc;
 
 	bench_print_table(&r->rep, stdout);
 	bench_print_counters(&r->rep, stdout);
-	if (cfg->json && bench_write_file(cfg->json, &r->rep, bench_write_json))
-		rc = EXIT_FAIL;
-	if (cfg->csv && bench_write_file(cfg->csv, &r->rep, bench_write_csv))
-		rc = EXIT_FAIL;
+	rc = save_files(r);
 	if (cfg->plot && bench_plot(&r->rep, cfg->plot))
 		rc = EXIT_FAIL;
 	fflush(stdout);
@@ -311,7 +328,8 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 		.peer = cfg->addr ? cfg->addr : "self-test",
 		.outstanding = (int)cfg->outstanding, .n_protos = cfg->n_protos,
 	};
-	for (i = 0; i < cfg->n_protos; i++)
+	bench_catch_stop();
+	for (i = 0; i < cfg->n_protos && !bench_stopped(); i++)
 		run_protocol(&r, i);
 	if (r.self && bench_server_stop(r.self))
 		r.failures++;
@@ -319,6 +337,12 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 		send_shutdown(&r);
 	rc = write_outputs(&r);
 	bench_report_free(&r.rep);
+	if (bench_stopped()) {
+		fprintf(stderr, "rdmx bench: stopped by signal %d; the tests finished "
+			"before it are above%s\n", bench_stopped(),
+			cfg->json || cfg->csv ? " and in the files" : "");
+		return 128 + bench_stopped();
+	}
 	return r.failures ? EXIT_FAIL : rc;
 }
 

@@ -2,7 +2,8 @@
 # rdmx bench end to end on the fake fabric (every protocol and tcp on
 # loopback): the JSON parses and has a row per protocol, size and mode with
 # every message counted; the CSV has the same rows; --plot writes every chart
-# (PNG and SVG) without a gnuplot warning; bad input exits 2.
+# (PNG and SVG) without a gnuplot warning; bad input exits 2; SIGINT keeps
+# the finished rows.
 # Usage: bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
@@ -61,4 +62,22 @@ usage "ring-size" --ring-size 1K
 	{ cat "$dir/out"; fail "1 MiB messages through the ring protocols"; }
 [ "$(jq '[.results[] | select(.msgs == 10)] | length' "$dir/big.json")" -eq 4 ] ||
 	fail "not every ring protocol measured 10 messages of 1 MiB"
+# Results survive Ctrl-C: SIGINT in the middle of a run exits 130, and the
+# JSON and CSV hold every row finished before it (whole files, no leftovers).
+set +e
+timeout --preserve-status -s INT 4 "$rdmx" bench --fabric fake -p all --sizes 64 \
+	--duration 1 --json "$dir/int.json" --csv "$dir/int.csv" >"$dir/out" 2>"$dir/err"
+rc=$?
+set -e
+[ "$rc" -eq 130 ] || { cat "$dir/err"; fail "SIGINT: exit $rc, expected 130"; }
+grep -q 'stopped by signal 2' "$dir/err" || { cat "$dir/err"; fail "SIGINT: no message"; }
+rows=$(jq '.results | length' "$dir/int.json") || fail "SIGINT: the JSON does not parse"
+[ "$rows" -ge 1 ] && [ "$rows" -lt $((nproto * 2)) ] ||
+	fail "SIGINT: $rows rows, expected some but not all $((nproto * 2))"
+jq -e 'all(.results[]; .msgs > 0 and .msg_rate > 0)' "$dir/int.json" >/dev/null ||
+	fail "SIGINT: a row in the JSON was not measured to the end"
+[ "$(wc -l <"$dir/int.csv")" -eq $((rows + 1)) ] || fail "SIGINT: CSV rows differ from JSON rows"
+! ls "$dir"/*.tmp >/dev/null 2>&1 || fail "SIGINT: temporary files left behind"
+grep -q '^send_recv' "$dir/out" || fail "SIGINT: the finished rows are not on stdout"
+
 echo "ok: rdmx bench on the fake fabric"
