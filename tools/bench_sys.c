@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -159,11 +160,17 @@ void bench_progress_end(struct bench_progress *p)
 
 /* ------------------------------------------------------------------ stop */
 
-static volatile sig_atomic_t stop_signal;
+/* Read by the worker threads while the handler may run on any thread: a
+ * lock-free atomic, which is async-signal-safe where sig_atomic_t alone is
+ * not thread-safe. */
+static atomic_int stop_signal;
 
 static void on_stop(int sig)
 {
-	stop_signal = sig;
+	int saved = errno;
+
+	atomic_store_explicit(&stop_signal, sig, memory_order_relaxed);
+	errno = saved;
 }
 
 void bench_catch_stop(void)
@@ -177,5 +184,5 @@ void bench_catch_stop(void)
 
 int bench_stopped(void)
 {
-	return stop_signal;
+	return atomic_load_explicit(&stop_signal, memory_order_relaxed);
 }
