@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "peer.h"
+
+#define FZ_SLOTS 8
+#define FZ_ACCEPT_MS 5000
+#define FZ_CONNECT_MS 5000
+
+rdmx_ctx *fz_ctx(void)
+{
+	static rdmx_ctx *ctx;
+	struct rdmx_ctx_opts co = { .fabric = "fake" };
+
+	if (!ctx)
+		FZ_CHECK(!rdmx_ctx_create(&ctx, &co), "fake context");
+	return ctx;
+}
+
+static rdmx_listener *lis_of[FZ_SLOTS];
+static struct rdmx_conn_opts opts_of[FZ_SLOTS];
+
+rdmx_listener *fz_listener(int slot, const struct rdmx_conn_opts *opts)
+{
+	FZ_CHECK(slot >= 0 && slot < FZ_SLOTS, "listener slot");
+	if (!lis_of[slot]) {
+		opts_of[slot] = *opts;
+		FZ_CHECK(!rdmx_listen(fz_ctx(), "fake", 0, opts, &lis_of[slot]), "listen");
+	}
+	return lis_of[slot];
+}
+
+/* The listener's accept goes on after a reject: end it with a real dial. */
+static void end_accept(int slot)
+{
+	rdmx_conn *c = NULL;
+
+	FZ_CHECK(!rdmx_dial(fz_ctx(), "fake", rdmx_listener_port(lis_of[slot]),
+			    &opts_of[slot], &c), "dial after a rejected request");
+	rdmx_conn_close(c);
+}
+
+struct fz_acceptor {
+	rdmx_listener *lis;
+	rdmx_conn *conn;
+	int rc;
+};
+
+static void *accept_main(void *arg)
+{
+	struct fz_acceptor *a = arg;
+
+	a->rc = rdmx_accept(a->lis, FZ_ACCEPT_MS, &a->conn);
+	return NULL;
+}
+
+/* Create the raw ep, CQ, QP and buffer, and connect. */
+static int peer_open(struct fz_peer *p, uint16_t port, const void *pd, size_t plen)
+{
+	const struct rdmx__fabric_ops *f = fz_ctx()->fops;
+	struct rdmx__qp_caps caps = { .max_send_wr = 16, .max_recv_wr = 16,
+				      .rnr_retry = 7, .retry_count = 7 };
+
+	FZ_CHECK(!f->resolve(fz_ctx()->fab, "fake", port, 2000, &p->ep), "resolve");
+	FZ_CHECK(!f->create_cq(p->ep, 64, &p->cq), "create_cq");
+	caps.send_cq = caps.recv_cq = p->cq;
+	FZ_CHECK(!f->create_qp(p->ep, &caps), "create_qp");
+	p->buf = rdmx__alloc_buf(FZ_PEER_BUF);
+	FZ_CHECK(p->buf != NULL, "peer buffer");
+	memset(p->buf, 0, FZ_PEER_BUF);
+	FZ_CHECK(!f->reg_mr(p->ep, p->buf, FZ_PEER_BUF, RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE |
+			    RDMX__ACCESS_READ | RDMX__ACCESS_ATOMIC, &p->mr), "reg_mr");
+	fz_peer_recvs(p, 8);
+	p->rlen = 0;
+	return f->connect(p->ep, pd, plen, FZ_CONNECT_MS, p->reply, &p->rlen);
+}
+
+int fz_peer_connect(struct fz_peer *p, int slot, const void *pd, size_t plen,
+		    rdmx_conn **server)
+{
+	struct fz_acceptor a = { .lis = lis_of[slot] };
+	pthread_t t;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	*server = NULL;
+	FZ_CHECK(!pthread_create(&t, NULL, accept_main, &a), "acceptor thread");
+	FZ_CHECK(a.lis != NULL, "fz_peer_connect before fz_listener");
+	rc = peer_open(p, rdmx_listener_port(a.lis), pd, plen);
+	p->connected = !rc;
+	if (rc) {
+		fz_peer_close(p);
+		end_accept(slot);
+	}
+	pthread_join(t, NULL);
+	if (a.rc)
+		return rc ? rc : a.rc;
+	if (rc)
+		rdmx_conn_close(a.conn);
+	else
+		*server = a.conn;
+	return rc;
+}
+
+int fz_peer_post(struct fz_peer *p, enum rdmx__op op, size_t at, uint32_t len,
+		 uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+	const struct rdmx__fabric_ops *f = fz_ctx()->fops;
+	struct rdmx__wr wr = { .wr_id = 1, .op = op, .flags = RDMX__WR_SIGNALED,
+			       .addr = p->buf + at, .len = len, .lkey = p->mr->lkey,
+			       .remote_addr = raddr, .rkey = rkey, .imm = imm };
+	struct rdmx__wc wc;
+	int rc, n, spins;
+
+	FZ_CHECK(at + len <= FZ_PEER_BUF / 2, "peer post beyond its send half");
+	rc = f->post_send(p->ep, &wr, 1);
+	if (rc)
+		return rc;
+	/* Bounded: the fake completes a WR before post_send returns or soon
+	 * after; receive completions on the shared CQ are skipped. */
+	for (spins = 0; spins < 100000; spins++) {
+		n = f->poll_cq(p->cq, &wc, 1);
+		if (n < 0)
+			return n;
+		if (n && wc.wr_id == 1)
+			return wc.status == RDMX__WC_OK ? 0 : -EIO;
+	}
+	return -ETIMEDOUT;
+}
+
+void fz_peer_recvs(struct fz_peer *p, int n)
+{
+	const struct rdmx__fabric_ops *f = fz_ctx()->fops;
+	struct rdmx__wr wr = { .wr_id = 2, .op = RDMX__OP_RECV, .len = 256,
+			       .lkey = p->mr->lkey };
+
+	for (int i = 0; i < n; i++) {
+		wr.addr = p->buf + FZ_PEER_BUF - 256 * (size_t)(i + 1);
+		if (f->post_recv(p->ep, &wr, 1))
+			return;
+	}
+}
+
+void fz_peer_close(struct fz_peer *p)
+{
+	const struct rdmx__fabric_ops *f = fz_ctx()->fops;
+
+	if (p->connected)
+		f->disconnect(p->ep);
+	if (p->ep)
+		f->destroy_ep(p->ep);
+	if (p->mr)
+		f->dereg_mr(p->mr);
+	if (p->cq)
+		f->destroy_cq(p->cq);
+	free(p->buf);
+	memset(p, 0, sizeof(*p));
+}
