@@ -74,9 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		plen = make_hello(&in, protos[slot], pd);
 	}
-	if (fz_peer_connect(&p, slot, pd, plen, &server))
-		return 0;
-	if (server) {
+	fz_peer_open(&p, slot);
+	if (!fz_peer_connect(&p, slot, pd, plen, &server)) {
 		FZ_CHECK(rdmx_conn_max_msg(server) <= FZ_MAX_MSG,
 			 "accepted conn's max_msg above the listener's");
 		if (!rdmx_recv(server, &m, 0))

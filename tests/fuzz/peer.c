@@ -57,25 +57,24 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-/* Create the raw ep, CQ, QP and buffer, and connect. */
-static int peer_open(struct fz_peer *p, uint16_t port, const void *pd, size_t plen)
+void fz_peer_open(struct fz_peer *p, int slot)
 {
 	const struct rdmx__fabric_ops *f = fz_ctx()->fops;
 	struct rdmx__qp_caps caps = { .max_send_wr = 16, .max_recv_wr = 16,
 				      .rnr_retry = 7, .retry_count = 7 };
 
-	FZ_CHECK(!f->resolve(fz_ctx()->fab, "fake", port, 2000, &p->ep), "resolve");
+	FZ_CHECK(slot >= 0 && slot < FZ_SLOTS && lis_of[slot], "fz_peer_open before fz_listener");
+	memset(p, 0, sizeof(*p));
+	FZ_CHECK(!f->resolve(fz_ctx()->fab, "fake", rdmx_listener_port(lis_of[slot]), 2000,
+			     &p->ep), "resolve");
 	FZ_CHECK(!f->create_cq(p->ep, 64, &p->cq), "create_cq");
 	caps.send_cq = caps.recv_cq = p->cq;
 	FZ_CHECK(!f->create_qp(p->ep, &caps), "create_qp");
 	p->buf = rdmx__alloc_buf(FZ_PEER_BUF);
 	FZ_CHECK(p->buf != NULL, "peer buffer");
-	memset(p->buf, 0, FZ_PEER_BUF);
 	FZ_CHECK(!f->reg_mr(p->ep, p->buf, FZ_PEER_BUF, RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE |
 			    RDMX__ACCESS_READ | RDMX__ACCESS_ATOMIC, &p->mr), "reg_mr");
 	fz_peer_recvs(p, 8);
-	p->rlen = 0;
-	return f->connect(p->ep, pd, plen, FZ_CONNECT_MS, p->reply, &p->rlen);
 }
 
 int fz_peer_connect(struct fz_peer *p, int slot, const void *pd, size_t plen,
@@ -85,16 +84,13 @@ int fz_peer_connect(struct fz_peer *p, int slot, const void *pd, size_t plen,
 	pthread_t t;
 	int rc;
 
-	memset(p, 0, sizeof(*p));
 	*server = NULL;
 	FZ_CHECK(!pthread_create(&t, NULL, accept_main, &a), "acceptor thread");
-	FZ_CHECK(a.lis != NULL, "fz_peer_connect before fz_listener");
-	rc = peer_open(p, rdmx_listener_port(a.lis), pd, plen);
+	p->rlen = 0;
+	rc = fz_ctx()->fops->connect(p->ep, pd, plen, FZ_CONNECT_MS, p->reply, &p->rlen);
 	p->connected = !rc;
-	if (rc) {
-		fz_peer_close(p);
+	if (rc)
 		end_accept(slot);
-	}
 	pthread_join(t, NULL);
 	if (a.rc)
 		return rc ? rc : a.rc;
@@ -115,7 +111,7 @@ int fz_peer_post(struct fz_peer *p, enum rdmx__op op, size_t at, uint32_t len,
 	struct rdmx__wc wc;
 	int rc, n, spins;
 
-	FZ_CHECK(at + len <= FZ_PEER_BUF / 2, "peer post beyond its send half");
+	FZ_CHECK(at + len <= FZ_PEER_SCRATCH, "peer post beyond its scratch bytes");
 	rc = f->post_send(p->ep, &wr, 1);
 	if (rc)
 		return rc;

@@ -33,9 +33,15 @@ struct fz_peer {
 };
 
 #define FZ_PEER_BUF 65536u
+/* Bytes at the start of the buffer that fz_peer_post() sends from. */
+#define FZ_PEER_SCRATCH 16384u
+
+/* Create @p's ep (resolved to the listener of @slot), CQ, QP, registered
+ * buffer and 8 posted receives. */
+void fz_peer_open(struct fz_peer *p, int slot);
 
 /*
- * Connect @p to the listener of @slot with @plen bytes of @pd while a
+ * Connect @p (from fz_peer_open) to the listener of @slot with @plen bytes of @pd while a
  * thread accepts; 0 (*@server the accepted conn, the reply in @p) or the
  * connect's or accept's -errno. After a reject the accept is ended by a
  * dial with the listener's own options (rdmx_accept goes on after one).
@@ -43,7 +49,8 @@ struct fz_peer {
 int fz_peer_connect(struct fz_peer *p, int slot, const void *pd, size_t plen,
 		    rdmx_conn **server);
 
-/* Post one work request on @p (local buffer: @p->buf + @at) and poll its
+/* Post one work request on @p (local buffer: @p->buf + @at, within
+ * FZ_PEER_SCRATCH) and poll its
  * completion if signaled; 0 or -errno. */
 int fz_peer_post(struct fz_peer *p, enum rdmx__op op, size_t at, uint32_t len,
 		 uint64_t raddr, uint32_t rkey, uint32_t imm);
