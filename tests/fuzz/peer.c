@@ -9,6 +9,7 @@
 #define FZ_SLOTS 8
 #define FZ_ACCEPT_MS 5000
 #define FZ_CONNECT_MS 5000
+#define FZ_POLLS 200 /* polls for one completion before giving up */
 
 rdmx_ctx *fz_ctx(void)
 {
@@ -31,6 +32,14 @@ rdmx_listener *fz_listener(int slot, const struct rdmx_conn_opts *opts)
 		FZ_CHECK(!rdmx_listen(fz_ctx(), "fake", 0, opts, &lis_of[slot]), "listen");
 	}
 	return lis_of[slot];
+}
+
+void fz_listener_drop(int slot)
+{
+	FZ_CHECK(slot >= 0 && slot < FZ_SLOTS, "listener slot");
+	if (lis_of[slot])
+		rdmx_listener_destroy(lis_of[slot]);
+	lis_of[slot] = NULL;
 }
 
 /* The listener's accept goes on after a reject: end it with a real dial. */
@@ -101,30 +110,57 @@ int fz_peer_connect(struct fz_peer *p, int slot, const void *pd, size_t plen,
 	return rc;
 }
 
-int fz_peer_post(struct fz_peer *p, enum rdmx__op op, size_t at, uint32_t len,
-		 uint64_t raddr, uint32_t rkey, uint32_t imm)
+/* Post @wr and poll its completion, boundedly; 0 or -errno. */
+static int post_wait(struct fz_peer *p, const struct rdmx__wr *wr)
 {
 	const struct rdmx__fabric_ops *f = fz_ctx()->fops;
-	struct rdmx__wr wr = { .wr_id = 1, .op = op, .flags = RDMX__WR_SIGNALED,
-			       .addr = p->buf + at, .len = len, .lkey = p->mr->lkey,
-			       .remote_addr = raddr, .rkey = rkey, .imm = imm };
 	struct rdmx__wc wc;
 	int rc, n, spins;
 
-	FZ_CHECK(at + len <= FZ_PEER_SCRATCH, "peer post beyond its scratch bytes");
-	rc = f->post_send(p->ep, &wr, 1);
-	if (rc)
-		return rc;
-	/* Bounded: the fake completes a WR before post_send returns or soon
-	 * after; receive completions on the shared CQ are skipped. */
-	for (spins = 0; spins < 100000; spins++) {
+	FZ_CHECK((uint8_t *)wr->addr + wr->len <= p->buf + FZ_PEER_SCRATCH,
+		 "peer post beyond its scratch bytes");
+	if (p->broken)
+		return -EIO;
+	rc = f->post_send(p->ep, wr, 1);
+	/* The fake completes a WR at once unless it is blocked (e.g. a
+	 * SEND or WRITE_IMM without a receive posted): then give up, and
+	 * post nothing more on this peer. Receive completions on the
+	 * shared CQ are skipped. */
+	for (spins = 0; !rc && spins < FZ_POLLS; spins++) {
 		n = f->poll_cq(p->cq, &wc, 1);
 		if (n < 0)
-			return n;
-		if (n && wc.wr_id == 1)
-			return wc.status == RDMX__WC_OK ? 0 : -EIO;
+			rc = n;
+		else if (n && wc.wr_id == wr->wr_id)
+			rc = wc.status == RDMX__WC_OK ? 0 : -EIO;
+		if (n && wc.wr_id == wr->wr_id)
+			break;
 	}
-	return -ETIMEDOUT;
+	if (rc || spins == FZ_POLLS)
+		p->broken = 1;
+	return rc ? rc : spins == FZ_POLLS ? -ETIMEDOUT : 0;
+}
+
+int fz_peer_post(struct fz_peer *p, enum rdmx__op op, size_t at, uint32_t len,
+		 uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+	struct rdmx__wr wr = { .wr_id = 1, .op = op, .flags = RDMX__WR_SIGNALED,
+			       .addr = p->buf + at, .len = len, .lkey = p->mr->lkey,
+			       .remote_addr = raddr, .rkey = rkey, .imm = imm };
+
+	return post_wait(p, &wr);
+}
+
+uint64_t fz_peer_faa(struct fz_peer *p, uint64_t raddr, uint32_t rkey, uint64_t add)
+{
+	uint64_t old = 0;
+	struct rdmx__wr wr = { .wr_id = 1, .op = RDMX__OP_FETCH_ADD,
+			       .flags = RDMX__WR_SIGNALED, .addr = p->buf, .len = 8,
+			       .lkey = p->mr->lkey, .remote_addr = raddr, .rkey = rkey,
+			       .add = add };
+
+	if (!post_wait(p, &wr))
+		memcpy(&old, p->buf, sizeof(old));
+	return old;
 }
 
 void fz_peer_recvs(struct fz_peer *p, int n)

@@ -21,6 +21,10 @@ rdmx_ctx *fz_ctx(void);
  * with its options for the process's life. */
 rdmx_listener *fz_listener(int slot, const struct rdmx_conn_opts *opts);
 
+/* Destroy the listener of @slot (the next fz_listener() makes a new one):
+ * for state a listener keeps across connections (write_atomic's ring). */
+void fz_listener_drop(int slot);
+
 /* The raw peer: its ep, one CQ, and a registered 64 KiB buffer. */
 struct fz_peer {
 	struct rdmx__ep *ep;
@@ -28,6 +32,7 @@ struct fz_peer {
 	struct rdmx__mr *mr;
 	uint8_t *buf;
 	int connected;
+	int broken; /* a post failed or never completed: post no more */
 	uint8_t reply[RDMX__PDATA_BUF];
 	size_t rlen;
 };
@@ -50,10 +55,13 @@ int fz_peer_connect(struct fz_peer *p, int slot, const void *pd, size_t plen,
 		    rdmx_conn **server);
 
 /* Post one work request on @p (local buffer: @p->buf + @at, within
- * FZ_PEER_SCRATCH) and poll its
- * completion if signaled; 0 or -errno. */
+ * FZ_PEER_SCRATCH) and poll its completion (boundedly); 0 or -errno. */
 int fz_peer_post(struct fz_peer *p, enum rdmx__op op, size_t at, uint32_t len,
 		 uint64_t raddr, uint32_t rkey, uint32_t imm);
+
+/* FETCH_ADD @add at @raddr (scratch byte 0 takes the result); the old
+ * value, 0 if it failed. */
+uint64_t fz_peer_faa(struct fz_peer *p, uint64_t raddr, uint32_t rkey, uint64_t add);
 
 /* Post @n receives of 256 bytes each (from the end of @p->buf). */
 void fz_peer_recvs(struct fz_peer *p, int n);
