@@ -9,8 +9,9 @@
  *   ops (at most FZ_OPS), a kind byte each:
  *     0 record: u16 where (bit 15: reserve by FETCH_ADD on the tail, else
  *       (where & 0x7fff) * 64), u32 len, u32 sender (bit 31 of len clear:
- *       the id the receiver gave us), u16 flags, u32 imm, u8 n, n payload
- *       bytes; stamped by member_record() as a writer would
+ *       the id the receiver gave us), u16 flags, u32 imm, u8 n (bit 7: no
+ *       trailer), n & 0x7f payload bytes (the rest zero); stamped by
+ *       member_record() as a writer would
  *     1 raw: u16 at, u8 n, n bytes written at ring byte at & mask
  *     2 FETCH_ADD on the tail: u16 * 64 bytes
  *     3 WRITE_WITH_IMM of u8 n raw bytes at u16 at, imm u32
@@ -115,23 +116,26 @@ static void member_record(struct member *m, struct fz_in *in)
 	uint16_t where = (uint16_t)fz_take(in, 2);
 	struct wa_hdr h = { .len = (uint32_t)fz_take(in, 4) };
 	uint32_t sender = (uint32_t)fz_take(in, 4), n, wrote;
-	uint8_t *s = m->p->buf;
+	uint8_t *s = m->p->buf, nb;
 	uint64_t v, stamp;
 
 	h.sender = h.len & 0x80000000u ? sender : m->id;
 	h.flags = (uint16_t)fz_take(in, 2);
 	h.imm = (uint32_t)fz_take(in, 4);
-	n = (uint32_t)fz_take(in, 1);
+	nb = (uint8_t)fz_take(in, 1);
+	n = nb & 0x7f;
 	v = where & 0x8000 ? faa(m, wa_rec_size(h.len & 0xffff)) :
 			     (uint64_t)(where & 0x7fff) * WA_ALIGN;
-	memset(s, 0, WA_HDR + 256 + 2 * WA_TRL);
+	memset(s, 0, FZ_PEER_SCRATCH);
 	wa_put_hdr(s, &h);
 	stamp = wa_hstamp(m->salt, v);
 	memcpy(s + WA_STAMP_OFF, &stamp, sizeof(stamp));
 	for (uint32_t i = 0; i < n; i++)
 		s[WA_HDR + i] = (uint8_t)fz_take(in, 1);
 	wrote = WA_HDR + n;
-	if (wa_write_len(h.len) <= WA_HDR + wa_round8(n) + WA_TRL) {
+	/* The trailer where the length puts it (bit 7 of n: left out), the
+	 * payload beyond the input's bytes zero. */
+	if (!(nb & 0x80) && wa_write_len(h.len) <= FZ_PEER_SCRATCH) {
 		stamp = wa_tstamp(m->salt, v);
 		memcpy(s + wa_trailer_off(h.len), &stamp, sizeof(stamp));
 		wrote = (uint32_t)wa_write_len(h.len);

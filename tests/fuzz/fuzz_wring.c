@@ -8,9 +8,9 @@
  *   byte 0: the listener (0 simplex, 1 magic, 2 duplex: poll; 3 simplex IMM)
  *   then ops, a kind byte each (at most FZ_OPS):
  *     0 record: u16 where (bit 15: the next offset the harness tracks, else
- *       (where & 0x7fff) * 16), u32 len, u16 flags, u8 n, n payload bytes;
- *       header and footer stamped as a writer would (footer only if the
- *       record fits in what is written)
+ *       (where & 0x7fff) * 16), u32 len, u16 flags, u8 n (bit 7: no
+ *       footer), n & 0x7f payload bytes (the rest of len zero); header and
+ *       footer stamped as a writer would
  *     1 raw: u16 at, u8 n, n bytes written at ring byte at & mask
  *     2 control word: u8 word (0..3), u64 value written to the ctl words
  *     3 SEND of u8 n bytes (a control message)
@@ -111,18 +111,21 @@ static void op_record(struct target *t, struct fz_in *in)
 	uint16_t where = (uint16_t)fz_take(in, 2);
 	uint32_t len = (uint32_t)fz_take(in, 4);
 	uint16_t flags = (uint16_t)fz_take(in, 2);
-	uint32_t n = (uint32_t)fz_take(in, 1), wrote;
+	uint8_t nb = (uint8_t)fz_take(in, 1);
+	uint32_t n = nb & 0x7f, wrote;
 	uint64_t off = where & 0x8000 ? t->next : (uint64_t)(where & 0x7fff) * 16;
 	uint64_t rsize = rdmx__ring_rec_size(len);
 	uint8_t *s = t->p->buf;
 
-	memset(s, 0, RDMX__RING_HDR + 256 + RDMX__RING_FTR + RDMX__RING_ALIGN);
+	memset(s, 0, FZ_PEER_SCRATCH);
 	rdmx__ring_put_rec(s, t->seed, off, 0, (uint32_t)off, flags);
 	memcpy(s, &len, sizeof(len)); /* the fuzzer's length, stamp kept */
 	for (uint32_t i = 0; i < n; i++)
 		s[RDMX__RING_HDR + i] = (uint8_t)fz_take(in, 1);
 	wrote = RDMX__RING_HDR + n;
-	if (rsize <= rdmx__ring_rec_size(n)) {
+	/* The footer where the length puts it (bit 7 of n: left out), the
+	 * payload beyond the input's bytes zero. */
+	if (!(nb & 0x80) && rsize <= FZ_PEER_SCRATCH) {
 		uint64_t stamp = rdmx__ring_stamp(t->seed, off);
 
 		memcpy(s + rsize - RDMX__RING_FTR, &stamp, sizeof(stamp));
