@@ -6,11 +6,13 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 CMAKE_GEN  := -G Ninja
 SANDBOX    := sandbox/run
 VALGRIND   := RDMX_TEST_QUICK=1 valgrind --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --quiet
 
-.PHONY: all deps build asan tsan check unit-check valgrind-check integration-check twohost-check demo clean
+.PHONY: all deps build asan tsan fuzz check unit-check valgrind-check integration-check twohost-check demo clean
 
 all: build
 
@@ -28,6 +30,17 @@ asan: deps
 tsan: deps
 	@cmake -S . -B $(TSAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DRDMX_SANITIZE=thread >/dev/null
 	@cmake --build $(TSAN_BUILD)
+
+# libFuzzer harnesses (tests/fuzz), clang with ASan/UBSan: each runs
+# FUZZ_SECONDS, then what it found that adds coverage is merged into the
+# committed corpus (tests/fuzz/corpus/<harness>; commit it, keep it small).
+# make check replays that corpus in the unit tests (the *_replay tests).
+fuzz:
+	@scripts/install-deps --fuzz
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \
+	  -DRDMX_SANITIZE=address,undefined -DRDMX_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD)
+	tests/fuzz/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # Unit tests run natively: plain, ASan/UBSan, TSan, and under valgrind. The
 # TSan and valgrind runs use the suites' quick counts (RDMX_TEST_QUICK: a
@@ -65,4 +78,4 @@ demo: build
 	BUILD=$(BUILD) bench/demo
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

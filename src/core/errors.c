@@ -12,6 +12,7 @@
 
 static _Thread_local char last_error[RDMX__ERRMSG_LEN];
 
+__attribute__((format(printf, 1, 0)))
 static void vrecord(const char *fmt, va_list ap)
 {
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);

@@ -41,7 +41,9 @@
  *    vendor_status holds the matching ibv_wc_status number.
  *  - Keys: lkey and rkey differ (even, odd) so one used for the other
  *    fails; any rkey registered in the process is valid remotely, and a
- *    zero-length transfer checks no key.
+ *    zero-length transfer checks no key. Every local access is checked
+ *    against the lkey's MR (range), and what the NIC writes locally (a
+ *    receive, a READ's or FETCH_ADD's destination) needs LOCAL access.
  *  - The owner of memory reached by WRITE/READ/FETCH_ADD may access it
  *    concurrently with __atomic operations. Built with ThreadSanitizer,
  *    the fake moves remote bytes one at a time with atomic release stores
@@ -304,6 +306,18 @@ static int local_ok(uint32_t lkey, const void *addr, uint64_t len)
 	return !len || mr_find(lkey, 0, (uintptr_t)addr, len);
 }
 
+/* Memory the NIC writes locally (a receive, a READ's or FETCH_ADD's
+ * destination) needs local write access, as verbs' LOCAL_WRITE. */
+static int local_write_ok(uint32_t lkey, const void *addr, uint64_t len)
+{
+	struct fmr *m;
+
+	if (!len)
+		return 1;
+	m = mr_find(lkey, 0, (uintptr_t)addr, len);
+	return m && (m->access & RDMX__ACCESS_LOCAL);
+}
+
 static int remote_ok(const struct rdmx__wr *wr, uint64_t len, int access)
 {
 	struct fmr *m;
@@ -483,7 +497,11 @@ static int wr_local_ok(const struct rdmx__wr *wr)
 {
 	if (wr->flags & RDMX__WR_INLINE)
 		return 1;
-	return local_ok(wr->lkey, wr->addr, wr->op == RDMX__OP_FETCH_ADD ? 8 : wr->len);
+	if (wr->op == RDMX__OP_FETCH_ADD)
+		return local_write_ok(wr->lkey, wr->addr, 8);
+	if (wr->op == RDMX__OP_READ)
+		return local_write_ok(wr->lkey, wr->addr, wr->len);
+	return local_ok(wr->lkey, wr->addr, wr->len);
 }
 
 /* SEND/SEND_IMM: fill the responder's oldest receive (there is one). */
@@ -500,7 +518,7 @@ static void run_send(struct rdmx__ep *qp, struct rdmx__ep *peer,
 	if (wr->len > r.len) {
 		wc.status = RDMX__WC_LOCAL_LENGTH;
 		wc.vendor_status = VS_LOC_LEN;
-	} else if (!local_ok(r.lkey, r.addr, wr->len)) {
+	} else if (!local_write_ok(r.lkey, r.addr, wr->len)) {
 		wc.status = RDMX__WC_OTHER;
 		wc.vendor_status = VS_LOC_PROT;
 	} else {

@@ -623,6 +623,49 @@ static void test_local_key_error(void **state)
 	pair_free(p);
 }
 
+/* A pair whose MRs lack LOCAL access (remote WRITE and READ only). */
+static struct pair *pair_no_local(void)
+{
+	struct pair *p = pair_new();
+
+	p->c.access = RDMX__ACCESS_WRITE | RDMX__ACCESS_READ;
+	p->s.access = RDMX__ACCESS_WRITE | RDMX__ACCESS_READ;
+	pair_open(p);
+	return p;
+}
+
+/* What the NIC writes locally (a receive, a READ's destination) needs
+ * LOCAL access on the MR, as verbs' LOCAL_WRITE; a source does not. */
+static void test_local_write_needs_access(void **state)
+{
+	struct pair *p = pair_no_local();
+	struct rdmx__wr w;
+	struct rdmx__wc wc[2];
+
+	(void)state;
+	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 16); /* a source: fine */
+	w.remote_addr = raddr(&p->s, 0);
+	w.rkey = p->s.mr->rkey;
+	assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_n(p->c.scq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_OK);
+	w = wr_on(&p->s, RDMX__OP_READ, 0, 16); /* a READ's destination */
+	w.remote_addr = raddr(&p->c, 0);
+	w.rkey = p->c.mr->rkey;
+	assert_int_equal(post(&p->s, w), 0);
+	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
+	pair_free(p);
+
+	p = pair_no_local();
+	post_recvs(&p->s, 64, 64, 1);
+	w = wr_on(&p->c, RDMX__OP_SEND, 0, 16); /* into a receive */
+	assert_int_equal(post(&p->c, w), 0);
+	assert_int_equal(poll_n(p->s.rcq, wc, 1), 1);
+	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
+	pair_free(p);
+}
+
 static void test_write_imm(void **state)
 {
 	struct pair *p = pair_new();
@@ -971,6 +1014,7 @@ int main(void)
 		cmocka_unit_test(test_write_then_read),
 		cmocka_unit_test(test_remote_access_errors),
 		cmocka_unit_test(test_local_key_error),
+		cmocka_unit_test(test_local_write_needs_access),
 		cmocka_unit_test(test_write_imm),
 		cmocka_unit_test(test_fetch_add_threads),
 		cmocka_unit_test(test_srq_shared),
