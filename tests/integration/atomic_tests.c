@@ -11,7 +11,7 @@
  *    neither it nor the complete record behind it until it is written;
  *  - peer-written memory: a delivered header rewritten into a zero-length
  *    pad does not make release spin; a record above max_msg fails only
- *    its writer's connection;
+ *    its writer's connection, and so does a pad inside a lap;
  *  - out-of-order release, per-connection receive with two members,
  *    -EAGAIN on a full ring, and a ring too small for max_msg_size;
  *  - (fake fabric only, by fault injection) a FETCH_ADD that completes with
@@ -488,6 +488,37 @@ static void test_record_above_max_msg(void **state)
 	th_pair_close(&p);
 }
 
+/*
+ * A stamped pad that does not run past the ring's end (a sender pads only
+ * a reservation crossing it) would skip the others' records: it fails the
+ * connection that wrote it instead.
+ */
+static void test_pad_inside_lap(void **state)
+{
+	struct wa_hdr h = { .len = WA_ALIGN, .flags = WA_F_PAD };
+	rdmx_conn *c2, *s2;
+	struct rdmx_msg m;
+	struct th_pair p;
+
+	(void)state;
+	open_two(&p, &c2, &s2);
+	send_seq(p.client, 100, 1, 0);
+	send_seq(c2, 200, 2, 0);
+	assert_int_equal(rdmx_flush(c2, 10000), 0);
+	h.sender = wa_of(s2)->rx_id;
+	wa_put_hdr(wa_of(s2)->rx->buf + wa_rec_size(100), &h);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	check_seq(&m, 100, 1);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 1000), -EPROTO);
+	assert_int_equal(s2->down_rc, -EPROTO);
+	assert_non_null(strstr(rdmx_conn_error(s2), "pad"));
+	assert_int_equal(p.server->state, RDMX__CONN_UP);
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(&p);
+}
+
 /* Messages held and released in reverse; then many laps more. */
 static void test_release_out_of_order(void **state)
 {
@@ -652,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_release_out_of_order),
 		cmocka_unit_test(test_rewrite_after_delivery),
 		cmocka_unit_test(test_record_above_max_msg),
+		cmocka_unit_test(test_pad_inside_lap),
 		cmocka_unit_test(test_full_ring_eagain),
 		cmocka_unit_test(test_ring_too_small),
 #ifdef TH_FAKE
