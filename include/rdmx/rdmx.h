@@ -216,6 +216,12 @@ size_t rdmx_conn_max_msg(const rdmx_conn *conn);
  * @cap bytes at @data, sets @len (and @imm with RDMX_MSG_IMM) and passes it
  * to rdmx_send(). The receiver gets one from rdmx_recv(), reads @len bytes
  * at @data in place and hands it back with rdmx_msg_release().
+ *
+ * In place: with the write_* protocols @data points into a ring the peer
+ * (on write_atomic, any member of the shared ring) can still RDMA-WRITE,
+ * so the bytes may change until the release. @len and @imm are rdmx's
+ * validated copies; for a stable view of the payload, copy it into
+ * private memory first and validate and use only the copy.
  */
 struct rdmx_msg {
 	void *data;

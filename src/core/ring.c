@@ -107,29 +107,44 @@ static int view_pad(const struct rdmx__ring_geo *g, uint64_t off,
 	return 1;
 }
 
+void (*rdmx__ring_test_peeked)(const void *rec);
+
+/* The header fields after its stamp matched: one relaxed load each, so
+ * every later decision uses these copies, never the peer's memory. */
+static void load_hdr(const struct rdmx__rec_hdr *h, struct rdmx__rec_hdr *out)
+{
+	out->len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
+	out->imm = __atomic_load_n(&h->imm, __ATOMIC_RELAXED);
+	out->flags = __atomic_load_n(&h->flags, __ATOMIC_RELAXED);
+}
+
 int rdmx__ring_peek(const struct rdmx__ring_geo *g, const void *rec,
 		    uint64_t seed, uint64_t off, uint32_t max_len,
 		    int check_footer, struct rdmx__rec_view *v)
 {
 	const struct rdmx__rec_hdr *h = rec;
 	uint64_t stamp = rdmx__ring_stamp(seed, off), size;
+	struct rdmx__rec_hdr hc;
 	const uint64_t *ftr;
 
 	if (__atomic_load_n(&h->hstamp, __ATOMIC_ACQUIRE) != hstamp_of(stamp))
 		return 0;
-	if (h->flags & RDMX__REC_PAD)
+	load_hdr(h, &hc);
+	if (hc.flags & RDMX__REC_PAD)
 		return view_pad(g, off, v);
-	size = rdmx__ring_rec_size(h->len);
-	if (h->len > max_len || size > g->size ||
+	size = rdmx__ring_rec_size(hc.len);
+	if (hc.len > max_len || size > g->size ||
 	    (!g->magic && (off & g->mask) + size > g->size))
 		return rdmx__fail(-EPROTO, "ring: record of %u bytes at offset %llu does not fit (max %u)",
-				  h->len, (unsigned long long)off, max_len);
+				  hc.len, (unsigned long long)off, max_len);
+	if (rdmx__ring_test_peeked)
+		rdmx__ring_test_peeked(rec);
 	ftr = (const uint64_t *)((const uint8_t *)rec + size - RDMX__RING_FTR);
 	if (check_footer && __atomic_load_n(ftr, __ATOMIC_ACQUIRE) != stamp)
 		return 0;
-	v->len = h->len;
-	v->imm = h->imm;
-	v->flags = h->flags;
+	v->len = hc.len;
+	v->imm = hc.imm;
+	v->flags = hc.flags;
 	v->size = (uint32_t)size;
 	return 1;
 }

@@ -150,11 +150,20 @@ void rdmx__ring_put_pad(void *rec, uint64_t seed, uint64_t off);
  * the record is complete. Returns 1 with *@v filled for a complete record
  * or pad, 0 when nothing complete is there yet, -EPROTO (with a message)
  * when a stamped header holds a length above @max_len or a pad where none
- * can be.
+ * can be. The header is read once (after its stamp, with an acquire load)
+ * into a local copy; only the copy is validated and used, so a peer
+ * rewriting it meanwhile cannot get an unchecked length through.
  */
 int rdmx__ring_peek(const struct rdmx__ring_geo *g, const void *rec,
 		    uint64_t seed, uint64_t off, uint32_t max_len,
 		    int check_footer, struct rdmx__rec_view *v);
+
+/*
+ * Test hook: when set, called by rdmx__ring_peek() after it validated the
+ * header and before it fills the view (a test rewrites the header there
+ * to show that only the validated copy is used). NULL in production.
+ */
+extern void (*rdmx__ring_test_peeked)(const void *rec);
 
 /*
  * Out-of-order release. The receiver delivers records in ring order, each

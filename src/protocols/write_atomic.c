@@ -66,6 +66,30 @@
  * FETCH_ADD and its WRITE leaves a hole the receiver cannot skip; the
  * ring stalls for everyone (a known limit of one shared tail).
  *
+ * Peer-written memory. Every member can write anywhere in the ring, so
+ * the receiver reads a header once (after its stamp) into a local copy,
+ * validates the copy (a record's size at most wa_rec_size(max_msg) of the
+ * connection it names and inside the ring; a pad at most one such record
+ * and only for a reservation that crosses the ring's end, as a sender
+ * writes it) and keeps its own record of every scanned record (struct
+ * wa_meta: span, length, immediate, sender, held/released state) outside
+ * the ring. Delivery, release and the head advance use only that record,
+ * so rewriting a header after it was scanned changes nothing but the bytes
+ * the user sees (messages are delivered in place). A malformed stamped
+ * record fails the connection it names (rdmx__conn_down, -EPROTO, saying
+ * what was wrong); the scan cannot move past it, as its true span is
+ * unknown, so the ring then reports -EPROTO (see "Limits" below).
+ *
+ * Trust model and limits. The sender id is taken from the header, so a
+ * member can pose as another, forge a pad that skips up to one record of
+ * the others at the wrap, or overwrite their records: members of one ring
+ * must trust each other (README, "Which protocol when"). What holds
+ * against any member: no access outside the ring, no length above the
+ * named connection's max_msg, no unbounded spin in release. Attribution a
+ * member cannot forge (WRITE_WITH_IMM: the receive completion arrives on
+ * the writer's own QP, and imm can carry the record's offset / 64) and
+ * skipping a dead reserver's hole are not implemented yet.
+ *
  * Receiving per connection. rdmx_listener_recv() hands out every record
  * in ring order, naming its connection. rdmx_recv(c) on an accepted
  * connection takes c's records in order; a record of another member met

@@ -21,6 +21,20 @@ struct vq {
 	uint32_t cap, head, n;
 };
 
+/*
+ * The receiver's own record of one scanned record or pad, kept outside
+ * the peer-writable ring (one per WA_ALIGN bytes of ring, indexed by
+ * (v & mask) / WA_ALIGN): made once from the validated header copy, then
+ * used for delivery, release and head advance, so a member rewriting a
+ * header after it was scanned changes nothing the receiver does.
+ */
+struct wa_meta {
+	uint64_t v;               /* virtual offset it describes */
+	uint32_t span;            /* ring bytes it covers */
+	uint32_t len, imm, sender;
+	uint16_t flags;           /* WA_F_* of the copy, plus receiver bits */
+};
+
 /* The receive side: a ring that senders write into. */
 struct wa_ring {
 	pthread_mutex_t lock;
@@ -30,8 +44,10 @@ struct wa_ring {
 	uint64_t *ctrl;           /* ctrl[0]: tail, ctrl[HEAD_OFF / 8]: head */
 	struct rdmx__mr *ring_mr, *tail_mr, *head_mr;
 	uint64_t size, salt;
+	uint32_t max_msg;         /* bound for records of members gone */
 	uint64_t scan;            /* next reservation to look at */
 	uint64_t pub;             /* head: all below it released */
+	struct wa_meta *meta;     /* per WA_ALIGN slot: see struct wa_meta */
 	rdmx_conn **members;      /* by sender id; NULL once closed */
 	uint32_t nmembers, cap_members;
 };

@@ -106,10 +106,12 @@ int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size)
 
 	r->f = c->f;
 	r->size = size;
+	r->max_msg = c->max_msg;
 	r->salt = new_salt(r);
 	r->buf = rdmx__alloc_buf(size);
 	r->ctrl = rdmx__alloc_buf(CTRL_BYTES);
-	if (!r->buf || !r->ctrl)
+	r->meta = calloc(size / WA_ALIGN, sizeof(*r->meta));
+	if (!r->buf || !r->ctrl || !r->meta)
 		return rdmx__fail(-ENOMEM, "write_atomic: out of memory for a %llu-byte ring",
 				  (unsigned long long)size);
 	rc = c->f->reg_mr(c->ep, r->buf, size, RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE,
@@ -142,6 +144,7 @@ void rdmx__wa_ring_unmake(struct wa_ring *r)
 	free(r->buf);
 	free(r->ctrl);
 	free(r->members);
+	free(r->meta);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -174,28 +177,26 @@ static uint8_t *rec_at(struct wa_ring *r, uint64_t v)
 	return r->buf + (v & (r->size - 1));
 }
 
+/* The receiver's record of the scanned record or pad at @v. */
+static struct wa_meta *meta_at(struct wa_ring *r, uint64_t v)
+{
+	return &r->meta[(v & (r->size - 1)) / WA_ALIGN];
+}
+
 static uint16_t rec_flags(struct wa_ring *r, uint64_t v)
 {
-	uint16_t f;
-
-	memcpy(&f, rec_at(r, v) + 8, 2);
-	return le16toh(f);
+	return meta_at(r, v)->flags;
 }
 
 static void rec_set_flags(struct wa_ring *r, uint64_t v, uint16_t flags)
 {
-	uint16_t f = htole16(flags);
-
-	memcpy(rec_at(r, v) + 8, &f, 2);
+	meta_at(r, v)->flags = flags;
 }
 
-/* Ring bytes the (verified) record or pad at @v covers. */
+/* Ring bytes the scanned record or pad at @v covers (never 0). */
 static uint64_t rec_span(struct wa_ring *r, uint64_t v)
 {
-	struct wa_hdr h;
-
-	wa_get_hdr(rec_at(r, v), &h);
-	return (h.flags & WA_F_PAD) ? h.len : wa_rec_size(h.len);
+	return meta_at(r, v)->span;
 }
 
 /* Advance the head over released records and publish it. Locked. */
@@ -217,29 +218,86 @@ static int ring_drained(struct wa_ring *r)
 	return r->scan == __atomic_load_n(tail_word(r), __ATOMIC_ACQUIRE);
 }
 
+/* The member with sender id @id, or NULL (never joined, or gone). */
+static rdmx_conn *member(struct wa_ring *r, uint32_t id)
+{
+	return id < r->nmembers ? r->members[id] : NULL;
+}
+
 /*
- * Check the reservation at the scan cursor. Returns 1 when a complete
- * record or pad is there (*h filled), 0 when it is not written yet, or
- * -EPROTO for a record that cannot be (its stamps matched, its size not).
+ * A stamped header that cannot be: fail the connection it names (the
+ * sender id is the writer's unless a member forges it: see the trust
+ * model in write_atomic.c) and report -EPROTO. Locked.
+ */
+static int malformed(struct wa_ring *r, const struct wa_hdr *h, uint64_t v,
+		     const char *what)
+{
+	rdmx_conn *owner = member(r, h->sender);
+
+	if (owner)
+		rdmx__conn_down(owner, -EPROTO, "write_atomic: the peer wrote a malformed record at ring offset %llu: %s (len %u, flags 0x%x)",
+				(unsigned long long)v, what, h->len, h->flags);
+	return rdmx__fail(-EPROTO, "write_atomic: malformed record at %llu: %s (len %u, flags 0x%x, sender %u)",
+			  (unsigned long long)v, what, h->len, h->flags, h->sender);
+}
+
+/*
+ * Validate the header copy @h of the stamped reservation at @v. A pad is
+ * only ever written for a reservation that crosses the ring's end, and a
+ * reservation is at most one record of its writer's max_msg.
+ */
+static int check_hdr(struct wa_ring *r, const struct wa_hdr *h, uint64_t v)
+{
+	rdmx_conn *owner = member(r, h->sender);
+	uint64_t off = v & (r->size - 1);
+	uint64_t max = wa_rec_size(owner ? owner->max_msg : r->max_msg);
+
+	if (h->flags & WA_F_PAD) {
+		if (h->len < WA_ALIGN || h->len % WA_ALIGN || h->len > max)
+			return malformed(r, h, v, "pad size");
+		if (off + h->len <= r->size)
+			return malformed(r, h, v, "pad that does not cross the ring end");
+		return 0;
+	}
+	if (wa_rec_size(h->len) > max)
+		return malformed(r, h, v, "longer than the negotiated max_msg");
+	if (off + wa_rec_size(h->len) > r->size)
+		return malformed(r, h, v, "record crosses the ring end");
+	return 0;
+}
+
+/*
+ * Check the reservation at the scan cursor. The header is copied once
+ * into *h (after its stamp matched, acquire) and only the copy is
+ * validated and used. Returns 1 when a complete record or pad is there,
+ * 0 when it is not written yet, or -EPROTO for a malformed one.
  */
 static int rec_ready(struct wa_ring *r, struct wa_hdr *h)
 {
-	uint64_t v = r->scan, off = v & (r->size - 1);
+	uint64_t v = r->scan;
 	uint8_t *p = rec_at(r, v);
+	int rc;
 
 	if (wa_load_stamp(p + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
 		return 0;
 	wa_get_hdr(p, h);
-	if (h->flags & WA_F_PAD) {
-		if (h->len < WA_ALIGN || h->len % WA_ALIGN || h->len > r->size)
-			return rdmx__fail(-EPROTO, "write_atomic: pad of %u bytes at %llu",
-					  h->len, (unsigned long long)v);
-		return 1;
-	}
-	if (off + wa_rec_size(h->len) > r->size)
-		return rdmx__fail(-EPROTO, "write_atomic: record of %u bytes at %llu crosses the ring end",
-				  h->len, (unsigned long long)v);
+	rc = check_hdr(r, h, v);
+	if (rc || (h->flags & WA_F_PAD))
+		return rc ? rc : 1;
 	return wa_load_stamp(p + wa_trailer_off(h->len)) == wa_tstamp(r->salt, v);
+}
+
+/* Record what was scanned at @v from the validated copy @h. Locked. */
+static void note_rec(struct wa_ring *r, uint64_t v, const struct wa_hdr *h)
+{
+	struct wa_meta *e = meta_at(r, v);
+
+	e->v = v;
+	e->span = (h->flags & WA_F_PAD) ? h->len : (uint32_t)wa_rec_size(h->len);
+	e->len = (h->flags & WA_F_PAD) ? 0 : h->len;
+	e->imm = h->imm;
+	e->sender = h->sender;
+	e->flags = h->flags & (WA_F_IMM | WA_F_PAD);
 }
 
 /*
@@ -257,11 +315,12 @@ static int ring_take(struct wa_ring *r, uint64_t *v, rdmx_conn **owner)
 		if (rc <= 0)
 			return rc;
 		*v = r->scan;
-		r->scan += (h.flags & WA_F_PAD) ? h.len : wa_rec_size(h.len);
-		*owner = h.sender < r->nmembers ? r->members[h.sender] : NULL;
+		note_rec(r, *v, &h);
+		r->scan += rec_span(r, *v);
+		*owner = member(r, h.sender);
 		if (!(h.flags & WA_F_PAD) && *owner)
 			return 1;
-		rec_set_flags(r, *v, h.flags | WA_F_RELEASED);
+		rec_set_flags(r, *v, rec_flags(r, *v) | WA_F_RELEASED);
 		ring_advance(r);
 	}
 }
@@ -270,16 +329,14 @@ static int ring_take(struct wa_ring *r, uint64_t *v, rdmx_conn **owner)
 static void deliver(struct wa_ring *r, rdmx_conn *c, uint64_t v,
 		    struct rdmx_msg *m)
 {
-	uint8_t *p = rec_at(r, v);
-	struct wa_hdr h;
+	struct wa_meta *e = meta_at(r, v);
 
-	wa_get_hdr(p, &h);
-	rec_set_flags(r, v, (uint16_t)((h.flags & ~WA_F_PARKED) | WA_F_HELD));
-	m->data = p + WA_HDR;
-	m->len = h.len;
-	m->cap = h.len;
-	m->imm = (h.flags & WA_F_IMM) ? h.imm : 0;
-	m->flags = (h.flags & WA_F_IMM) ? RDMX_MSG_IMM : 0;
+	e->flags = (uint16_t)((e->flags & ~WA_F_PARKED) | WA_F_HELD);
+	m->data = rec_at(r, v) + WA_HDR;
+	m->len = e->len;
+	m->cap = e->len;
+	m->imm = (e->flags & WA_F_IMM) ? e->imm : 0;
+	m->flags = (e->flags & WA_F_IMM) ? RDMX_MSG_IMM : 0;
 	m->priv_[0] = v;
 	m->priv_[1] = (uintptr_t)c;
 }
@@ -363,15 +420,15 @@ static int rx_poll_any(struct wa_ring *r, struct rdmx_msg *m, int *drained)
 /* Release @c's records still in the ring and forget @c. */
 void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id)
 {
-	struct wa_hdr h;
+	struct wa_meta *e;
 
 	pthread_mutex_lock(&r->lock);
 	if (id < r->nmembers && r->members[id] == c)
 		r->members[id] = NULL;
-	for (uint64_t v = r->pub; v < r->scan; v += rec_span(r, v)) {
-		wa_get_hdr(rec_at(r, v), &h);
-		if (h.sender == id && !(h.flags & (WA_F_PAD | WA_F_RELEASED)))
-			rec_set_flags(r, v, h.flags | WA_F_RELEASED);
+	for (uint64_t v = r->pub; v < r->scan; v += e->span) {
+		e = meta_at(r, v);
+		if (e->sender == id && !(e->flags & (WA_F_PAD | WA_F_RELEASED)))
+			e->flags |= WA_F_RELEASED;
 	}
 	rdmx__wa_vq_free(&wa_of(c)->parked);
 	ring_advance(r);
@@ -417,16 +474,13 @@ int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 /* Check a received handle of @c and mark it released. Locked. */
 static int release_rec(struct wa_ring *r, rdmx_conn *c, uint64_t v)
 {
-	struct wa_hdr h;
+	struct wa_meta *e = meta_at(r, v);
 
-	if (v < r->pub || v >= r->scan || v % WA_ALIGN ||
-	    wa_load_stamp(rec_at(r, v) + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
+	if (v < r->pub || v >= r->scan || v % WA_ALIGN || e->v != v ||
+	    (e->flags & (WA_F_HELD | WA_F_RELEASED)) != WA_F_HELD ||
+	    member(r, e->sender) != c)
 		return -EINVAL;
-	wa_get_hdr(rec_at(r, v), &h);
-	if ((h.flags & (WA_F_HELD | WA_F_RELEASED)) != WA_F_HELD ||
-	    h.sender >= r->nmembers || r->members[h.sender] != c)
-		return -EINVAL;
-	rec_set_flags(r, v, h.flags | WA_F_RELEASED);
+	e->flags |= WA_F_RELEASED;
 	ring_advance(r);
 	return 0;
 }

@@ -9,6 +9,9 @@
  *  - a receiver that sleeps: senders wait, nothing lost or overwritten;
  *  - a reserved but unwritten slot: the receiver waits at it and hands out
  *    neither it nor the complete record behind it until it is written;
+ *  - peer-written memory: a delivered header rewritten into a zero-length
+ *    pad does not make release spin; a record above max_msg fails only
+ *    its writer's connection, and so does a pad inside a lap;
  *  - out-of-order release, per-connection receive with two members,
  *    -EAGAIN on a full ring, and a ring too small for max_msg_size;
  *  - (fake fabric only, by fault injection) a FETCH_ADD that completes with
@@ -18,6 +21,7 @@
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -412,6 +416,109 @@ static void test_per_conn_recv_parks_others(void **state)
 	th_pair_close(&p);
 }
 
+/* ---------------------------------------- peer-written memory, read once */
+
+static void hang_alarm(int sig)
+{
+	(void)sig;
+	fprintf(stderr, "release spun on a rewritten header (hang)\n");
+	_exit(1);
+}
+
+/*
+ * A member rewrites its delivered record's header into a zero-length pad:
+ * release and the head advance use the receiver's own record of the span
+ * (without it the release spun forever holding the ring lock).
+ */
+static void test_rewrite_after_delivery(void **state)
+{
+	struct rdmx_conn_opts o = small_opts();
+	struct wa_hdr h = { .len = 0, .flags = WA_F_PAD | WA_F_HELD };
+	struct rdmx_msg m;
+	struct th_pair p;
+
+	(void)state;
+	open_pair(&p, &o);
+	send_seq(p.client, 100, 1, 0);
+	send_seq(p.client, 200, 2, 0);
+	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+	check_seq(&m, 100, 1);
+	wa_put_hdr((uint8_t *)m.data - WA_HDR, &h);
+	signal(SIGALRM, hang_alarm);
+	alarm(20);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+	check_seq(&m, 200, 2);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	alarm(0);
+	assert_int_equal(wa_of(p.server)->rx->pub, wa_rec_size(100) + wa_rec_size(200));
+	th_pair_close(&p);
+}
+
+/*
+ * A stamped record longer than the negotiated max_msg is not delivered:
+ * the connection that wrote it goes down with -EPROTO, the other member
+ * stays up.
+ */
+static void test_record_above_max_msg(void **state)
+{
+	rdmx_conn *c2, *s2;
+	struct rdmx_msg m;
+	struct th_pair p;
+	uint8_t *rec;
+
+	(void)state;
+	open_two(&p, &c2, &s2);
+	send_seq(p.client, 100, 1, 0);
+	send_seq(c2, 200, 2, 0);
+	assert_int_equal(rdmx_flush(c2, 10000), 0);
+	rec = wa_of(s2)->rx->buf + wa_rec_size(100);
+	__atomic_store_n((uint32_t *)(void *)rec, 4 * SMALL_MAX, __ATOMIC_RELAXED);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	assert_ptr_equal(rdmx_msg_conn(&m), p.server);
+	check_seq(&m, 100, 1);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_recv(s2, &m, 1000), -EPROTO);
+	assert_int_equal(s2->state, RDMX__CONN_DOWN);
+	assert_int_equal(s2->down_rc, -EPROTO);
+	assert_non_null(strstr(rdmx_conn_error(s2), "max_msg"));
+	assert_int_equal(p.server->state, RDMX__CONN_UP);
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(&p);
+}
+
+/*
+ * A stamped pad that does not run past the ring's end (a sender pads only
+ * a reservation crossing it) would skip the others' records: it fails the
+ * connection that wrote it instead.
+ */
+static void test_pad_inside_lap(void **state)
+{
+	struct wa_hdr h = { .len = WA_ALIGN, .flags = WA_F_PAD };
+	rdmx_conn *c2, *s2;
+	struct rdmx_msg m;
+	struct th_pair p;
+
+	(void)state;
+	open_two(&p, &c2, &s2);
+	send_seq(p.client, 100, 1, 0);
+	send_seq(c2, 200, 2, 0);
+	assert_int_equal(rdmx_flush(c2, 10000), 0);
+	h.sender = wa_of(s2)->rx_id;
+	wa_put_hdr(wa_of(s2)->rx->buf + wa_rec_size(100), &h);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
+	check_seq(&m, 100, 1);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	assert_int_equal(rdmx_listener_recv(p.lis, &m, 1000), -EPROTO);
+	assert_int_equal(s2->down_rc, -EPROTO);
+	assert_non_null(strstr(rdmx_conn_error(s2), "pad"));
+	assert_int_equal(p.server->state, RDMX__CONN_UP);
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(&p);
+}
+
 /* Messages held and released in reverse; then many laps more. */
 static void test_release_out_of_order(void **state)
 {
@@ -574,6 +681,9 @@ int main(void)
 		cmocka_unit_test(test_reserved_slot_waits),
 		cmocka_unit_test(test_per_conn_recv_parks_others),
 		cmocka_unit_test(test_release_out_of_order),
+		cmocka_unit_test(test_rewrite_after_delivery),
+		cmocka_unit_test(test_record_above_max_msg),
+		cmocka_unit_test(test_pad_inside_lap),
 		cmocka_unit_test(test_full_ring_eagain),
 		cmocka_unit_test(test_ring_too_small),
 #ifdef TH_FAKE

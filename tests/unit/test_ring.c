@@ -54,6 +54,34 @@ static void test_record_layout(void **state)
 	assert_int_equal(rdmx__ring_peek(&g, buf, SEED + 1, 0, 200, 1, &v), 0);
 }
 
+/* A peer rewriting the header between peek's check and its use. */
+static void rewrite_len(const void *rec)
+{
+	struct rdmx__rec_hdr *h = (void *)(uintptr_t)rec;
+
+	__atomic_store_n(&h->len, 0x7ffffff0u, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->imm, 0xbadu, __ATOMIC_RELAXED);
+}
+
+/* The view comes from the validated copy: never a length above max. */
+static void test_peek_reads_header_once(void **state)
+{
+	uint8_t buf[256] __attribute__((aligned(16)));
+	struct rdmx__ring_geo g;
+	struct rdmx__rec_view v;
+
+	(void)state;
+	assert_int_equal(rdmx__ring_geo_init(&g, 256, 0), 0);
+	memset(buf, 0, sizeof(buf));
+	rdmx__ring_put_rec(buf, SEED, 0, 48, 7, RDMX__REC_IMM);
+	rdmx__ring_test_peeked = rewrite_len;
+	assert_int_equal(rdmx__ring_peek(&g, buf, SEED, 0, 200, 1, &v), 1);
+	rdmx__ring_test_peeked = NULL;
+	assert_int_equal(v.len, 48);
+	assert_int_equal(v.imm, 7);
+	assert_int_equal(v.size, rdmx__ring_rec_size(48));
+}
+
 /* Header there, footer not yet: incomplete; then complete. */
 static void test_footer_written_last(void **state)
 {
@@ -297,6 +325,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_record_layout),
+		cmocka_unit_test(test_peek_reads_header_once),
 		cmocka_unit_test(test_footer_written_last),
 		cmocka_unit_test(test_stale_lap),
 		cmocka_unit_test(test_free_and_place),
