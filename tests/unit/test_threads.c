@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -230,6 +231,8 @@ static void server_stop(struct server *s, pthread_t lt)
 		pthread_cond_broadcast(&s->w[i].cv);
 		pthread_mutex_unlock(&s->w[i].lock);
 		pthread_join(s->w[i].t, NULL);
+		pthread_cond_destroy(&s->w[i].cv);
+		pthread_mutex_destroy(&s->w[i].lock);
 		assert_int_equal(s->w[i].rc, 0);
 	}
 }
@@ -271,7 +274,7 @@ static void run_protocol(const char *proto)
 	connect_all(ctx, &s, cl, &o);
 	server_start(&s, &lt);
 	for (int i = 0; i < NCLIENTS; i++) {
-		cl[i].n = i == QUITTER ? QUIT_AFTER : th_count(2000);
+		cl[i].n = i == QUITTER ? QUIT_AFTER : th_count(1000);
 		assert_int_equal(pthread_create(&cl[i].t, NULL, client_main, &cl[i]), 0);
 	}
 	for (int i = 0; i < NCLIENTS; i++) {
@@ -295,6 +298,7 @@ static void run_protocol(const char *proto)
 		}
 		if (closed >= NCLIENTS)
 			break;
+		usleep(1000);
 	}
 	server_stop(&s, lt);
 	for (int i = 0; i < NWORKERS; i++)
@@ -303,6 +307,7 @@ static void run_protocol(const char *proto)
 		proto, replied, closed);
 	assert_int_equal(replied, s.received);
 	assert_int_equal(closed, NCLIENTS);
+	pthread_mutex_destroy(&s.lock);
 	rdmx_conn_close(cl[QUITTER].conn);
 	rdmx_listener_destroy(s.lis);
 	rdmx_ctx_destroy(ctx);
