@@ -10,8 +10,30 @@
  *    and in the calling thread (rdmx_last_error());
  *  - no function aborts on bad input.
  *
- * Threading: a context may be shared by threads. A listener and a connection
- * are each used by one thread at a time.
+ * Threading:
+ *  - a context may be shared by threads;
+ *  - a listener is used by one thread at a time (rdmx_accept and
+ *    rdmx_listener_recv may not overlap on one listener);
+ *  - a connection's calls (rdmx_msg_alloc, rdmx_send, rdmx_flush, rdmx_recv,
+ *    rdmx_msg_release) may come from any threads: each runs under the
+ *    connection's lock, so they never overlap and the ones that wait
+ *    (a finite or infinite timeout) hold the connection meanwhile - two
+ *    threads blocking on one connection wait for each other. What one
+ *    thread allocated, another may send, once the handoff is synchronized
+ *    by the application; buffers are sent in the order they were
+ *    allocated on the ring protocols (write_*), so one thread allocating
+ *    and sending per connection is the simple rule;
+ *  - the server pattern is supported for every protocol: ONE thread calls
+ *    rdmx_listener_recv while worker threads reply on the member
+ *    connections (rdmx_msg_alloc/rdmx_send/rdmx_flush) and release the
+ *    received messages, and close members (rdmx_conn_close), all
+ *    concurrently. rdmx_listener_recv never blocks on a member a worker
+ *    is using: it skips it and comes back. Do not call rdmx_recv on a
+ *    member while another thread is in rdmx_listener_recv;
+ *  - rdmx_conn_close(c) may run while the listener receives, but not
+ *    concurrently with another call on @c, and the handles of @c's
+ *    messages are void after it; rdmx_conn_error() and
+ *    rdmx_listener_error() are for the thread whose call failed.
  */
 #ifndef RDMX_RDMX_H
 #define RDMX_RDMX_H

@@ -129,18 +129,44 @@ int rdmx__deadline_left_ms(struct rdmx__deadline *d)
 	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
+/* The reason @c went down, as this thread's error; its down_rc. */
+static int down_reason(rdmx_conn *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->down_lock);
+	rc = rdmx__fail(c->down_rc, "%s", c->err.msg);
+	pthread_mutex_unlock(&c->down_lock);
+	return rc;
+}
+
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
 {
+	char msg[RDMX__ERRMSG_LEN];
 	va_list ap;
 
-	if (c->state == RDMX__CONN_DOWN)
-		return rdmx__failo(&c->err, c->down_rc, "%s", c->err.msg);
-	c->state = RDMX__CONN_DOWN;
-	c->down_rc = rc;
 	va_start(ap, fmt);
-	vsnprintf(c->err.msg, sizeof(c->err.msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return rdmx__fail(rc, "%s", c->err.msg);
+	pthread_mutex_lock(&c->down_lock);
+	if (c->state != RDMX__CONN_DOWN) {
+		memcpy(c->err.msg, msg, sizeof(msg));
+		c->down_rc = rc;
+		c->state = RDMX__CONN_DOWN;
+	}
+	rc = rdmx__fail(c->down_rc, "%s", c->err.msg);
+	pthread_mutex_unlock(&c->down_lock);
+	return rc;
+}
+
+int rdmx__conn_keep(rdmx_conn *c, int rc)
+{
+	if (rc >= 0)
+		return rc;
+	pthread_mutex_lock(&c->down_lock);
+	rdmx__keep(&c->err, rc);
+	pthread_mutex_unlock(&c->down_lock);
+	return rc;
 }
 
 int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
@@ -159,7 +185,7 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 int rdmx__conn_check_peer(rdmx_conn *c)
 {
 	if (c->state == RDMX__CONN_DOWN)
-		return rdmx__fail(c->down_rc, "%s", c->err.msg);
+		return down_reason(c);
 	if (c->f->check_event(c->ep) == -ECONNRESET)
 		return rdmx__conn_down(c, -ECONNRESET,
 				       "connection closed by peer");
@@ -270,6 +296,8 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 		free(c);
 		return NULL;
 	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->down_lock, NULL);
 	c->ctx = ctx;
 	c->f = ctx->fops;
 	c->proto = proto;
@@ -286,6 +314,8 @@ static void conn_free(rdmx_conn *c, int did_setup)
 	if (did_setup)
 		c->proto->teardown(c);
 	rdmx__group_leave(c);
+	pthread_mutex_destroy(&c->down_lock);
+	pthread_mutex_destroy(&c->lock);
 	free(c->priv);
 	free(c);
 }
@@ -294,6 +324,7 @@ void rdmx_conn_close(rdmx_conn *c)
 {
 	if (!c)
 		return;
+	rdmx__group_unlist(c); /* the listener lets go of it first */
 	if (c->state == RDMX__CONN_UP)
 		c->f->disconnect(c->ep);
 	conn_free(c, 1);
@@ -599,62 +630,110 @@ static int conn_usable(rdmx_conn *c)
 	if (!c)
 		return rdmx__fail(-EINVAL, "connection is NULL");
 	if (c->state == RDMX__CONN_DOWN)
-		return rdmx__fail(c->down_rc, "%s", c->err.msg);
+		return down_reason(c);
 	return 0;
+}
+
+/*
+ * The data-path calls hold c->lock for their whole run, so a connection's
+ * calls never overlap (the threading contract in rdmx.h); the listener's
+ * member poll only tries the lock.
+ */
+static int msg_alloc_locked(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			    int timeout_ms)
+{
+	int rc = conn_usable(c);
+
+	if (rc)
+		return rc;
+	if (!m)
+		return rdmx__fail(-EINVAL, "rdmx_msg_alloc: msg is NULL");
+	if (size > c->max_msg)
+		return rdmx__fail(-EMSGSIZE,
+				  "message of %zu bytes exceeds the connection's maximum of %u",
+				  size, c->max_msg);
+	return c->proto->msg_alloc(c, size, m, timeout_ms);
 }
 
 int rdmx_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 		   int timeout_ms)
 {
+	int rc;
+
+	if (!c)
+		return rdmx__fail(-EINVAL, "connection is NULL");
+	pthread_mutex_lock(&c->lock);
+	rc = rdmx__conn_keep(c, msg_alloc_locked(c, size, m, timeout_ms));
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+static int send_locked(rdmx_conn *c, struct rdmx_msg *m)
+{
 	int rc = conn_usable(c);
 
 	if (rc)
 		return rc;
 	if (!m)
-		return rdmx__failo(&c->err, -EINVAL, "rdmx_msg_alloc: msg is NULL");
-	if (size > c->max_msg)
-		return rdmx__failo(&c->err, -EMSGSIZE,
-				   "message of %zu bytes exceeds the connection's maximum of %u",
-				   size, c->max_msg);
-	return rdmx__keep(&c->err, c->proto->msg_alloc(c, size, m, timeout_ms));
+		return rdmx__fail(-EINVAL, "rdmx_send: msg is NULL");
+	if (m->len > m->cap || m->len > c->max_msg)
+		return rdmx__fail(-EMSGSIZE,
+				  "message of %zu bytes exceeds its buffer of %zu bytes",
+				  m->len, m->cap);
+	return c->proto->send(c, m);
 }
 
 int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
 {
-	int rc = conn_usable(c);
+	int rc;
 
-	if (rc)
-		return rc;
-	if (!m)
-		return rdmx__failo(&c->err, -EINVAL, "rdmx_send: msg is NULL");
-	if (m->len > m->cap || m->len > c->max_msg)
-		return rdmx__failo(&c->err, -EMSGSIZE,
-				   "message of %zu bytes exceeds its buffer of %zu bytes",
-				   m->len, m->cap);
-	return rdmx__keep(&c->err, c->proto->send(c, m));
+	if (!c)
+		return rdmx__fail(-EINVAL, "connection is NULL");
+	pthread_mutex_lock(&c->lock);
+	rc = rdmx__conn_keep(c, send_locked(c, m));
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 int rdmx_flush(rdmx_conn *c, int timeout_ms)
 {
-	int rc = conn_usable(c);
+	int rc;
 
-	return rc ? rc : rdmx__keep(&c->err, c->proto->flush(c, timeout_ms));
+	if (!c)
+		return rdmx__fail(-EINVAL, "connection is NULL");
+	pthread_mutex_lock(&c->lock);
+	rc = conn_usable(c);
+	if (!rc)
+		rc = c->proto->flush(c, timeout_ms);
+	rc = rdmx__conn_keep(c, rc);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 int rdmx_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 {
+	int rc;
+
 	if (!c || !m)
 		return rdmx__fail(-EINVAL, "rdmx_recv: connection and msg are required");
 	/* Messages that arrived before the peer left are still delivered,
 	 * so the protocol is asked even when the connection is down. */
-	return rdmx__keep(&c->err, c->proto->recv(c, m, timeout_ms));
+	pthread_mutex_lock(&c->lock);
+	rc = rdmx__conn_keep(c, c->proto->recv(c, m, timeout_ms));
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 int rdmx_msg_release(rdmx_conn *c, struct rdmx_msg *m)
 {
+	int rc;
+
 	if (!c || !m)
 		return rdmx__fail(-EINVAL, "rdmx_msg_release: connection and msg are required");
-	return rdmx__keep(&c->err, c->proto->release(c, m));
+	pthread_mutex_lock(&c->lock);
+	rc = rdmx__conn_keep(c, c->proto->release(c, m));
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *m, int timeout_ms)

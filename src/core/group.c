@@ -25,11 +25,15 @@ int rdmx__group_create(const struct rdmx_protocol_ops *proto,
 	}
 	if (pthread_mutex_init(&g->lock, NULL))
 		goto free_shared;
+	if (pthread_cond_init(&g->unheld, NULL))
+		goto destroy_lock;
 	g->proto = proto;
 	g->refs = 1;
 	*out = g;
 	return 0;
 
+destroy_lock:
+	pthread_mutex_destroy(&g->lock);
 free_shared:
 	free(g->shared);
 free_group:
@@ -51,6 +55,7 @@ void rdmx__group_put(struct rdmx__group *g)
 		return;
 	if (g->proto->shared_teardown)
 		g->proto->shared_teardown(g);
+	pthread_cond_destroy(&g->unheld);
 	pthread_mutex_destroy(&g->lock);
 	free(g->conns);
 	free(g->shared);
@@ -87,7 +92,7 @@ unlock:
 	return rc;
 }
 
-void rdmx__group_leave(rdmx_conn *c)
+void rdmx__group_unlist(rdmx_conn *c)
 {
 	struct rdmx__group *g = c->group;
 
@@ -98,23 +103,59 @@ void rdmx__group_leave(rdmx_conn *c)
 		if (g->conns[i] != c)
 			continue;
 		g->conns[i] = g->conns[--g->n];
+		if (g->proto->group_unlist)
+			g->proto->group_unlist(c);
 		break;
 	}
+	while (c->holds)
+		pthread_cond_wait(&g->unheld, &g->lock);
 	pthread_mutex_unlock(&g->lock);
+}
+
+void rdmx__group_leave(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+
+	if (!g)
+		return;
+	rdmx__group_unlist(c);
 	c->group = NULL;
 	rdmx__group_put(g);
 }
 
-/* The member at the cursor's @i-th position, or NULL past the end. */
+/* The member at the cursor's @i-th position, held (member_drop() it), or
+ * NULL past the end. A held member is not freed under the caller. */
 static rdmx_conn *member_at(struct rdmx__group *g, size_t i)
 {
 	rdmx_conn *c = NULL;
 
 	pthread_mutex_lock(&g->lock);
-	if (i < g->n)
+	if (i < g->n) {
 		c = g->conns[(g->next + i) % g->n];
+		c->holds++;
+	}
 	pthread_mutex_unlock(&g->lock);
 	return c;
+}
+
+static void member_drop(struct rdmx__group *g, rdmx_conn *c)
+{
+	pthread_mutex_lock(&g->lock);
+	if (!--c->holds)
+		pthread_cond_broadcast(&g->unheld);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* recv(c, m, 0) unless another thread is using @c: then -EAGAIN. */
+static int member_recv(rdmx_conn *c, struct rdmx_msg *m)
+{
+	int rc;
+
+	if (pthread_mutex_trylock(&c->lock))
+		return -EAGAIN;
+	rc = c->proto->recv(c, m, 0);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 static void advance_cursor(struct rdmx__group *g, size_t by)
@@ -134,17 +175,22 @@ static int poll_round(struct rdmx__group *g, struct rdmx_msg *m)
 	rdmx_conn *c;
 
 	for (size_t i = 0; (c = member_at(g, i)); i++) {
-		if (c->reset_reported)
+		if (c->reset_reported) {
+			member_drop(g, c);
 			continue;
+		}
 		live = 1;
-		rc = c->proto->recv(c, m, 0);
-		if (rc == -EAGAIN)
+		rc = member_recv(c, m);
+		if (rc == -EAGAIN) {
+			member_drop(g, c);
 			continue;
+		}
 		advance_cursor(g, i + 1);
 		if (rc) {
 			c->reset_reported = 1;
 			m->priv_[1] = (uintptr_t)c;
 		}
+		member_drop(g, c);
 		return rc;
 	}
 	return live ? -EAGAIN : rdmx__fail(-ENOTCONN, "no open connection on this listener");
@@ -154,9 +200,11 @@ static void check_peers(struct rdmx__group *g)
 {
 	rdmx_conn *c;
 
-	for (size_t i = 0; (c = member_at(g, i)); i++)
+	for (size_t i = 0; (c = member_at(g, i)); i++) {
 		if (!c->reset_reported)
 			rdmx__conn_check_peer(c);
+		member_drop(g, c);
+	}
 }
 
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,

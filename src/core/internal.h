@@ -34,11 +34,13 @@ struct rdmx_protocol_ops;
  * resources outlive the listener until the last connection is closed;
  * proto->shared_teardown() runs when the last reference goes, after every
  * member's QP is gone. Member connections may be used by different
- * threads: @lock guards the member list and whatever in @shared the
- * protocol says it guards.
+ * threads: @lock guards the member list, every member's @holds, and
+ * whatever in @shared the protocol says it guards; @unheld is signalled
+ * when a member's holds drop to zero (rdmx__group_unlist waits for it).
  */
 struct rdmx__group {
 	pthread_mutex_t lock;
+	pthread_cond_t unheld;
 	unsigned refs;
 	const struct rdmx_protocol_ops *proto;
 	rdmx_conn **conns;       /* members that are up, in accept order */
@@ -73,7 +75,18 @@ struct rdmx_conn {
 	uint32_t max_msg;        /* negotiated */
 	uint16_t peer_recv_depth;
 	int is_server;
-	enum rdmx__conn_state state;
+	/*
+	 * Threads (see "Threading" in rdmx.h): @lock serializes the data-path
+	 * calls on this connection (the public ones take it; the listener's
+	 * member poll only tries it). @state is atomic and may be read
+	 * anywhere; the DOWN transition, @down_rc and @err are written under
+	 * @down_lock (rdmx__conn_down, rdmx__conn_keep). @holds: listener
+	 * cursors using this member (group lock).
+	 */
+	pthread_mutex_t lock;
+	pthread_mutex_t down_lock;
+	unsigned holds;
+	_Atomic enum rdmx__conn_state state;
 	int down_rc;             /* why the connection went down */
 	uint64_t posted[RDMX__OP_FETCH_ADD + 1]; /* work requests by op */
 	uint64_t posted_recv;
@@ -102,7 +115,9 @@ struct rdmx_conn {
  * setup() creates the shared resources the first time it sees them
  * unmade, shared_teardown() frees them. group_recv(), if set, implements
  * rdmx_listener_recv() (else the core polls the members in turn with
- * recv(c, m, 0)).
+ * recv(c, m, 0), each under the member's lock). group_unlist(), if set,
+ * runs under the group lock when a member is unlisted (closing): after it
+ * the listener must never reach that member again.
  */
 struct rdmx_protocol_ops {
 	const char *name;
@@ -122,6 +137,7 @@ struct rdmx_protocol_ops {
 	void (*shared_teardown)(struct rdmx__group *g);
 	int (*group_recv)(struct rdmx__group *g, struct rdmx_msg *m,
 			  int timeout_ms);
+	void (*group_unlist)(rdmx_conn *c);
 };
 
 /* protocol.c: the table of built-in protocols. */
@@ -159,6 +175,9 @@ int rdmx__conn_check_peer(rdmx_conn *c);
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* rdmx__keep() onto c->err under c->down_lock: 0 or @rc. */
+int rdmx__conn_keep(rdmx_conn *c, int rc);
+
 /* Turn an error completion into the connection going down. */
 int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			const char *what);
@@ -182,6 +201,9 @@ void rdmx__group_put(struct rdmx__group *g);
 /* Take a reference for @c (before setup) / list it (once it is up). */
 void rdmx__group_join(struct rdmx__group *g, rdmx_conn *c);
 int rdmx__group_add(struct rdmx__group *g, rdmx_conn *c);
+/* Unlist @c and wait until no listener cursor holds it (rdmx_conn_close,
+ * first thing: after it the listener never touches @c). Idempotent. */
+void rdmx__group_unlist(rdmx_conn *c);
 /* Unlist @c and drop its reference (from conn_free). */
 void rdmx__group_leave(rdmx_conn *c);
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,

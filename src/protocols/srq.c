@@ -404,20 +404,30 @@ static int srq_setup(rdmx_conn *c)
 	return rc;
 }
 
-/* Unlist @c and give back every shared buffer it had queued or held. */
-static void shared_leave(rdmx_conn *c)
+/* Unlist @c and give back every shared buffer it had queued or held.
+ * Under g->lock; also the group_unlist hook (closing a member), after
+ * which the listener routes nothing more to @c. */
+static void shared_leave_locked(rdmx_conn *c)
 {
-	struct rdmx__group *g = c->group;
-	struct srq_shared *sh = sh_of(g);
+	struct srq_shared *sh = sh_of(c->group);
 	uint32_t idx;
 
-	pthread_mutex_lock(&g->lock);
+	if (!sh->made)
+		return;
 	member_del(sh, c);
 	while ((idx = queue_pop(sh, c)) != NIL)
 		buf_post(sh, NULL, idx);
 	for (uint32_t i = 0; i < sh->depth; i++)
 		if (sh->rb[i].state == BUF_HELD && sh->rb[i].owner == c)
 			buf_post(sh, NULL, i);
+}
+
+static void shared_leave(rdmx_conn *c)
+{
+	struct rdmx__group *g = c->group;
+
+	pthread_mutex_lock(&g->lock);
+	shared_leave_locked(c);
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -840,4 +850,5 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.shared_size = sizeof(struct srq_shared),
 	.shared_teardown = srq_shared_teardown,
 	.group_recv = srq_group_recv,
+	.group_unlist = shared_leave_locked,
 };
