@@ -128,6 +128,12 @@ struct rdmx_conn_opts {
 				  * the descriptor SEND instead of by RDMA READ,
 				  * 0..65535, default 1024; 0: every non-empty
 				  * payload by READ */
+	uint32_t liveness_ms;    /* a peer that stops answering (its host died,
+				  * the link is cut) is declared dead within
+				  * this bound: every call waiting on the
+				  * connection returns -ECONNRESET, "peer
+				  * stopped answering". 1000..3600000, default
+				  * 10000. See "Liveness" in README.md. */
 };
 
 /* How a ring receiver notices a new message (ring protocols only). */

@@ -18,6 +18,8 @@
 #define RING_MIN 4096u
 #define SPIN_FREE 4096u       /* polls before the first yield */
 #define SPIN_YIELD_EVERY 16u  /* then a yield every this many polls */
+#define LIVENESS_MIN 1000u
+#define LIVENESS_MAX 3600000u
 
 void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 {
@@ -34,6 +36,7 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	o->ring_size = 1u << 20;
 	o->notify = RDMX_NOTIFY_DEFAULT;
 	o->eager_max = 1024;
+	o->liveness_ms = 10000;
 }
 
 static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
@@ -63,7 +66,8 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	    check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
 	    check_range("rnr_retry", out->rnr_retry, 0, 7) ||
 	    check_range("retry_count", out->retry_count, 0, 7) ||
-	    check_range("eager_max", out->eager_max, 0, 65535))
+	    check_range("eager_max", out->eager_max, 0, 65535) ||
+	    check_range("liveness_ms", out->liveness_ms, LIVENESS_MIN, LIVENESS_MAX))
 		return -EINVAL;
 	if (out->connect_timeout_ms <= 0)
 		return rdmx__fail(-EINVAL, "connect_timeout_ms must be > 0");
@@ -149,7 +153,7 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 	if (c->f->check_event(c->ep) == -ECONNRESET ||
 	    wc->status == RDMX__WC_RETRY)
 		return rdmx__conn_down(c, -ECONNRESET,
-				       "%s: peer went away (%s)", what,
+				       "%s: peer stopped answering (%s)", what,
 				       rdmx__wc_status_name(wc->status));
 	return rdmx__conn_down(c, -EIO, "%s failed: %s (status %d)", what,
 			       rdmx__wc_status_name(wc->status),
@@ -163,7 +167,7 @@ int rdmx__conn_check_peer(rdmx_conn *c)
 	if (c->f->check_event(c->ep) == -ECONNRESET)
 		return rdmx__conn_down(c, -ECONNRESET,
 				       "connection closed by peer");
-	return 0;
+	return rdmx__live_tick(c);
 }
 
 /*
@@ -211,6 +215,10 @@ int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps)
 
 	if (!caps->max_inline)
 		caps->max_inline = RDMX__INLINE_WANT;
+	caps->max_send_wr += RDMX__KA_WRS;
+	caps->ack_timeout = rdmx__live_ack_timeout(c->opts.liveness_ms,
+						   caps->retry_count);
+	c->live.scq = caps->send_cq;
 	rc = c->f->create_qp(c->ep, caps);
 	if (rc && caps->max_inline) {
 		caps->max_inline = 0;
@@ -275,6 +283,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	c->proto = proto;
 	c->opts = *o;
 	c->max_msg = o->max_msg_size;
+	rdmx__live_init(c);
 	return c;
 }
 
@@ -286,6 +295,7 @@ static void conn_free(rdmx_conn *c, int did_setup)
 	if (did_setup)
 		c->proto->teardown(c);
 	rdmx__group_leave(c);
+	rdmx__live_fini(c);
 	free(c->priv);
 	free(c);
 }
