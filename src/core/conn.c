@@ -488,10 +488,28 @@ const char *rdmx_listener_error(const rdmx_listener *lis)
 	return lis ? lis->err.msg : "no listener";
 }
 
+void rdmx_listener_shutdown(rdmx_listener *lis)
+{
+	if (lis)
+		__atomic_store_n(&lis->group->shut, 1, __ATOMIC_RELEASE);
+}
+
+/* Wait (bounded by the waiters' own wake-up cadence) until no thread is
+ * left in rdmx_accept() or rdmx_listener_recv(). */
+static void listener_drain(rdmx_listener *lis)
+{
+	struct timespec ms = { 0, 1000000L };
+
+	while (__atomic_load_n(&lis->waiters, __ATOMIC_ACQUIRE))
+		nanosleep(&ms, NULL);
+}
+
 void rdmx_listener_destroy(rdmx_listener *lis)
 {
 	if (!lis)
 		return;
+	rdmx_listener_shutdown(lis);
+	listener_drain(lis);
 	lis->ctx->fops->destroy_ep(lis->ep);
 	rdmx__group_put(lis->group);
 	free(lis);
@@ -570,7 +588,43 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	return 0;
 }
 
+/* The longest rdmx_accept() waits for a request before it looks at the
+ * shutdown flag again. */
+#define ACCEPT_SLICE_MS 50
+
+/* Next request, in slices so that a shutdown is seen within one. */
+static int accept_get(rdmx_listener *lis, struct rdmx__deadline *d,
+		      struct rdmx__ep **child, void *pdata, size_t *plen)
+{
+	int left, rc;
+
+	for (;;) {
+		rc = rdmx__group_shut(lis->group);
+		if (rc)
+			return rc;
+		left = rdmx__deadline_left_ms(d);
+		rc = lis->ctx->fops->get_request(lis->ep, left < ACCEPT_SLICE_MS ?
+						 left : ACCEPT_SLICE_MS, child, pdata, plen);
+		if (rc != -ETIMEDOUT || left <= ACCEPT_SLICE_MS)
+			return rc;
+	}
+}
+
+static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
+
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
+{
+	int rc;
+
+	if (!lis || !out)
+		return rdmx__fail(-EINVAL, "rdmx_accept: listener and out are required");
+	__atomic_add_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	rc = accept_wait(lis, timeout_ms, out);
+	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
+
+static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 {
 	uint8_t pdata[RDMX__PDATA_BUF];
 	struct rdmx__deadline d;
@@ -579,13 +633,10 @@ int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 	size_t plen;
 	int rc, code;
 
-	if (!lis || !out)
-		return rdmx__fail(-EINVAL, "rdmx_accept: listener and out are required");
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
 		plen = 0;
-		rc = lis->ctx->fops->get_request(lis->ep, rdmx__deadline_left_ms(&d),
-						 &child, pdata, &plen);
+		rc = accept_get(lis, &d, &child, pdata, &plen);
 		if (rc)
 			return rdmx__keep(&lis->err, rc);
 		code = request_check(lis, pdata, plen, &h);
@@ -669,9 +720,17 @@ int rdmx_msg_release(rdmx_conn *c, struct rdmx_msg *m)
 
 int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *m, int timeout_ms)
 {
+	int rc;
+
 	if (!lis || !m)
 		return rdmx__fail(-EINVAL, "rdmx_listener_recv: listener and msg are required");
-	return rdmx__keep(&lis->err, rdmx__group_recv(lis->group, m, timeout_ms));
+	__atomic_add_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	rc = rdmx__group_shut(lis->group);
+	if (!rc)
+		rc = rdmx__group_recv(lis->group, m, timeout_ms);
+	rdmx__keep(&lis->err, rc);
+	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	return rc;
 }
 
 rdmx_conn *rdmx_msg_conn(const struct rdmx_msg *m)

@@ -786,6 +786,8 @@ static int group_wait(struct rdmx__group *g, struct rdmx__deadline *d)
 		return 0;
 	if (check_peers(g))
 		return 0;
+	if (rdmx__group_shut(g))
+		return -ESHUTDOWN;
 	if (!d->forever && rdmx__deadline_left_ms(d) == 0)
 		return rdmx__fail(-ETIMEDOUT, "timed out");
 	return 0;

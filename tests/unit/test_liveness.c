@@ -9,6 +9,7 @@
  * accepted and answered by the device.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,6 +168,55 @@ static void test_idle_live_peer(void **state)
 	th_pair_close(&p);
 }
 
+struct blocked {
+	rdmx_listener *lis;
+	int recv;        /* 1: rdmx_listener_recv, 0: rdmx_accept */
+	int rc;
+	pthread_t t;
+};
+
+static void *blocked_main(void *arg)
+{
+	struct blocked *b = arg;
+	struct rdmx_msg m;
+	rdmx_conn *c = NULL;
+
+	b->rc = b->recv ? rdmx_listener_recv(b->lis, &m, -1) : rdmx_accept(b->lis, -1, &c);
+	return NULL;
+}
+
+/* rdmx_listener_shutdown wakes threads blocked forever in rdmx_accept and
+ * rdmx_listener_recv with -ESHUTDOWN; destroy does too, and waits for them
+ * to leave before it frees (ASan sees a use after free otherwise). */
+static void test_listener_shutdown(void **state)
+{
+	struct blocked b[2];
+	struct th_pair p;
+
+	(void)state;
+	for (int destroy = 0; destroy < 2; destroy++) {
+		open_pair(&p);
+		for (int i = 0; i < 2; i++) {
+			b[i] = (struct blocked){ .lis = p.lis, .recv = i, .rc = 1 };
+			assert_int_equal(pthread_create(&b[i].t, NULL, blocked_main, &b[i]), 0);
+		}
+		usleep(200000); /* let both block */
+		assert_int_equal(__atomic_load_n(&b[0].rc, __ATOMIC_ACQUIRE), 1);
+		assert_int_equal(__atomic_load_n(&b[1].rc, __ATOMIC_ACQUIRE), 1);
+		if (destroy) {
+			rdmx_listener_destroy(p.lis);
+			p.lis = NULL;
+		} else {
+			rdmx_listener_shutdown(p.lis);
+		}
+		for (int i = 0; i < 2; i++) {
+			pthread_join(b[i].t, NULL);
+			assert_int_equal(b[i].rc, -ESHUTDOWN);
+		}
+		th_pair_close(&p);
+	}
+}
+
 /* liveness_ms is checked: 1 s is the least. */
 static void test_option_checked(void **state)
 {
@@ -192,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_listener_recv),
 #endif
 		cmocka_unit_test(test_idle_live_peer),
+		cmocka_unit_test(test_listener_shutdown),
 		cmocka_unit_test(test_option_checked),
 	};
 	const char *const *names = rdmx_protocol_names();
