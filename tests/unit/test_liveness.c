@@ -200,7 +200,11 @@ static void test_listener_shutdown(void **state)
 			b[i] = (struct blocked){ .lis = p.lis, .recv = i, .rc = 1 };
 			assert_int_equal(pthread_create(&b[i].t, NULL, blocked_main, &b[i]), 0);
 		}
-		usleep(200000); /* let both block */
+		/* Destroy may only race with calls already made: wait for both
+		 * threads to be inside. */
+		while (__atomic_load_n(&p.lis->waiters, __ATOMIC_ACQUIRE) < 2)
+			usleep(1000);
+		usleep(100000);
 		assert_int_equal(__atomic_load_n(&b[0].rc, __ATOMIC_ACQUIRE), 1);
 		assert_int_equal(__atomic_load_n(&b[1].rc, __ATOMIC_ACQUIRE), 1);
 		if (destroy) {
