@@ -637,6 +637,9 @@ static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 	for (;;) {
 		plen = 0;
 		rc = accept_get(lis, &d, &child, pdata, &plen);
+		if (rc == -ESHUTDOWN)
+			return rc; /* the thread's message only: lis->err may
+				    * be written by a listener_recv waking too */
 		if (rc)
 			return rdmx__keep(&lis->err, rc);
 		code = request_check(lis, pdata, plen, &h);
@@ -728,7 +731,8 @@ int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *m, int timeout_ms)
 	rc = rdmx__group_shut(lis->group);
 	if (!rc)
 		rc = rdmx__group_recv(lis->group, m, timeout_ms);
-	rdmx__keep(&lis->err, rc);
+	if (rc != -ESHUTDOWN) /* see accept_wait() */
+		rdmx__keep(&lis->err, rc);
 	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
 	return rc;
 }
