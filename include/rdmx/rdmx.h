@@ -150,6 +150,12 @@ struct rdmx_conn_opts {
 				  * the descriptor SEND instead of by RDMA READ,
 				  * 0..65535, default 1024; 0: every non-empty
 				  * payload by READ */
+	uint32_t liveness_ms;    /* a peer that stops answering (its host died,
+				  * the link is cut) is declared dead within
+				  * this bound: every call waiting on the
+				  * connection returns -ECONNRESET, "peer
+				  * stopped answering". 1000..3600000, default
+				  * 10000. See "Liveness" in README.md. */
 };
 
 /* How a ring receiver notices a new message (ring protocols only). */
@@ -181,7 +187,8 @@ uint16_t rdmx_listener_port(const rdmx_listener *lis);
  * rdmx_accept - wait up to @timeout_ms (-1: forever) for a connection.
  * Requests that do not speak rdmx, or that do not match the listener's
  * protocol, version or limits, are rejected with a reason the dialer sees;
- * the listener keeps serving. Returns 0, -ETIMEDOUT, or -errno.
+ * the listener keeps serving. Returns 0, -ETIMEDOUT, -ESHUTDOWN
+ * (rdmx_listener_shutdown), or -errno.
  */
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
 
@@ -196,13 +203,24 @@ unsigned rdmx_listener_rejected(const rdmx_listener *lis);
  * for the other protocols the listener polls its connections in turn.
  * When a connection's peer has gone and everything it sent was delivered,
  * returns -ECONNRESET once for it, with rdmx_msg_conn(@msg) naming it (close
- * it). Returns 0, -EAGAIN, -ETIMEDOUT, -ENOTCONN (no open connection), or
- * -errno. Release the message with rdmx_msg_release(rdmx_msg_conn(@msg), ...).
+ * it). Returns 0, -EAGAIN, -ETIMEDOUT, -ENOTCONN (no open connection),
+ * -ESHUTDOWN (rdmx_listener_shutdown), or -errno. Release the message
+ * with rdmx_msg_release(rdmx_msg_conn(@msg), ...).
  */
 int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *msg,
 		       int timeout_ms);
 
+/**
+ * rdmx_listener_shutdown - wake every thread blocked in rdmx_accept() or
+ * rdmx_listener_recv() on @lis, and make later calls of those fail: they
+ * return -ESHUTDOWN (within ~50 ms). Connections accepted on @lis stay
+ * usable. Safe to call from any thread, more than once.
+ */
+void rdmx_listener_shutdown(rdmx_listener *lis);
+
 /** rdmx_listener_destroy - stop listening and free the listener.
+ * Shuts it down first (rdmx_listener_shutdown) and waits until no thread
+ * is left in rdmx_accept() or rdmx_listener_recv() on it before freeing.
  * Connections accepted on it stay usable and are closed one by one. */
 void rdmx_listener_destroy(rdmx_listener *lis);
 

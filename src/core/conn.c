@@ -18,6 +18,8 @@
 #define RING_MIN 4096u
 #define SPIN_FREE 4096u       /* polls before the first yield */
 #define SPIN_YIELD_EVERY 16u  /* then a yield every this many polls */
+#define LIVENESS_MIN 1000u
+#define LIVENESS_MAX 3600000u
 
 void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 {
@@ -34,6 +36,7 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	o->ring_size = 1u << 20;
 	o->notify = RDMX_NOTIFY_DEFAULT;
 	o->eager_max = 1024;
+	o->liveness_ms = 10000;
 }
 
 static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
@@ -63,7 +66,8 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	    check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
 	    check_range("rnr_retry", out->rnr_retry, 0, 7) ||
 	    check_range("retry_count", out->retry_count, 0, 7) ||
-	    check_range("eager_max", out->eager_max, 0, 65535))
+	    check_range("eager_max", out->eager_max, 0, 65535) ||
+	    check_range("liveness_ms", out->liveness_ms, LIVENESS_MIN, LIVENESS_MAX))
 		return -EINVAL;
 	if (out->connect_timeout_ms <= 0)
 		return rdmx__fail(-EINVAL, "connect_timeout_ms must be > 0");
@@ -175,7 +179,7 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 	if (c->f->check_event(c->ep) == -ECONNRESET ||
 	    wc->status == RDMX__WC_RETRY)
 		return rdmx__conn_down(c, -ECONNRESET,
-				       "%s: peer went away (%s)", what,
+				       "%s: peer stopped answering (%s)", what,
 				       rdmx__wc_status_name(wc->status));
 	return rdmx__conn_down(c, -EIO, "%s failed: %s (status %d)", what,
 			       rdmx__wc_status_name(wc->status),
@@ -189,7 +193,7 @@ int rdmx__conn_check_peer(rdmx_conn *c)
 	if (c->f->check_event(c->ep) == -ECONNRESET)
 		return rdmx__conn_down(c, -ECONNRESET,
 				       "connection closed by peer");
-	return 0;
+	return rdmx__live_tick(c);
 }
 
 /*
@@ -237,6 +241,10 @@ int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps)
 
 	if (!caps->max_inline)
 		caps->max_inline = RDMX__INLINE_WANT;
+	caps->max_send_wr += RDMX__KA_WRS;
+	caps->ack_timeout = rdmx__live_ack_timeout(c->opts.liveness_ms,
+						   caps->retry_count);
+	c->live.scq = caps->send_cq;
 	rc = c->f->create_qp(c->ep, caps);
 	if (rc && caps->max_inline) {
 		caps->max_inline = 0;
@@ -303,6 +311,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	c->proto = proto;
 	c->opts = *o;
 	c->max_msg = o->max_msg_size;
+	rdmx__live_init(c);
 	return c;
 }
 
@@ -314,6 +323,7 @@ static void conn_free(rdmx_conn *c, int did_setup)
 	if (did_setup)
 		c->proto->teardown(c);
 	rdmx__group_leave(c);
+	rdmx__live_fini(c);
 	pthread_mutex_destroy(&c->down_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c->priv);
@@ -509,10 +519,28 @@ const char *rdmx_listener_error(const rdmx_listener *lis)
 	return lis ? lis->err.msg : "no listener";
 }
 
+void rdmx_listener_shutdown(rdmx_listener *lis)
+{
+	if (lis)
+		__atomic_store_n(&lis->group->shut, 1, __ATOMIC_RELEASE);
+}
+
+/* Wait (bounded by the waiters' own wake-up cadence) until no thread is
+ * left in rdmx_accept() or rdmx_listener_recv(). */
+static void listener_drain(rdmx_listener *lis)
+{
+	struct timespec ms = { 0, 1000000L };
+
+	while (__atomic_load_n(&lis->waiters, __ATOMIC_ACQUIRE))
+		nanosleep(&ms, NULL);
+}
+
 void rdmx_listener_destroy(rdmx_listener *lis)
 {
 	if (!lis)
 		return;
+	rdmx_listener_shutdown(lis);
+	listener_drain(lis);
 	lis->ctx->fops->destroy_ep(lis->ep);
 	rdmx__group_put(lis->group);
 	free(lis);
@@ -591,7 +619,43 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	return 0;
 }
 
+/* The longest rdmx_accept() waits for a request before it looks at the
+ * shutdown flag again. */
+#define ACCEPT_SLICE_MS 50
+
+/* Next request, in slices so that a shutdown is seen within one. */
+static int accept_get(rdmx_listener *lis, struct rdmx__deadline *d,
+		      struct rdmx__ep **child, void *pdata, size_t *plen)
+{
+	int left, rc;
+
+	for (;;) {
+		rc = rdmx__group_shut(lis->group);
+		if (rc)
+			return rc;
+		left = rdmx__deadline_left_ms(d);
+		rc = lis->ctx->fops->get_request(lis->ep, left < ACCEPT_SLICE_MS ?
+						 left : ACCEPT_SLICE_MS, child, pdata, plen);
+		if (rc != -ETIMEDOUT || left <= ACCEPT_SLICE_MS)
+			return rc;
+	}
+}
+
+static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
+
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
+{
+	int rc;
+
+	if (!lis || !out)
+		return rdmx__fail(-EINVAL, "rdmx_accept: listener and out are required");
+	__atomic_add_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	rc = accept_wait(lis, timeout_ms, out);
+	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
+
+static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 {
 	uint8_t pdata[RDMX__PDATA_BUF];
 	struct rdmx__deadline d;
@@ -600,13 +664,13 @@ int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 	size_t plen;
 	int rc, code;
 
-	if (!lis || !out)
-		return rdmx__fail(-EINVAL, "rdmx_accept: listener and out are required");
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
 		plen = 0;
-		rc = lis->ctx->fops->get_request(lis->ep, rdmx__deadline_left_ms(&d),
-						 &child, pdata, &plen);
+		rc = accept_get(lis, &d, &child, pdata, &plen);
+		if (rc == -ESHUTDOWN)
+			return rc; /* the thread's message only: lis->err may
+				    * be written by a listener_recv waking too */
 		if (rc)
 			return rdmx__keep(&lis->err, rc);
 		code = request_check(lis, pdata, plen, &h);
@@ -738,9 +802,18 @@ int rdmx_msg_release(rdmx_conn *c, struct rdmx_msg *m)
 
 int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *m, int timeout_ms)
 {
+	int rc;
+
 	if (!lis || !m)
 		return rdmx__fail(-EINVAL, "rdmx_listener_recv: listener and msg are required");
-	return rdmx__keep(&lis->err, rdmx__group_recv(lis->group, m, timeout_ms));
+	__atomic_add_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	rc = rdmx__group_shut(lis->group);
+	if (!rc)
+		rc = rdmx__group_recv(lis->group, m, timeout_ms);
+	if (rc != -ESHUTDOWN) /* see accept_wait() */
+		rdmx__keep(&lis->err, rc);
+	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	return rc;
 }
 
 rdmx_conn *rdmx_msg_conn(const struct rdmx_msg *m)

@@ -103,6 +103,8 @@ struct rdmx__qp_caps {
 	uint8_t rnr_retry;
 	uint8_t retry_count;
 	uint8_t rd_atomic;           /* outstanding READ/atomic, 0: device max */
+	uint8_t ack_timeout;         /* local ACK timeout 4.096 us * 2^n;
+				      * 0: rdma_cm's default (n = 17, 0.54 s) */
 };
 
 struct rdmx__fabric_ops {
@@ -166,6 +168,14 @@ extern const struct rdmx__fabric_ops rdmx__fabric_fake;
  * the add itself is done once, as rxe does after a retransmission.
  */
 extern unsigned rdmx__fake_stale_faa;
+
+/*
+ * Fault injection for tests: @ep's host goes silent (@on) as if it died
+ * without a word: its QP executes nothing, sends no disconnect, and what
+ * its peer posts toward it completes with RETRY once the peer's transport
+ * retries are over ((retry_count + 1) local ACK timeouts).
+ */
+void rdmx__fake_silence(struct rdmx__ep *ep, int on);
 
 /* Name of a completion status, for messages. */
 const char *rdmx__wc_status_name(enum rdmx__wc_status st);

@@ -39,6 +39,10 @@
  *    protection and RNR only the requester's; a requester whose peer QP is
  *    in ERR while still connected gets RETRY (the peer stopped answering).
  *    vendor_status holds the matching ibv_wc_status number.
+ *  - A silent host (rdmx__fake_silence, a test's dead peer): its QP runs
+ *    nothing; a WR its peer posts toward it waits at the head of the
+ *    queue and fails with RETRY after (retry_count + 1) local ACK
+ *    timeouts (caps.ack_timeout, 0: 17), as the transport gives up.
  *  - Keys: lkey and rkey differ (even, odd) so one used for the other
  *    fails; any rkey registered in the process is valid remotely, and a
  *    zero-length transfer checks no key. Every local access is checked
@@ -124,6 +128,7 @@ struct rdmx__cq {
 struct pend {
 	struct rdmx__wr wr;
 	int64_t deadline; /* RNR give-up time once refused, 0 before */
+	int retry;        /* deadline is the transport's: the peer is silent */
 };
 
 struct rdmx__fabric {
@@ -159,6 +164,7 @@ struct rdmx__ep {
 	uint32_t unsig;            /* unsignaled WRs since the last completion */
 	uint32_t nfaa;             /* FETCH_ADDs run (rdmx__fake_stale_faa) */
 	uint64_t last_faa;         /* the result of the previous one */
+	int silent;                /* rdmx__fake_silence(): the host is dead */
 	struct rdmx__ep *qnext;    /* in G.qps */
 };
 
@@ -627,17 +633,41 @@ static int64_t rnr_deadline(const struct rdmx__ep *qp)
 	return now_ns() + (qp->caps.rnr_retry + 1) * RNR_STEP_NS;
 }
 
-/* Execute @qp's queued WRs in order, up to one that meets RNR. */
+/* (retry_count + 1) local ACK timeouts of 4.096 us * 2^ack_timeout. */
+static int64_t retry_deadline(const struct rdmx__ep *qp)
+{
+	int t = qp->caps.ack_timeout ? qp->caps.ack_timeout : 17;
+
+	return now_ns() + (qp->caps.retry_count + 1) * (4096LL << t);
+}
+
+/* The peer is silent: @head waits for its transport retries to run out. */
+static void head_unanswered(struct rdmx__ep *qp, struct pend *head)
+{
+	if (head->retry)
+		return;
+	head->retry = 1;
+	head->deadline = retry_deadline(qp);
+}
+
+/* Execute @qp's queued WRs in order, up to one that meets RNR or a silent
+ * peer. A silent QP runs nothing. */
 static void sq_progress(struct rdmx__ep *qp)
 {
-	while (qp->sq_count) {
+	while (qp->sq_count && !qp->silent) {
 		struct pend *head = &qp->sq[qp->sq_head];
 		struct rdmx__wr wr;
+		int retry = head->retry;
 
 		if (head->deadline && now_ns() >= head->deadline) {
 			wr = sq_pop(qp);
-			wr_fail(qp, &wr, RDMX__WC_RNR_RETRY, VS_RNR_RETRY, 0);
+			wr_fail(qp, &wr, retry ? RDMX__WC_RETRY : RDMX__WC_RNR_RETRY,
+				retry ? VS_RETRY : VS_RNR_RETRY, 0);
 			continue;
+		}
+		if (qp->qp == QP_RTS && qp->peer && qp->peer->silent) {
+			head_unanswered(qp, head);
+			return;
 		}
 		if (wr_blocked(qp, &head->wr)) {
 			if (!head->deadline)
@@ -1201,6 +1231,13 @@ static int ff_reject(struct rdmx__ep *ep, const void *pdata, size_t plen)
 	unlock();
 	ff_destroy_ep(ep); /* refuses with no data if not answered above */
 	return rc;
+}
+
+void rdmx__fake_silence(struct rdmx__ep *ep, int on)
+{
+	lock();
+	ep->silent = on;
+	unlock();
 }
 
 static int ff_disconnect(struct rdmx__ep *ep)

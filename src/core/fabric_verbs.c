@@ -417,6 +417,20 @@ static int established(struct rdmx__ep *ep, int rc)
 	return rc;
 }
 
+/*
+ * The local ACK timeout liveness asked for (rdmx__conn_create_qp): rdma_cm
+ * uses it when it moves the QP to RTS. Without it (or if refused) the QP
+ * keeps rdma_cm's default, which only makes a short bound late.
+ */
+static void ack_timeout(struct rdmx__ep *ep)
+{
+	uint8_t t = ep->caps.ack_timeout;
+
+	if (t)
+		(void)rdma_set_option(ep->id, RDMA_OPTION_ID,
+				      RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t));
+}
+
 static int vf_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		      int timeout_ms, void *reply, size_t *rlen)
 {
@@ -425,6 +439,7 @@ static int vf_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 	if (!ep->id->qp)
 		return rdmx__fail(-EINVAL, "connect before the QP was created");
 	conn_param(ep, pdata, plen, &p);
+	ack_timeout(ep);
 	if (rdma_connect(ep->id, &p))
 		return rdmx__fail(-errno, "rdma_connect: %s", strerror(errno));
 	return established(ep, expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
@@ -437,6 +452,7 @@ static int vf_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
 	struct rdma_conn_param p;
 
 	conn_param(ep, pdata, plen, &p);
+	ack_timeout(ep);
 	if (rdma_accept(ep->id, &p))
 		return rdmx__fail(-errno, "rdma_accept: %s", strerror(errno));
 	return established(ep, expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,

@@ -207,6 +207,13 @@ static void check_peers(struct rdmx__group *g)
 	}
 }
 
+int rdmx__group_shut(struct rdmx__group *g)
+{
+	if (__atomic_load_n(&g->shut, __ATOMIC_ACQUIRE))
+		return rdmx__fail(-ESHUTDOWN, "the listener was shut down");
+	return 0;
+}
+
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		     int timeout_ms)
 {
@@ -226,6 +233,9 @@ int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		if (d.spins % PEER_CHECK_ROUNDS)
 			continue;
 		check_peers(g);
+		rc = rdmx__group_shut(g);
+		if (rc)
+			return rc;
 		if (!d.forever && rdmx__deadline_left_ms(&d) == 0)
 			return rdmx__fail(-ETIMEDOUT, "timed out");
 	}

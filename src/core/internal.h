@@ -47,7 +47,11 @@ struct rdmx__group {
 	size_t n, cap;
 	size_t next;             /* round-robin cursor of rdmx_listener_recv */
 	void *shared;            /* proto->shared_size bytes, zeroed */
+	int shut;                /* atomic: rdmx_listener_shutdown() was called */
 };
+
+/* -ESHUTDOWN with a message once the group's listener is shut down. */
+int rdmx__group_shut(struct rdmx__group *g);
 
 struct rdmx_listener {
 	struct rdmx__err err;
@@ -57,6 +61,30 @@ struct rdmx_listener {
 	const struct rdmx_protocol_ops *proto;
 	unsigned rejected;
 	struct rdmx__group *group;
+	int waiters;             /* atomic: threads in accept/listener_recv */
+};
+
+/*
+ * Liveness (live.c): while a call waits on a connection, a signaled
+ * zero-length RDMA WRITE (the keepalive) goes out every quarter of the
+ * connection's liveness bound. The peer's NIC must acknowledge it; a
+ * dead host makes it fail with RETRY once the transport's retries, timed
+ * from the bound (rdmx__conn_create_qp), are over, and the connection goes
+ * down with -ECONNRESET. Its completion carries RDMX__KA_WRID and is taken
+ * out by rdmx__poll_cq(), which protocols call on every CQ their sends
+ * complete on; completions the core polls while looking for the keepalive
+ * are stashed and handed to the protocol's next rdmx__poll_cq().
+ */
+#define RDMX__KA_WRID UINT64_C(0xfffffffffffe4b41)
+#define RDMX__KA_WRS 1u       /* send-queue slots / send-CQ entries it takes */
+#define RDMX__KA_STASH 64
+struct rdmx__live {
+	pthread_mutex_t lock;     /* guards the fields below */
+	struct rdmx__cq *scq;     /* the QP's send CQ */
+	int out;                  /* a keepalive is posted, not completed */
+	int64_t posted_ms;        /* when the last one was posted */
+	int stashed;              /* atomic: entries in stash */
+	struct rdmx__wc stash[RDMX__KA_STASH];
 };
 
 enum rdmx__conn_state {
@@ -93,6 +121,7 @@ struct rdmx_conn {
 	uint32_t max_inline;      /* the QP's, see rdmx__conn_create_qp() */
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
 	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
+	struct rdmx__live live;
 	void *priv;              /* proto->priv_size bytes, zeroed */
 };
 
@@ -170,6 +199,20 @@ int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
 
 /* Down with -ECONNRESET if the peer disconnected; else its down_rc or 0. */
 int rdmx__conn_check_peer(rdmx_conn *c);
+
+/* live.c: keepalives. */
+void rdmx__live_init(rdmx_conn *c);
+void rdmx__live_fini(rdmx_conn *c);
+/* The local ACK timeout code that ends @retry_count retries inside half
+ * of @bound_ms (at most rdma_cm's default, 17). */
+uint8_t rdmx__live_ack_timeout(uint32_t bound_ms, uint8_t retry_count);
+/* Called by every wait now and then: post a keepalive when one is due,
+ * reap its completion. Returns the connection's down_rc or 0. */
+int rdmx__live_tick(rdmx_conn *c);
+/* The protocols' poll of a CQ their sends complete on: c->f->poll_cq
+ * without keepalive completions, stashed completions first. */
+int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,
+		  int n);
 
 /* Mark the connection down with @rc and a message (first reason wins). */
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)

@@ -347,7 +347,7 @@ static int create_queues(rdmx_conn *c)
 	};
 	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)caps.max_send_wr, &p->scq);
+	rc = c->f->create_cq(c->ep, (int)(caps.max_send_wr + RDMX__KA_WRS), &p->scq);
 	if (!rc)
 		rc = c->f->create_cq(c->ep, (int)p->ndesc, &p->rcq);
 	if (rc)
@@ -690,7 +690,7 @@ static int reap_sq(rdmx_conn *c)
 {
 	struct rd *p = rd_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = c->f->poll_cq(p->scq, wc, WC_BATCH), err = 0, rc;
+	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), err = 0, rc;
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());

@@ -94,7 +94,7 @@ static int create_queues(rdmx_conn *c)
 	};
 	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)p->nsend, &p->scq);
+	rc = c->f->create_cq(c->ep, (int)(p->nsend + RDMX__KA_WRS), &p->scq);
 	if (rc)
 		return rc;
 	rc = c->f->create_cq(c->ep, (int)p->nrecv, &p->rcq);
@@ -168,7 +168,7 @@ static int reap_sends(rdmx_conn *c)
 {
 	struct sr *p = sr_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = c->f->poll_cq(p->scq, wc, WC_BATCH);
+	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH);
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());

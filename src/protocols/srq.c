@@ -361,7 +361,7 @@ static int create_qp(rdmx_conn *c)
 	};
 	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)p->nsend, &p->scq);
+	rc = c->f->create_cq(c->ep, (int)(p->nsend + RDMX__KA_WRS), &p->scq);
 	if (rc)
 		return rc;
 	caps.send_cq = p->scq;
@@ -493,7 +493,7 @@ static int reap_sends(rdmx_conn *c)
 {
 	struct srq_conn *p = sc_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = c->f->poll_cq(p->scq, wc, WC_BATCH);
+	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH);
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
@@ -796,6 +796,8 @@ static int group_wait(struct rdmx__group *g, struct rdmx__deadline *d)
 		return 0;
 	if (check_peers(g))
 		return 0;
+	if (rdmx__group_shut(g))
+		return -ESHUTDOWN;
 	if (!d->forever && rdmx__deadline_left_ms(d) == 0)
 		return rdmx__fail(-ETIMEDOUT, "timed out");
 	return 0;

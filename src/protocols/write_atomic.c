@@ -159,7 +159,7 @@ static int create_tx(rdmx_conn *c)
 		rc = c->f->reg_mr(c->ep, p->scratch, 64, RDMX__ACCESS_LOCAL,
 				  &p->scratch_mr);
 	if (!rc)
-		rc = c->f->create_cq(c->ep, (int)p->nslot + 8, &p->cq);
+		rc = c->f->create_cq(c->ep, (int)(p->nslot + 8 + RDMX__KA_WRS), &p->cq);
 	if (rc)
 		return rc;
 	caps.send_cq = p->cq;
@@ -329,7 +329,7 @@ static int reap(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = c->f->poll_cq(p->cq, wc, WC_BATCH);
+	int n = rdmx__poll_cq(c, p->cq, wc, WC_BATCH);
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());

@@ -563,6 +563,8 @@ int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		pthread_mutex_lock(&r->lock);
 		rc = group_idle(r, m, &d, drained);
 		pthread_mutex_unlock(&r->lock);
+		if (!rc)
+			rc = rdmx__group_shut(g);
 		if (rc)
 			return rc;
 	}

@@ -244,7 +244,7 @@ static int create_queues(rdmx_conn *c)
 	};
 	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)c->opts.send_depth + 8, &p->scq);
+	rc = c->f->create_cq(c->ep, (int)(c->opts.send_depth + 8 + RDMX__KA_WRS), &p->scq);
 	if (!rc)
 		rc = c->f->create_cq(c->ep, (int)caps.max_recv_wr, &p->rcq);
 	if (rc)
@@ -430,7 +430,7 @@ static int reap_sends(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = c->f->poll_cq(p->scq, wc, WC_BATCH), rc;
+	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), rc;
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
