@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,6 +433,39 @@ free_conn:
 
 /* --------------------------------------------------------------- listen */
 
+#define LISTENER_MAX_CONNS 256u
+#define LISTENER_MAX_MEM (1ull << 30)
+
+void rdmx_listener_opts_init(struct rdmx_listener_opts *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->max_conns = LISTENER_MAX_CONNS;
+	o->max_mem = LISTENER_MAX_MEM;
+}
+
+int rdmx_listener_set_opts(rdmx_listener *lis,
+			   const struct rdmx_listener_opts *o)
+{
+	struct rdmx_listener_opts l;
+
+	if (!lis)
+		return rdmx__fail(-EINVAL, "rdmx_listener_set_opts: listener is NULL");
+	rdmx_listener_opts_init(&l);
+	if (o && (o->size < offsetof(struct rdmx_listener_opts, max_mem) +
+		  sizeof(o->max_mem) || o->size > sizeof(l)))
+		return rdmx__failo(&lis->err, -EINVAL,
+				   "rdmx_listener_set_opts: size %u is not that of a struct "
+				   "rdmx_listener_opts (use rdmx_listener_opts_init)", o->size);
+	if (o)
+		memcpy(&l, o, o->size);
+	l.size = sizeof(l);
+	lis->lopts = l;
+	return 0;
+}
+
 int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		const struct rdmx_conn_opts *opts, rdmx_listener **out)
 {
@@ -444,6 +478,7 @@ int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	if (!lis)
 		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a listener");
 	lis->ctx = ctx;
+	rdmx_listener_opts_init(&lis->lopts);
 	rc = opts_load(opts, &lis->opts, &lis->proto);
 	if (rc)
 		goto free_lis;
@@ -507,6 +542,10 @@ static int request_check(rdmx_listener *lis, const uint8_t *pdata, size_t plen,
 
 	if (rdmx__hello_decode(pdata, plen, h))
 		return RDMX__REJ_MALFORMED;
+	if (h->max_msg < 1) {
+		rdmx__fail(-EPROTO, "dialer proposed a max message of 0 bytes");
+		return RDMX__REJ_PARAMS;
+	}
 	if (h->protocol == lis->proto->id)
 		return 0;
 	asked = rdmx__protocol_by_id(h->protocol);
@@ -532,7 +571,14 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	c->is_server = 1;
 	c->max_msg = h->max_msg < c->max_msg ? h->max_msg : c->max_msg;
 	c->peer_recv_depth = h->recv_depth;
-	rdmx__group_join(lis->group, c);
+	c->mem_charge = lis->proto->mem_estimate ? lis->proto->mem_estimate(c) : 0;
+	rc = rdmx__group_admit(lis->group, c, &lis->lopts);
+	if (rc) {
+		c->ep = NULL;
+		listener_reject(lis, child, RDMX__REJ_RESOURCES);
+		conn_free(c, 0);
+		return rc;
+	}
 	rc = lis->proto->setup(c);
 	if (rc) {
 		c->ep = NULL;

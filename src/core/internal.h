@@ -45,6 +45,8 @@ struct rdmx__group {
 	size_t n, cap;
 	size_t next;             /* round-robin cursor of rdmx_listener_recv */
 	void *shared;            /* proto->shared_size bytes, zeroed */
+	unsigned admitted;       /* connections admitted, not yet freed */
+	uint64_t mem;            /* their proto->mem_estimate() bytes */
 };
 
 struct rdmx_listener {
@@ -55,6 +57,7 @@ struct rdmx_listener {
 	const struct rdmx_protocol_ops *proto;
 	unsigned rejected;
 	struct rdmx__group *group;
+	struct rdmx_listener_opts lopts; /* admission caps */
 };
 
 enum rdmx__conn_state {
@@ -80,6 +83,8 @@ struct rdmx_conn {
 	uint32_t max_inline;      /* the QP's, see rdmx__conn_create_qp() */
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
 	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
+	uint64_t mem_charge;     /* admitted: bytes charged to the group */
+	int admitted;            /* counted in group->admitted */
 	void *priv;              /* proto->priv_size bytes, zeroed */
 };
 
@@ -122,6 +127,11 @@ struct rdmx_protocol_ops {
 	void (*shared_teardown)(struct rdmx__group *g);
 	int (*group_recv)(struct rdmx__group *g, struct rdmx_msg *m,
 			  int timeout_ms);
+	/* Bytes of memory setup() of @c will register for this connection
+	 * alone (not a receive side shared by the listener's connections),
+	 * from c->opts and the negotiated c->max_msg; NULL counts 0. The
+	 * listener's memory cap is checked against it before setup(). */
+	uint64_t (*mem_estimate)(const rdmx_conn *c);
 };
 
 /* protocol.c: the table of built-in protocols. */
@@ -182,6 +192,11 @@ void rdmx__group_put(struct rdmx__group *g);
 /* Take a reference for @c (before setup) / list it (once it is up). */
 void rdmx__group_join(struct rdmx__group *g, rdmx_conn *c);
 int rdmx__group_add(struct rdmx__group *g, rdmx_conn *c);
+/* rdmx__group_join() within the caps of @lo (0: uncapped), charging
+ * @c->mem_charge bytes; -EAGAIN with a message saying which cap is full.
+ * rdmx__group_leave() gives the share back. */
+int rdmx__group_admit(struct rdmx__group *g, rdmx_conn *c,
+		      const struct rdmx_listener_opts *lo);
 /* Unlist @c and drop its reference (from conn_free). */
 void rdmx__group_leave(rdmx_conn *c);
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Admission control: a listener's caps on connections and on registered
+ * memory, and the hello limits it checks. Every protocol, built against
+ * the fake fabric (a unit test) and against verbs (rxe in the sandbox).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/internal.h"
+#include "harness.h"
+#include "seam.h"
+
+static const char *protocol; /* the protocol under test */
+
+static struct rdmx_conn_opts opts(void)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.protocol = protocol;
+	o.send_depth = 8;
+	o.recv_depth = 8;
+	o.max_msg_size = 4096;
+	o.ring_size = 1u << 16;
+	return o;
+}
+
+struct server {
+	rdmx_ctx *ctx;
+	rdmx_listener *lis;
+	uint16_t port;
+	struct th_acceptor a;
+	int accepting; /* a is running */
+};
+
+static void server_open(struct server *s, const struct rdmx_listener_opts *lo)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = opts();
+
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(rdmx_ctx_create(&s->ctx, &co), 0);
+	assert_int_equal(rdmx_listen(s->ctx, th_addr(), 0, &o, &s->lis), 0);
+	assert_int_equal(rdmx_listener_set_opts(s->lis, lo), 0);
+	s->port = rdmx_listener_port(s->lis);
+	s->a.lis = s->lis;
+	s->a.timeout_ms = 20000;
+}
+
+static void server_close(struct server *s)
+{
+	rdmx_listener_destroy(s->lis);
+	rdmx_ctx_destroy(s->ctx);
+}
+
+/* Dial with the test's options; on success accept it too. */
+static int dial(struct server *s, rdmx_conn **c, rdmx_conn **sc)
+{
+	struct rdmx_conn_opts o = opts();
+	int rc;
+
+	if (!s->accepting)
+		th_accept_start(&s->a);
+	s->accepting = 1;
+	rc = rdmx_dial(s->ctx, th_addr(), s->port, &o, c);
+	if (rc) {
+		print_message("%s: dial refused: %s\n", protocol, rdmx_last_error());
+		return rc; /* the acceptor keeps waiting for the next dial */
+	}
+	assert_int_equal(th_accept_join(&s->a), 0);
+	s->accepting = 0;
+	*sc = s->a.conn;
+	return 0;
+}
+
+/* One message from @from arrives at @to. */
+static void one_message(rdmx_conn *from, rdmx_conn *to)
+{
+	struct rdmx_msg m;
+
+	assert_int_equal(rdmx_msg_alloc(from, 64, &m, 10000), 0);
+	memset(m.data, 0x3c, 64);
+	m.len = 64;
+	assert_int_equal(rdmx_send(from, &m), 0);
+	assert_int_equal(rdmx_recv(to, &m, 10000), 0);
+	assert_int_equal(m.len, 64);
+	assert_int_equal(((uint8_t *)m.data)[63], 0x3c);
+	assert_int_equal(rdmx_msg_release(to, &m), 0);
+}
+
+/*
+ * Run a cap test: @cap admits two connections; dials beyond are refused
+ * with a reason containing @why while the admitted ones are served;
+ * closing one lets the next dial in.
+ */
+static void cap_test(const struct rdmx_listener_opts *lo, const char *why)
+{
+	rdmx_conn *c[3] = { 0 }, *sc[3] = { 0 }, *extra;
+	struct server s;
+
+	server_open(&s, lo);
+	assert_int_equal(dial(&s, &c[0], &sc[0]), 0);
+	assert_int_equal(dial(&s, &c[1], &sc[1]), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(dial(&s, &extra, &sc[2]), -ECONNREFUSED);
+		assert_non_null(strstr(rdmx_ctx_error(s.ctx), why));
+		one_message(c[i % 2], sc[i % 2]);
+	}
+	/* A closed connection gives its share back. */
+	rdmx_conn_close(sc[0]);
+	rdmx_conn_close(c[0]);
+	assert_int_equal(dial(&s, &c[2], &sc[2]), 0);
+	assert_int_equal(rdmx_listener_rejected(s.lis), 3); /* acceptor joined */
+	one_message(c[2], sc[2]);
+	one_message(c[1], sc[1]);
+	for (int i = 1; i < 3; i++) {
+		rdmx_conn_close(c[i]);
+		rdmx_conn_close(sc[i]);
+	}
+	server_close(&s);
+}
+
+static void test_conn_cap(void **state)
+{
+	struct rdmx_listener_opts lo;
+
+	(void)state;
+	rdmx_listener_opts_init(&lo);
+	lo.max_conns = 2;
+	cap_test(&lo, "max_conns 2");
+}
+
+/* What one accepted connection with the test's options is charged. */
+static uint64_t conn_charge(void)
+{
+	rdmx_conn c = { 0 };
+
+	c.opts = opts();
+	c.proto = rdmx__protocol_by_name(protocol);
+	c.max_msg = c.opts.max_msg_size;
+	assert_non_null(c.proto->mem_estimate);
+	return c.proto->mem_estimate(&c);
+}
+
+static void test_mem_cap(void **state)
+{
+	struct rdmx_listener_opts lo;
+	uint64_t one = conn_charge();
+
+	(void)state;
+	assert_true(one >= 8 * 4096); /* at least the send buffers */
+	rdmx_listener_opts_init(&lo);
+	lo.max_mem = 2 * one + one / 2;
+	print_message("%s: %llu bytes per connection, max_mem %llu\n", protocol,
+		      (unsigned long long)one, (unsigned long long)lo.max_mem);
+	cap_test(&lo, "memory cap");
+}
+
+/* The dialer refuses a listener's max message of 0; so does the listener. */
+static void test_max_msg_zero_refused(void **state)
+{
+	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .max_msg = 0,
+				 .recv_depth = 8 };
+	rdmx_conn *c, *sc;
+	struct server s;
+	uint8_t block[1] = { 0 };
+	char why[160] = "";
+
+	(void)state;
+	server_open(&s, NULL);
+	h.protocol = rdmx__protocol_by_name(protocol)->id;
+	th_accept_start(&s.a);
+	s.accepting = 1;
+	assert_int_equal(th_hello_connect(s.ctx, s.port, &h, block, 0, why, sizeof(why)),
+			 -ECONNREFUSED);
+	assert_non_null(strstr(why, "max message of 0"));
+	assert_int_equal(dial(&s, &c, &sc), 0);
+	assert_int_equal(rdmx_listener_rejected(s.lis), 1); /* acceptor joined */
+	one_message(c, sc);
+	rdmx_conn_close(c);
+	rdmx_conn_close(sc);
+	server_close(&s);
+}
+
+static void test_listener_opts_size(void **state)
+{
+	struct rdmx_listener_opts lo;
+	struct server s;
+
+	(void)state;
+	server_open(&s, NULL);
+	rdmx_listener_opts_init(&lo);
+	assert_int_equal(lo.size, sizeof(lo));
+	lo.size = 4;
+	assert_int_equal(rdmx_listener_set_opts(s.lis, &lo), -EINVAL);
+	assert_non_null(strstr(rdmx_listener_error(s.lis), "rdmx_listener_opts_init"));
+	assert_int_equal(rdmx_listener_set_opts(NULL, &lo), -EINVAL);
+	server_close(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_max_msg_zero_refused),
+		cmocka_unit_test(test_conn_cap),
+		cmocka_unit_test(test_mem_cap),
+		cmocka_unit_test(test_listener_opts_size),
+	};
+	const char *const *names = rdmx_protocol_names();
+	const char *only = getenv("RDMX_TEST_PROTOCOL");
+	int failed = 0;
+
+	for (int i = 0; names[i]; i++) {
+		if (only && *only && strcmp(only, names[i]))
+			continue;
+		protocol = names[i];
+		print_message("=== protocol %s on the %s fabric ===\n", protocol, th_fabric());
+		failed += _cmocka_run_group_tests(protocol, tests, sizeof(tests) / sizeof(tests[0]),
+						  NULL, NULL);
+	}
+	return failed;
+}
