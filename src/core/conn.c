@@ -513,10 +513,15 @@ const char *rdmx_listener_error(const rdmx_listener *lis)
 	return lis ? lis->err.msg : "no listener";
 }
 
+static void conn_free(rdmx_conn *c, int did_setup);
+
 void rdmx_listener_destroy(rdmx_listener *lis)
 {
 	if (!lis)
 		return;
+	for (size_t i = 0; i < lis->npending; i++)
+		conn_free(lis->pending[i].c, 1);
+	free(lis->pending);
 	lis->ctx->fops->destroy_ep(lis->ep);
 	rdmx__group_put(lis->group);
 	free(lis);
@@ -554,9 +559,31 @@ static int request_check(rdmx_listener *lis, const uint8_t *pdata, size_t plen,
 	return RDMX__REJ_PROTOCOL;
 }
 
-/* Build the connection for an accepted request and send the reply. */
+/* Track @c until its dialer completes (or connect_timeout_ms passes). */
+static int pending_add(rdmx_listener *lis, rdmx_conn *c)
+{
+	if (lis->npending == lis->pcap) {
+		size_t cap = lis->pcap ? 2 * lis->pcap : 8;
+		struct rdmx__pending *v = realloc(lis->pending, cap * sizeof(*v));
+
+		if (!v)
+			return rdmx__fail(-ENOMEM, "out of memory tracking a connection request");
+		lis->pending = v;
+		lis->pcap = cap;
+	}
+	lis->pending[lis->npending].c = c;
+	rdmx__deadline_start(&lis->pending[lis->npending].by, lis->opts.connect_timeout_ms);
+	(void)rdmx__deadline_left_ms(&lis->pending[lis->npending].by); /* arm now */
+	lis->npending++;
+	return 0;
+}
+
+/*
+ * Build the connection for an accepted request and send the reply; the
+ * connection is pending until the dialer completes (pending_reap()).
+ */
 static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
-		      const struct rdmx__hello *h, int timeout_ms, rdmx_conn **out)
+		      const struct rdmx__hello *h)
 {
 	uint8_t reply[RDMX__PDATA_ACCEPT_MAX];
 	rdmx_conn *c = conn_new(lis->ctx, &lis->opts, lis->proto);
@@ -594,9 +621,31 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 		conn_free(c, 1);
 		return len;
 	}
-	rc = lis->ctx->fops->accept(child, reply, (size_t)len, timeout_ms);
-	if (!rc)
-		rc = rdmx__group_add(lis->group, c);
+	rc = lis->ctx->fops->accept(child, reply, (size_t)len, 0);
+	if (rc && rc != -EAGAIN) {
+		conn_free(c, 1);
+		return rc;
+	}
+	rc = pending_add(lis, c);
+	if (rc)
+		conn_free(c, 1);
+	return rc;
+}
+
+/* Drop pending[@i]: the last one takes its place. */
+static void pending_drop(rdmx_listener *lis, size_t i)
+{
+	lis->pending[i] = lis->pending[--lis->npending];
+}
+
+/* A pending connection is up: list it in the group, hand it out. */
+static int pending_up(rdmx_listener *lis, size_t i, rdmx_conn **out)
+{
+	rdmx_conn *c = lis->pending[i].c;
+	int rc;
+
+	pending_drop(lis, i);
+	rc = rdmx__group_add(lis->group, c);
 	if (rc) {
 		conn_free(c, 1);
 		return rc;
@@ -606,35 +655,90 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	return 0;
 }
 
-int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
+/*
+ * Progress the handshakes in flight: 0 with the first connection that is
+ * up in *@out, else -EAGAIN. A handshake that failed, or that the dialer
+ * left open past connect_timeout_ms, is dropped with its connection.
+ */
+static int pending_reap(rdmx_listener *lis, rdmx_conn **out)
+{
+	size_t i = 0;
+	int rc;
+
+	while (i < lis->npending) {
+		struct rdmx__pending *p = &lis->pending[i];
+
+		rc = lis->ctx->fops->accept_poll(p->c->ep);
+		if (!rc && !pending_up(lis, i, out))
+			return 0;
+		if (rc == -EAGAIN && rdmx__deadline_left_ms(&p->by) > 0) {
+			i++;
+			continue;
+		}
+		if (rc == -EAGAIN)
+			rdmx__failo(&lis->err, -ETIMEDOUT,
+				    "a dialer did not complete its connection within %d ms; dropped",
+				    lis->opts.connect_timeout_ms);
+		else if (rc)
+			rdmx__keep(&lis->err, rc);
+		if (rc) {
+			conn_free(p->c, 1);
+			pending_drop(lis, i);
+		}
+	}
+	return -EAGAIN;
+}
+
+/* Take the next request within @wait_ms: reject it, or start its accept. */
+static int take_request(rdmx_listener *lis, int wait_ms)
 {
 	uint8_t pdata[RDMX__PDATA_BUF];
-	struct rdmx__deadline d;
 	struct rdmx__hello h;
 	struct rdmx__ep *child;
-	size_t plen;
+	size_t plen = 0;
 	int rc, code;
+
+	rc = lis->ctx->fops->get_request(lis->ep, wait_ms, &child, pdata, &plen);
+	if (rc)
+		return rc;
+	code = request_check(lis, pdata, plen, &h);
+	if (code) {
+		listener_reject(lis, child, code);
+		return 0;
+	}
+	rc = accept_one(lis, child, &h);
+	if (rc)
+		rdmx__keep(&lis->err, rc);
+	return 0;
+}
+
+/* While handshakes are in flight, requests are awaited in slices this long. */
+#define PENDING_POLL_MS 10
+
+int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
+{
+	struct rdmx__deadline d;
+	int rc, left;
 
 	if (!lis || !out)
 		return rdmx__fail(-EINVAL, "rdmx_accept: listener and out are required");
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		plen = 0;
-		rc = lis->ctx->fops->get_request(lis->ep, rdmx__deadline_left_ms(&d),
-						 &child, pdata, &plen);
-		if (rc)
-			return rdmx__keep(&lis->err, rc);
-		code = request_check(lis, pdata, plen, &h);
-		if (code) {
-			listener_reject(lis, child, code);
-			continue;
-		}
-		rc = accept_one(lis, child, &h, lis->opts.connect_timeout_ms, out);
-		if (!rc)
+		if (!pending_reap(lis, out))
 			return 0;
-		rdmx__keep(&lis->err, rc);
-		if (!d.forever && rdmx__deadline_left_ms(&d) == 0)
-			return rc;
+		left = rdmx__deadline_left_ms(&d);
+		if (lis->npending && left > PENDING_POLL_MS)
+			left = PENDING_POLL_MS;
+		rc = take_request(lis, left);
+		if (rc && rc != -ETIMEDOUT)
+			return rdmx__keep(&lis->err, rc);
+		if (rc && !d.forever && rdmx__deadline_left_ms(&d) == 0 &&
+		    pending_reap(lis, out))
+			return rdmx__failo(&lis->err, -ETIMEDOUT,
+					   "no connection came up within %d ms (%zu handshakes in flight)",
+					   timeout_ms, lis->npending);
+		if (rc && !d.forever && rdmx__deadline_left_ms(&d) == 0)
+			return 0; /* the last reap found one */
 	}
 }
 

@@ -49,6 +49,8 @@ struct rdmx__group {
 	uint64_t mem;            /* their proto->mem_estimate() bytes */
 };
 
+struct rdmx__pending; /* below */
+
 struct rdmx_listener {
 	struct rdmx__err err;
 	rdmx_ctx *ctx;
@@ -58,6 +60,8 @@ struct rdmx_listener {
 	unsigned rejected;
 	struct rdmx__group *group;
 	struct rdmx_listener_opts lopts; /* admission caps */
+	struct rdmx__pending *pending;   /* handshakes in progress */
+	size_t npending, pcap;
 };
 
 enum rdmx__conn_state {
@@ -147,6 +151,12 @@ struct rdmx__deadline {
 	int timeout_ms;
 	unsigned spins;
 };
+/* An accepted request whose dialer has not completed the handshake. */
+struct rdmx__pending {
+	rdmx_conn *c;
+	struct rdmx__deadline by; /* connect_timeout_ms from the accept */
+};
+
 void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
 /* Milliseconds left (INT32_MAX when forever, 0 when passed). */
 int rdmx__deadline_left_ms(struct rdmx__deadline *d);

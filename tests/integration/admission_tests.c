@@ -31,6 +31,7 @@ static struct rdmx_conn_opts opts(void)
 	o.recv_depth = 8;
 	o.max_msg_size = 4096;
 	o.ring_size = 1u << 16;
+	o.connect_timeout_ms = 20000;
 	return o;
 }
 
@@ -191,6 +192,111 @@ static void test_max_msg_zero_refused(void **state)
 	server_close(&s);
 }
 
+#ifdef TH_FAKE
+/* A raw request that never completes its handshake (fake fabric). */
+struct half_open {
+	struct rdmx__ep *ep;
+	struct rdmx__cq *cq;
+};
+
+static void half_open_start(struct server *s, struct half_open *ho)
+{
+	const struct rdmx__fabric_ops *f = s->ctx->fops;
+	struct rdmx__qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4, .rnr_retry = 7,
+				      .retry_count = 7 };
+	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .max_msg = 4096,
+				 .recv_depth = 8 };
+	uint8_t pd[RDMX__PDATA_CONNECT_MAX];
+	int len;
+
+	h.protocol = rdmx__protocol_by_name(protocol)->id;
+	len = rdmx__hello_encode(&h, pd, sizeof(pd));
+	assert_true(len > 0);
+	assert_int_equal(f->resolve(s->ctx->fab, th_addr(), s->port, 2000, &ho->ep), 0);
+	assert_int_equal(f->create_cq(ho->ep, 8, &ho->cq), 0);
+	caps.send_cq = caps.recv_cq = ho->cq;
+	assert_int_equal(f->create_qp(ho->ep, &caps), 0);
+	assert_int_equal(rdmx__fake_connect_half(ho->ep, pd, (size_t)len), 0);
+}
+
+static void half_open_end(struct server *s, struct half_open *ho)
+{
+	s->ctx->fops->destroy_ep(ho->ep);
+	s->ctx->fops->destroy_cq(ho->cq);
+}
+
+/*
+ * A requester that never completes does not hold up the next one: with a
+ * 20 s connect timeout, a proper dial queued behind it gets in within 10 s
+ * (a generous bound: it is immediate), while the half-open request stays
+ * pending and counts against max_conns until it is dropped.
+ */
+static void test_half_open_does_not_block(void **state)
+{
+	struct rdmx_listener_opts lo;
+	struct half_open ho[2];
+	rdmx_conn *c, *sc, *extra;
+	struct server s;
+	double t0, took;
+
+	(void)state;
+	if (strcmp(protocol, "send_recv"))
+		skip(); /* the raw hello carries send_recv's (empty) block */
+	rdmx_listener_opts_init(&lo);
+	lo.max_conns = 3;
+	server_open(&s, &lo);
+	s.a.timeout_ms = 2000; /* well inside the 20 s the half-open ones have */
+	half_open_start(&s, &ho[0]);
+	half_open_start(&s, &ho[1]);
+	t0 = th_now_ms();
+	assert_int_equal(dial(&s, &c, &sc), 0);
+	took = th_now_ms() - t0;
+	print_message("proper dial behind 2 half-open requests: %.0f ms\n", took);
+	assert_true(took < 10000);
+	assert_int_equal(s.lis->npending, 2);
+	one_message(c, sc);
+	/* Two half-open and one up: the cap is reached. */
+	assert_int_equal(dial(&s, &extra, &sc), -ECONNREFUSED);
+	assert_non_null(strstr(rdmx_ctx_error(s.ctx), "max_conns 3"));
+	assert_int_equal(th_accept_join(&s.a), -ETIMEDOUT);
+	s.accepting = 0;
+	/* A requester that goes away is dropped with its share. */
+	half_open_end(&s, &ho[0]);
+	assert_int_equal(rdmx_accept(s.lis, 0, &extra), -ETIMEDOUT);
+	assert_int_equal(s.lis->npending, 1);
+	one_message(c, sc);
+	rdmx_conn_close(c);
+	rdmx_conn_close(sc);
+	server_close(&s); /* frees the one still pending */
+	half_open_end(&s, &ho[1]);
+}
+
+/* A handshake left open past connect_timeout_ms is dropped. */
+static void test_half_open_times_out(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct half_open ho;
+	rdmx_conn *c;
+	struct server s = { 0 };
+
+	(void)state;
+	if (strcmp(protocol, "send_recv"))
+		skip();
+	o.connect_timeout_ms = 200;
+	assert_int_equal(rdmx_ctx_create(&s.ctx, &co), 0);
+	assert_int_equal(rdmx_listen(s.ctx, th_addr(), 0, &o, &s.lis), 0);
+	s.port = rdmx_listener_port(s.lis);
+	half_open_start(&s, &ho);
+	assert_int_equal(rdmx_accept(s.lis, 50, &c), -ETIMEDOUT);
+	assert_int_equal(s.lis->npending, 1);
+	assert_int_equal(rdmx_accept(s.lis, 2000, &c), -ETIMEDOUT);
+	assert_int_equal(s.lis->npending, 0);
+	half_open_end(&s, &ho);
+	server_close(&s);
+}
+#endif
+
 static void test_listener_opts_size(void **state)
 {
 	struct rdmx_listener_opts lo;
@@ -214,6 +320,10 @@ int main(void)
 		cmocka_unit_test(test_conn_cap),
 		cmocka_unit_test(test_mem_cap),
 		cmocka_unit_test(test_listener_opts_size),
+#ifdef TH_FAKE
+		cmocka_unit_test(test_half_open_does_not_block),
+		cmocka_unit_test(test_half_open_times_out),
+#endif
 	};
 	const char *const *names = rdmx_protocol_names();
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
