@@ -187,8 +187,13 @@ uint16_t rdmx_listener_port(const rdmx_listener *lis);
 /**
  * rdmx_accept - wait up to @timeout_ms (-1: forever) for a connection.
  * Requests that do not speak rdmx, or that do not match the listener's
- * protocol, version or limits, are rejected with a reason the dialer sees;
- * the listener keeps serving. Returns 0, -ETIMEDOUT, or -errno.
+ * protocol, version or limits, or that would break its admission caps
+ * (rdmx_listener_set_opts), are rejected with a reason the dialer sees;
+ * the listener keeps serving. Establishment is asynchronous: accepted
+ * requests whose dialer has not completed the handshake are kept (and
+ * dropped after connect_timeout_ms) while further requests are taken, and
+ * the first connection that is up is returned. Returns 0, -ETIMEDOUT, or
+ * -errno.
  */
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
 
