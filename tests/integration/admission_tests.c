@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
 
 #include "core/internal.h"
 #include "harness.h"
@@ -77,7 +79,9 @@ static int dial(struct server *s, rdmx_conn **c, rdmx_conn **sc)
 		print_message("%s: dial refused: %s\n", protocol, rdmx_last_error());
 		return rc; /* the acceptor keeps waiting for the next dial */
 	}
-	assert_int_equal(th_accept_join(&s->a), 0);
+	if (th_accept_join(&s->a))
+		fail_msg("%s: dial went through but the accept failed: %s (%s)", protocol,
+			 rdmx_strerror(s->a.rc), rdmx_listener_error(s->lis));
 	s->accepting = 0;
 	*sc = s->a.conn;
 	return 0;
@@ -192,7 +196,70 @@ static void test_max_msg_zero_refused(void **state)
 	server_close(&s);
 }
 
-#ifdef TH_FAKE
+/* A send_recv hello of a raw requester into @pd; returns its length. */
+static size_t raw_hello(uint8_t *pd, size_t cap)
+{
+	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .max_msg = 4096,
+				 .recv_depth = 8 };
+	int len;
+
+	h.protocol = rdmx__protocol_by_name(protocol)->id;
+	len = rdmx__hello_encode(&h, pd, cap);
+	assert_true(len > 0);
+	return (size_t)len;
+}
+
+#ifndef TH_FAKE
+/*
+ * A raw librdmacm requester that never completes: it connects without a
+ * QP of its own (rdma_cm then leaves the RTU to rdma_establish(), which it
+ * never calls), as a client that stops after the request would.
+ */
+struct half_open {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+};
+
+static void cm_expect(struct half_open *ho, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+
+	assert_int_equal(rdma_get_cm_event(ho->ch, &ev), 0);
+	assert_int_equal(ev->event, want);
+	rdma_ack_cm_event(ev);
+}
+
+static void half_open_start(struct server *s, struct half_open *ho)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *ai;
+	uint8_t pd[RDMX__PDATA_CONNECT_MAX];
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1,
+				     .retry_count = 7, .rnr_retry_count = 7,
+				     .qp_num = 0xabcde };
+	char port[8];
+
+	snprintf(port, sizeof(port), "%u", s->port);
+	assert_int_equal(getaddrinfo(th_addr(), port, &hints, &ai), 0);
+	ho->ch = rdma_create_event_channel();
+	assert_non_null(ho->ch);
+	assert_int_equal(rdma_create_id(ho->ch, &ho->id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(ho->id, NULL, ai->ai_addr, 2000), 0);
+	freeaddrinfo(ai);
+	cm_expect(ho, RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(ho->id, 2000), 0);
+	cm_expect(ho, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	p.private_data = pd;
+	p.private_data_len = (uint8_t)raw_hello(pd, sizeof(pd));
+	assert_int_equal(rdma_connect(ho->id, &p), 0);
+}
+
+static void half_open_end(struct server *s, struct half_open *ho)
+{
+	(void)s;
+	rdma_destroy_id(ho->id);
+	rdma_destroy_event_channel(ho->ch);
+}
+#else
 /* A raw request that never completes its handshake (fake fabric). */
 struct half_open {
 	struct rdmx__ep *ep;
@@ -204,25 +271,31 @@ static void half_open_start(struct server *s, struct half_open *ho)
 	const struct rdmx__fabric_ops *f = s->ctx->fops;
 	struct rdmx__qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4, .rnr_retry = 7,
 				      .retry_count = 7 };
-	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .max_msg = 4096,
-				 .recv_depth = 8 };
 	uint8_t pd[RDMX__PDATA_CONNECT_MAX];
-	int len;
+	size_t len = raw_hello(pd, sizeof(pd));
 
-	h.protocol = rdmx__protocol_by_name(protocol)->id;
-	len = rdmx__hello_encode(&h, pd, sizeof(pd));
-	assert_true(len > 0);
 	assert_int_equal(f->resolve(s->ctx->fab, th_addr(), s->port, 2000, &ho->ep), 0);
 	assert_int_equal(f->create_cq(ho->ep, 8, &ho->cq), 0);
 	caps.send_cq = caps.recv_cq = ho->cq;
 	assert_int_equal(f->create_qp(ho->ep, &caps), 0);
-	assert_int_equal(rdmx__fake_connect_half(ho->ep, pd, (size_t)len), 0);
+	assert_int_equal(rdmx__fake_connect_half(ho->ep, pd, len), 0);
 }
 
 static void half_open_end(struct server *s, struct half_open *ho)
 {
 	s->ctx->fops->destroy_ep(ho->ep);
 	s->ctx->fops->destroy_cq(ho->cq);
+}
+#endif
+
+/* Call rdmx_accept() until @n handshakes are in flight (within 10 s). */
+static void wait_pending(struct server *s, size_t n)
+{
+	rdmx_conn *c;
+
+	for (int i = 0; i < 500 && s->lis->npending != n; i++)
+		assert_int_equal(rdmx_accept(s->lis, 20, &c), -ETIMEDOUT);
+	assert_int_equal(s->lis->npending, n);
 }
 
 /*
@@ -235,7 +308,10 @@ static void test_half_open_does_not_block(void **state)
 {
 	struct rdmx_listener_opts lo;
 	struct half_open ho[2];
-	rdmx_conn *c, *sc, *extra;
+	rdmx_conn *c, *sc;
+#ifdef TH_FAKE
+	rdmx_conn *extra;
+#endif
 	struct server s;
 	double t0, took;
 
@@ -253,8 +329,11 @@ static void test_half_open_does_not_block(void **state)
 	took = th_now_ms() - t0;
 	print_message("proper dial behind 2 half-open requests: %.0f ms\n", took);
 	assert_true(took < 10000);
-	assert_int_equal(s.lis->npending, 2);
 	one_message(c, sc);
+#ifdef TH_FAKE
+	/* rdma_cm may deliver the requests in another order, or fail a
+	 * half-open one early: the bookkeeping is checked on the fake. */
+	assert_int_equal(s.lis->npending, 2);
 	/* Two half-open and one up: the cap is reached. */
 	assert_int_equal(dial(&s, &extra, &sc), -ECONNREFUSED);
 	assert_non_null(strstr(rdmx_ctx_error(s.ctx), "max_conns 3"));
@@ -262,9 +341,9 @@ static void test_half_open_does_not_block(void **state)
 	s.accepting = 0;
 	/* A requester that goes away is dropped with its share. */
 	half_open_end(&s, &ho[0]);
-	assert_int_equal(rdmx_accept(s.lis, 0, &extra), -ETIMEDOUT);
-	assert_int_equal(s.lis->npending, 1);
+	wait_pending(&s, 1);
 	one_message(c, sc);
+#endif
 	rdmx_conn_close(c);
 	rdmx_conn_close(sc);
 	half_open_end(&s, &ho[1]);
@@ -281,21 +360,22 @@ static void test_half_open_times_out(void **state)
 	struct server s = { 0 };
 
 	(void)state;
+#ifndef TH_FAKE
+	skip(); /* rdma_cm's own timers end a half-open handshake too */
+#endif
 	if (strcmp(protocol, "send_recv"))
 		skip();
-	o.connect_timeout_ms = 200;
+	o.connect_timeout_ms = 1000;
 	assert_int_equal(rdmx_ctx_create(&s.ctx, &co), 0);
 	assert_int_equal(rdmx_listen(s.ctx, th_addr(), 0, &o, &s.lis), 0);
 	s.port = rdmx_listener_port(s.lis);
 	half_open_start(&s, &ho);
-	assert_int_equal(rdmx_accept(s.lis, 50, &c), -ETIMEDOUT);
-	assert_int_equal(s.lis->npending, 1);
-	assert_int_equal(rdmx_accept(s.lis, 2000, &c), -ETIMEDOUT);
-	assert_int_equal(s.lis->npending, 0);
+	wait_pending(&s, 1);
+	wait_pending(&s, 0); /* dropped after 1 s */
+	(void)c;
 	half_open_end(&s, &ho);
 	server_close(&s);
 }
-#endif
 
 static void test_listener_opts_size(void **state)
 {
@@ -320,10 +400,8 @@ int main(void)
 		cmocka_unit_test(test_conn_cap),
 		cmocka_unit_test(test_mem_cap),
 		cmocka_unit_test(test_listener_opts_size),
-#ifdef TH_FAKE
 		cmocka_unit_test(test_half_open_does_not_block),
 		cmocka_unit_test(test_half_open_times_out),
-#endif
 	};
 	const char *const *names = rdmx_protocol_names();
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
