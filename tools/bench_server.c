@@ -165,6 +165,16 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
+/* The sizes under test decide the memory; the count stays capped. */
+static int lift_mem_cap(rdmx_listener *lis)
+{
+	struct rdmx_listener_opts lo;
+
+	rdmx_listener_opts_init(&lo);
+	lo.max_mem = 0;
+	return rdmx_listener_set_opts(lis, &lo);
+}
+
 static int listen_one(struct bench_server *s, const char *name)
 {
 	struct rdmx_conn_opts o = s->cfg.copts;
@@ -179,6 +189,8 @@ static int listen_one(struct bench_server *s, const char *name)
 	} else {
 		o.protocol = name;
 		rc = rdmx_listen(s->ctx, s->cfg.addr, port, &o, &s->lis[i]);
+		if (!rc)
+			rc = lift_mem_cap(s->lis[i]);
 		if (rc)
 			cli_fail(&e, "listen", rc, NULL);
 		else

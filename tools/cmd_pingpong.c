@@ -396,6 +396,14 @@ static int listen_on(rdmx_ctx *ctx, const struct pp_cfg *cfg, const char *addr,
 	int rc;
 
 	rc = rdmx_listen(ctx, addr, port, &cfg->copts, lis);
+	if (!rc) {
+		struct rdmx_listener_opts lo;
+
+		/* The size under test decides the memory; the count stays capped. */
+		rdmx_listener_opts_init(&lo);
+		lo.max_mem = 0;
+		rc = rdmx_listener_set_opts(*lis, &lo);
+	}
 	if (rc) {
 		snprintf(what, sizeof(what), "listen on %s port %u",
 			 addr ? addr : "any address", port);

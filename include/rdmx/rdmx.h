@@ -180,15 +180,48 @@ const char *const *rdmx_protocol_names(void);
 int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		const struct rdmx_conn_opts *opts, rdmx_listener **out);
 
+/*
+ * Admission caps of a listener: one client must not exhaust a server. A
+ * connect request over a cap is rejected, and the dialer's rdmx_dial()
+ * fails with -ECONNREFUSED and a message naming the cap. Connections
+ * count from their accept until rdmx_conn_close() (also after the
+ * listener is destroyed); closing one gives its share back. The struct
+ * may grow: fill it with rdmx_listener_opts_init(), which sets @size.
+ */
+struct rdmx_listener_opts {
+	uint32_t size;       /* sizeof(struct rdmx_listener_opts) of the caller */
+	uint32_t max_conns;  /* open accepted connections, default 256; 0: no cap */
+	uint64_t max_mem;    /* bytes of memory the accepted connections register
+			      * for themselves (buffers, rings: what their
+			      * options and the negotiated max message need),
+			      * default 1 GiB; 0: no cap */
+};
+
+/** rdmx_listener_opts_init - fill @opts with the defaults listed above. */
+void rdmx_listener_opts_init(struct rdmx_listener_opts *opts);
+
+/**
+ * rdmx_listener_set_opts - set @lis's admission caps (NULL: the defaults).
+ * Applies to requests handled from now on; connections already accepted
+ * stay. Returns 0 or -EINVAL (@opts->size not set by
+ * rdmx_listener_opts_init()).
+ */
+int rdmx_listener_set_opts(rdmx_listener *lis,
+			   const struct rdmx_listener_opts *opts);
+
 /** rdmx_listener_port - the port a listener is bound to. */
 uint16_t rdmx_listener_port(const rdmx_listener *lis);
 
 /**
  * rdmx_accept - wait up to @timeout_ms (-1: forever) for a connection.
  * Requests that do not speak rdmx, or that do not match the listener's
- * protocol, version or limits, are rejected with a reason the dialer sees;
- * the listener keeps serving. Returns 0, -ETIMEDOUT, -ESHUTDOWN
- * (rdmx_listener_shutdown), or -errno.
+ * protocol, version or limits, or that would break its admission caps
+ * (rdmx_listener_set_opts), are rejected with a reason the dialer sees;
+ * the listener keeps serving. Establishment is asynchronous: accepted
+ * requests whose dialer has not completed the handshake are kept (and
+ * dropped after connect_timeout_ms) while further requests are taken, and
+ * the first connection that is up is returned. Returns 0, -ETIMEDOUT,
+ * -ESHUTDOWN (rdmx_listener_shutdown), or -errno.
  */
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
 

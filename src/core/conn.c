@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -473,6 +474,39 @@ free_conn:
 
 /* --------------------------------------------------------------- listen */
 
+#define LISTENER_MAX_CONNS 256u
+#define LISTENER_MAX_MEM (1ull << 30)
+
+void rdmx_listener_opts_init(struct rdmx_listener_opts *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->max_conns = LISTENER_MAX_CONNS;
+	o->max_mem = LISTENER_MAX_MEM;
+}
+
+int rdmx_listener_set_opts(rdmx_listener *lis,
+			   const struct rdmx_listener_opts *o)
+{
+	struct rdmx_listener_opts l;
+
+	if (!lis)
+		return rdmx__fail(-EINVAL, "rdmx_listener_set_opts: listener is NULL");
+	rdmx_listener_opts_init(&l);
+	if (o && (o->size < offsetof(struct rdmx_listener_opts, max_mem) +
+		  sizeof(o->max_mem) || o->size > sizeof(l)))
+		return rdmx__failo(&lis->err, -EINVAL,
+				   "rdmx_listener_set_opts: size %u is not that of a struct "
+				   "rdmx_listener_opts (use rdmx_listener_opts_init)", o->size);
+	if (o)
+		memcpy(&l, o, o->size);
+	l.size = sizeof(l);
+	lis->lopts = l;
+	return 0;
+}
+
 int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		const struct rdmx_conn_opts *opts, rdmx_listener **out)
 {
@@ -485,6 +519,7 @@ int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	if (!lis)
 		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a listener");
 	lis->ctx = ctx;
+	rdmx_listener_opts_init(&lis->lopts);
 	rc = opts_load(opts, &lis->opts, &lis->proto);
 	if (rc)
 		goto free_lis;
@@ -534,6 +569,7 @@ static void listener_drain(rdmx_listener *lis)
 	while (__atomic_load_n(&lis->waiters, __ATOMIC_ACQUIRE))
 		nanosleep(&ms, NULL);
 }
+static void conn_free(rdmx_conn *c, int did_setup);
 
 void rdmx_listener_destroy(rdmx_listener *lis)
 {
@@ -541,6 +577,9 @@ void rdmx_listener_destroy(rdmx_listener *lis)
 		return;
 	rdmx_listener_shutdown(lis);
 	listener_drain(lis);
+	for (size_t i = 0; i < lis->npending; i++)
+		conn_free(lis->pending[i].c, 1);
+	free(lis->pending);
 	lis->ctx->fops->destroy_ep(lis->ep);
 	rdmx__group_put(lis->group);
 	free(lis);
@@ -566,6 +605,10 @@ static int request_check(rdmx_listener *lis, const uint8_t *pdata, size_t plen,
 
 	if (rdmx__hello_decode(pdata, plen, h))
 		return RDMX__REJ_MALFORMED;
+	if (h->max_msg < 1) {
+		rdmx__fail(-EPROTO, "dialer proposed a max message of 0 bytes");
+		return RDMX__REJ_PARAMS;
+	}
 	if (h->protocol == lis->proto->id)
 		return 0;
 	asked = rdmx__protocol_by_id(h->protocol);
@@ -574,9 +617,31 @@ static int request_check(rdmx_listener *lis, const uint8_t *pdata, size_t plen,
 	return RDMX__REJ_PROTOCOL;
 }
 
-/* Build the connection for an accepted request and send the reply. */
+/* Track @c until its dialer completes (or connect_timeout_ms passes). */
+static int pending_add(rdmx_listener *lis, rdmx_conn *c)
+{
+	if (lis->npending == lis->pcap) {
+		size_t cap = lis->pcap ? 2 * lis->pcap : 8;
+		struct rdmx__pending *v = realloc(lis->pending, cap * sizeof(*v));
+
+		if (!v)
+			return rdmx__fail(-ENOMEM, "out of memory tracking a connection request");
+		lis->pending = v;
+		lis->pcap = cap;
+	}
+	lis->pending[lis->npending].c = c;
+	rdmx__deadline_start(&lis->pending[lis->npending].by, lis->opts.connect_timeout_ms);
+	(void)rdmx__deadline_left_ms(&lis->pending[lis->npending].by); /* arm now */
+	lis->npending++;
+	return 0;
+}
+
+/*
+ * Build the connection for an accepted request and send the reply; the
+ * connection is pending until the dialer completes (pending_reap()).
+ */
 static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
-		      const struct rdmx__hello *h, int timeout_ms, rdmx_conn **out)
+		      const struct rdmx__hello *h)
 {
 	uint8_t reply[RDMX__PDATA_ACCEPT_MAX];
 	rdmx_conn *c = conn_new(lis->ctx, &lis->opts, lis->proto);
@@ -591,7 +656,14 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	c->is_server = 1;
 	c->max_msg = h->max_msg < c->max_msg ? h->max_msg : c->max_msg;
 	c->peer_recv_depth = h->recv_depth;
-	rdmx__group_join(lis->group, c);
+	c->mem_charge = lis->proto->mem_estimate ? lis->proto->mem_estimate(c) : 0;
+	rc = rdmx__group_admit(lis->group, c, &lis->lopts);
+	if (rc) {
+		c->ep = NULL;
+		listener_reject(lis, child, RDMX__REJ_RESOURCES);
+		conn_free(c, 0);
+		return rc;
+	}
 	rc = lis->proto->setup(c);
 	if (rc) {
 		c->ep = NULL;
@@ -607,9 +679,31 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 		conn_free(c, 1);
 		return len;
 	}
-	rc = lis->ctx->fops->accept(child, reply, (size_t)len, timeout_ms);
-	if (!rc)
-		rc = rdmx__group_add(lis->group, c);
+	rc = lis->ctx->fops->accept(child, reply, (size_t)len, 0);
+	if (rc && rc != -EAGAIN) {
+		conn_free(c, 1);
+		return rc;
+	}
+	rc = pending_add(lis, c);
+	if (rc)
+		conn_free(c, 1);
+	return rc;
+}
+
+/* Drop pending[@i]: the last one takes its place. */
+static void pending_drop(rdmx_listener *lis, size_t i)
+{
+	lis->pending[i] = lis->pending[--lis->npending];
+}
+
+/* A pending connection is up: list it in the group, hand it out. */
+static int pending_up(rdmx_listener *lis, size_t i, rdmx_conn **out)
+{
+	rdmx_conn *c = lis->pending[i].c;
+	int rc;
+
+	pending_drop(lis, i);
+	rc = rdmx__group_add(lis->group, c);
 	if (rc) {
 		conn_free(c, 1);
 		return rc;
@@ -619,29 +713,95 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	return 0;
 }
 
-/* The longest rdmx_accept() waits for a request before it looks at the
- * shutdown flag again. */
+/*
+ * Progress the handshakes in flight: 0 with the first connection that is
+ * up in *@out, else -EAGAIN. A handshake that failed, or that the dialer
+ * left open past connect_timeout_ms, is dropped with its connection.
+ */
+static int pending_reap(rdmx_listener *lis, rdmx_conn **out)
+{
+	size_t i = 0;
+	int rc;
+
+	while (i < lis->npending) {
+		struct rdmx__pending *p = &lis->pending[i];
+
+		rc = lis->ctx->fops->accept_poll(p->c->ep);
+		if (!rc && !pending_up(lis, i, out))
+			return 0;
+		if (rc == -EAGAIN && rdmx__deadline_left_ms(&p->by) > 0) {
+			i++;
+			continue;
+		}
+		if (rc == -EAGAIN)
+			rdmx__failo(&lis->err, -ETIMEDOUT,
+				    "a dialer did not complete its connection within %d ms; dropped",
+				    lis->opts.connect_timeout_ms);
+		else if (rc)
+			rdmx__keep(&lis->err, rc);
+		if (rc) {
+			conn_free(p->c, 1);
+			pending_drop(lis, i);
+		}
+	}
+	return -EAGAIN;
+}
+
+/* Take the next request within @wait_ms: reject it, or start its accept. */
+static int take_request(rdmx_listener *lis, int wait_ms)
+{
+	uint8_t pdata[RDMX__PDATA_BUF];
+	struct rdmx__hello h;
+	struct rdmx__ep *child;
+	size_t plen = 0;
+	int rc, code;
+
+	rc = lis->ctx->fops->get_request(lis->ep, wait_ms, &child, pdata, &plen);
+	if (rc)
+		return rc;
+	code = request_check(lis, pdata, plen, &h);
+	if (code) {
+		listener_reject(lis, child, code);
+		return 0;
+	}
+	rc = accept_one(lis, child, &h);
+	if (rc)
+		rdmx__keep(&lis->err, rc);
+	return 0;
+}
+
+/* Requests are awaited in slices this long: while handshakes are in
+ * flight (to progress them), and otherwise (to see a shutdown). */
+#define PENDING_POLL_MS 10
 #define ACCEPT_SLICE_MS 50
 
-/* Next request, in slices so that a shutdown is seen within one. */
-static int accept_get(rdmx_listener *lis, struct rdmx__deadline *d,
-		      struct rdmx__ep **child, void *pdata, size_t *plen)
+static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 {
-	int left, rc;
+	struct rdmx__deadline d;
+	int rc, left, slice;
 
+	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
 		rc = rdmx__group_shut(lis->group);
 		if (rc)
-			return rc;
-		left = rdmx__deadline_left_ms(d);
-		rc = lis->ctx->fops->get_request(lis->ep, left < ACCEPT_SLICE_MS ?
-						 left : ACCEPT_SLICE_MS, child, pdata, plen);
-		if (rc != -ETIMEDOUT || left <= ACCEPT_SLICE_MS)
-			return rc;
+			return rc; /* the thread's message only: lis->err may
+				    * be written by a listener_recv waking too */
+		if (!pending_reap(lis, out))
+			return 0;
+		left = rdmx__deadline_left_ms(&d);
+		slice = lis->npending ? PENDING_POLL_MS : ACCEPT_SLICE_MS;
+		rc = take_request(lis, left < slice ? left : slice);
+		if (rc && rc != -ETIMEDOUT)
+			return rdmx__keep(&lis->err, rc);
+		if (!rc || d.forever || rdmx__deadline_left_ms(&d) > 0)
+			continue;
+		if (!pending_reap(lis, out))
+			return 0;
+		return rdmx__failo(&lis->err, -ETIMEDOUT,
+				   "no connection came up within %d ms (%zu handshakes in flight)",
+				   timeout_ms, lis->npending);
 	}
 }
-
-static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
 
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 {
@@ -653,38 +813,6 @@ int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 	rc = accept_wait(lis, timeout_ms, out);
 	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
 	return rc;
-}
-
-static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
-{
-	uint8_t pdata[RDMX__PDATA_BUF];
-	struct rdmx__deadline d;
-	struct rdmx__hello h;
-	struct rdmx__ep *child;
-	size_t plen;
-	int rc, code;
-
-	rdmx__deadline_start(&d, timeout_ms);
-	for (;;) {
-		plen = 0;
-		rc = accept_get(lis, &d, &child, pdata, &plen);
-		if (rc == -ESHUTDOWN)
-			return rc; /* the thread's message only: lis->err may
-				    * be written by a listener_recv waking too */
-		if (rc)
-			return rdmx__keep(&lis->err, rc);
-		code = request_check(lis, pdata, plen, &h);
-		if (code) {
-			listener_reject(lis, child, code);
-			continue;
-		}
-		rc = accept_one(lis, child, &h, lis->opts.connect_timeout_ms, out);
-		if (!rc)
-			return 0;
-		rdmx__keep(&lis->err, rc);
-		if (!d.forever && rdmx__deadline_left_ms(&d) == 0)
-			return rc;
-	}
 }
 
 /* ------------------------------------------------------------ data path */

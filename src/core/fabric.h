@@ -128,8 +128,15 @@ struct rdmx__fabric_ops {
 	 * @reply/@rlen (RDMX__PDATA_BUF bytes). */
 	int (*connect)(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		       int timeout_ms, void *reply, size_t *rlen);
+	/* Send the accept reply and wait up to @timeout_ms for the dialer to
+	 * complete (ESTABLISHED): 0, -ETIMEDOUT, or -errno. With 0 it does
+	 * not wait: -EAGAIN while the handshake is still open, then ask
+	 * accept_poll(). */
 	int (*accept)(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		      int timeout_ms);
+	/* Non-blocking: 0 once an accepted ep is established, -EAGAIN while
+	 * the dialer has not completed, -errno when the handshake failed. */
+	int (*accept_poll)(struct rdmx__ep *ep);
 	/* Reject a request from get_request(); the ep is destroyed. */
 	int (*reject)(struct rdmx__ep *ep, const void *pdata, size_t plen);
 	int (*disconnect)(struct rdmx__ep *ep);
@@ -176,6 +183,15 @@ extern unsigned rdmx__fake_stale_faa;
  * retries are over ((retry_count + 1) local ACK timeouts).
  */
 void rdmx__fake_silence(struct rdmx__ep *ep, int on);
+
+/*
+ * A half-open requester for tests: connect @ep (a fresh client with a
+ * QP) with @pdata and return at once, never completing the handshake
+ * (an rdma_cm active side that never sends its RTU). The listener's
+ * accept of it stays open until @ep is destroyed.
+ */
+int rdmx__fake_connect_half(struct rdmx__ep *ep, const void *pdata,
+			    size_t plen);
 
 /* Name of a completion status, for messages. */
 const char *rdmx__wc_status_name(enum rdmx__wc_status st);

@@ -150,6 +150,7 @@ struct rdmx__ep {
 	enum cm_state cm;
 	struct rdmx__ep *peer;     /* the other end, from get_request on */
 	int answer;                /* client: 1 waiting, 0 or -ECONNREFUSED */
+	int half_open;             /* client: never completes a handshake */
 	uint8_t pdata[RDMX__PDATA_BUF]; /* client: request, then the answer */
 	size_t plen;
 
@@ -1031,8 +1032,10 @@ static void cm_detach(struct rdmx__ep *ep)
 	}
 	if (ep->peer && ep->kind == EP_CHILD)
 		answer(ep->peer, -ECONNREFUSED, NULL, 0, 0);
-	if (ep->peer)
+	if (ep->peer) {
 		ep->peer->peer = NULL;
+		pthread_cond_broadcast(&G.cm); /* an accept may wait for it */
+	}
 	ep->peer = NULL;
 	ep->cm = CM_IDLE;
 }
@@ -1186,13 +1189,27 @@ static int ff_get_request(struct rdmx__ep *lis, int timeout_ms,
 	return 0;
 }
 
+/* An accept of a half-open dialer: wait @timeout_ms for it to go away. */
+static int half_open_wait(struct rdmx__ep *ep, int timeout_ms)
+{
+	int64_t deadline = deadline_in(timeout_ms);
+
+	if (!timeout_ms)
+		return -EAGAIN;
+	while (ep->peer && cm_wait(deadline) != ETIMEDOUT)
+		;
+	return ep->peer ? rdmx__fail(-ETIMEDOUT, "fake: the dialer did not complete the "
+				     "handshake within %d ms", timeout_ms) :
+			  rdmx__fail(-ECONNABORTED, "fake: the dialer gave up before completing");
+}
+
 static int ff_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		     int timeout_ms)
 {
 	struct rdmx__ep *cl;
 	int rc = 0;
 
-	(void)timeout_ms; /* established at once */
+	/* established at once, unless the dialer is half-open */
 	if (plen > RDMX__PDATA_ACCEPT_MAX || (plen && !pdata))
 		return rdmx__fail(-EINVAL, "fake: %zu bytes of accept private data "
 				  "(at most %d)", plen, RDMX__PDATA_ACCEPT_MAX);
@@ -1204,12 +1221,43 @@ static int ff_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		rc = rdmx__fail(-EINVAL, "fake: accept before the QP was created");
 	else if (!cl)
 		rc = rdmx__fail(-ECONNABORTED, "fake: the dialer gave up before the accept");
+	else if (cl->half_open)
+		rc = half_open_wait(ep, timeout_ms);
 	if (!rc) {
 		ep->cm = CM_CONNECTED;
 		ep->qp = QP_RTS;
 		cl->qp = QP_RTS;
 		answer(cl, 0, pdata, plen, RDMX__PDATA_ACCEPT_MAX);
 	}
+	unlock();
+	return rc;
+}
+
+static int ff_accept_poll(struct rdmx__ep *ep)
+{
+	int rc;
+
+	lock();
+	if (ep->cm == CM_CONNECTED)
+		rc = 0;
+	else if (ep->cm == CM_CONNECTING && ep->peer)
+		rc = -EAGAIN;
+	else
+		rc = rdmx__fail(-ECONNABORTED, "fake: the dialer gave up before completing");
+	unlock();
+	return rc;
+}
+
+int rdmx__fake_connect_half(struct rdmx__ep *ep, const void *pdata, size_t plen)
+{
+	int rc;
+
+	if (plen > RDMX__PDATA_CONNECT_MAX || (plen && !pdata))
+		return rdmx__fail(-EINVAL, "fake: %zu bytes of connect private data", plen);
+	lock();
+	rc = connect_start(ep, pdata, plen);
+	if (!rc)
+		ep->half_open = 1;
 	unlock();
 	return rc;
 }
@@ -1287,6 +1335,7 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.resolve = ff_resolve,
 	.connect = ff_connect,
 	.accept = ff_accept,
+	.accept_poll = ff_accept_poll,
 	.reject = ff_reject,
 	.disconnect = ff_disconnect,
 	.check_event = ff_check_event,

@@ -446,6 +446,15 @@ static int vf_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 				      reply, rlen));
 }
 
+static int vf_accept_poll(struct rdmx__ep *ep)
+{
+	int rc = expect(ep, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL);
+
+	if (rc == -ETIMEDOUT)
+		return -EAGAIN; /* no event yet: the dialer has not completed */
+	return established(ep, rc);
+}
+
 static int vf_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		     int timeout_ms)
 {
@@ -455,6 +464,8 @@ static int vf_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
 	ack_timeout(ep);
 	if (rdma_accept(ep->id, &p))
 		return rdmx__fail(-errno, "rdma_accept: %s", strerror(errno));
+	if (!timeout_ms)
+		return vf_accept_poll(ep);
 	return established(ep, expect(ep, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
 				      NULL, NULL));
 }
@@ -740,6 +751,7 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.resolve = vf_resolve,
 	.connect = vf_connect,
 	.accept = vf_accept,
+	.accept_poll = vf_accept_poll,
 	.reject = vf_reject,
 	.disconnect = vf_disconnect,
 	.check_event = vf_check_event,

@@ -70,6 +70,41 @@ void rdmx__group_join(struct rdmx__group *g, rdmx_conn *c)
 	c->group = g;
 }
 
+/* The cap @c would break, as a message; 0 when it fits. */
+static int admit_check(const struct rdmx__group *g, const rdmx_conn *c,
+		       const struct rdmx_listener_opts *lo)
+{
+	if (lo->max_conns && g->admitted >= lo->max_conns)
+		return rdmx__fail(-EAGAIN, "listener is full: %u connections (max_conns %u)",
+				  g->admitted, lo->max_conns);
+	if (lo->max_mem && c->mem_charge > lo->max_mem - (g->mem < lo->max_mem ?
+							  g->mem : lo->max_mem))
+		return rdmx__fail(-EAGAIN, "listener memory cap: a connection needs %llu bytes, "
+				  "%llu of max_mem %llu are in use",
+				  (unsigned long long)c->mem_charge,
+				  (unsigned long long)g->mem,
+				  (unsigned long long)lo->max_mem);
+	return 0;
+}
+
+int rdmx__group_admit(struct rdmx__group *g, rdmx_conn *c,
+		      const struct rdmx_listener_opts *lo)
+{
+	int rc;
+
+	pthread_mutex_lock(&g->lock);
+	rc = admit_check(g, c, lo);
+	if (!rc) {
+		g->refs++;
+		g->admitted++;
+		g->mem += c->mem_charge;
+		c->admitted = 1;
+		c->group = g;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
 int rdmx__group_add(struct rdmx__group *g, rdmx_conn *c)
 {
 	int rc = 0;
@@ -106,6 +141,11 @@ void rdmx__group_unlist(rdmx_conn *c)
 		if (g->proto->group_unlist)
 			g->proto->group_unlist(c);
 		break;
+	}
+	if (c->admitted) {
+		g->admitted--;
+		g->mem -= c->mem_charge;
+		c->admitted = 0;
 	}
 	while (c->holds)
 		pthread_cond_wait(&g->unheld, &g->lock);

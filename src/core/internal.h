@@ -48,10 +48,14 @@ struct rdmx__group {
 	size_t next;             /* round-robin cursor of rdmx_listener_recv */
 	void *shared;            /* proto->shared_size bytes, zeroed */
 	int shut;                /* atomic: rdmx_listener_shutdown() was called */
+	unsigned admitted;       /* connections admitted, not yet freed */
+	uint64_t mem;            /* their proto->mem_estimate() bytes */
 };
 
 /* -ESHUTDOWN with a message once the group's listener is shut down. */
 int rdmx__group_shut(struct rdmx__group *g);
+
+struct rdmx__pending; /* below */
 
 struct rdmx_listener {
 	struct rdmx__err err;
@@ -62,6 +66,9 @@ struct rdmx_listener {
 	unsigned rejected;
 	struct rdmx__group *group;
 	int waiters;             /* atomic: threads in accept/listener_recv */
+	struct rdmx_listener_opts lopts; /* admission caps */
+	struct rdmx__pending *pending;   /* handshakes in progress */
+	size_t npending, pcap;
 };
 
 /*
@@ -122,6 +129,8 @@ struct rdmx_conn {
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
 	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
 	struct rdmx__live live;
+	uint64_t mem_charge;     /* admitted: bytes charged to the group */
+	int admitted;            /* counted in group->admitted */
 	void *priv;              /* proto->priv_size bytes, zeroed */
 };
 
@@ -167,6 +176,11 @@ struct rdmx_protocol_ops {
 	int (*group_recv)(struct rdmx__group *g, struct rdmx_msg *m,
 			  int timeout_ms);
 	void (*group_unlist)(rdmx_conn *c);
+	/* Bytes of memory setup() of @c will register for this connection
+	 * alone (not a receive side shared by the listener's connections),
+	 * from c->opts and the negotiated c->max_msg; NULL counts 0. The
+	 * listener's memory cap is checked against it before setup(). */
+	uint64_t (*mem_estimate)(const rdmx_conn *c);
 };
 
 /* protocol.c: the table of built-in protocols. */
@@ -182,6 +196,12 @@ struct rdmx__deadline {
 	int timeout_ms;
 	unsigned spins;
 };
+/* An accepted request whose dialer has not completed the handshake. */
+struct rdmx__pending {
+	rdmx_conn *c;
+	struct rdmx__deadline by; /* connect_timeout_ms from the accept */
+};
+
 void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
 /* Milliseconds left (INT32_MAX when forever, 0 when passed). */
 int rdmx__deadline_left_ms(struct rdmx__deadline *d);
@@ -247,6 +267,11 @@ int rdmx__group_add(struct rdmx__group *g, rdmx_conn *c);
 /* Unlist @c and wait until no listener cursor holds it (rdmx_conn_close,
  * first thing: after it the listener never touches @c). Idempotent. */
 void rdmx__group_unlist(rdmx_conn *c);
+/* rdmx__group_join() within the caps of @lo (0: uncapped), charging
+ * @c->mem_charge bytes; -EAGAIN with a message saying which cap is full.
+ * rdmx__group_leave() gives the share back. */
+int rdmx__group_admit(struct rdmx__group *g, rdmx_conn *c,
+		      const struct rdmx_listener_opts *lo);
 /* Unlist @c and drop its reference (from conn_free). */
 void rdmx__group_leave(rdmx_conn *c);
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,

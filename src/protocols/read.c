@@ -947,6 +947,18 @@ static int rd_release(rdmx_conn *c, struct rdmx_msg *m)
 	return 0;
 }
 
+/* Registered per connection: send slots, descriptors, receive buffers. */
+static uint64_t rd_mem_estimate(const rdmx_conn *c)
+{
+	uint32_t nsend = c->opts.send_depth, nrecv = c->opts.recv_depth;
+	uint32_t ndesc = nsend > nrecv ? nsend : nrecv;
+	uint32_t eager = c->max_msg < c->opts.eager_max ? c->max_msg : c->opts.eager_max;
+
+	return (uint64_t)align_up(DATA_OFF + (size_t)c->max_msg) * nsend +
+	       (uint64_t)align_up(RDMX__READ_DESC_SIZE + (size_t)eager) * ndesc +
+	       (uint64_t)align_up(c->max_msg) * nrecv;
+}
+
 const struct rdmx_protocol_ops rdmx__proto_read = {
 	.name = "read",
 	.id = 3,
@@ -960,4 +972,5 @@ const struct rdmx_protocol_ops rdmx__proto_read = {
 	.flush = rd_flush,
 	.recv = rd_recv,
 	.release = rd_release,
+	.mem_estimate = rd_mem_estimate,
 };

@@ -348,6 +348,14 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 	return 0;
 }
 
+/* Registered per connection: send_depth + recv_depth slots of max_msg. */
+static uint64_t sr_mem_estimate(const rdmx_conn *c)
+{
+	uint64_t slot = ((uint64_t)c->max_msg + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1);
+
+	return slot * ((uint64_t)c->opts.send_depth + c->opts.recv_depth);
+}
+
 const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.name = "send_recv",
 	.id = 1,
@@ -361,4 +369,5 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.flush = sr_flush,
 	.recv = sr_recv,
 	.release = sr_release,
+	.mem_estimate = sr_mem_estimate,
 };

@@ -836,6 +836,14 @@ uint32_t rdmx__srq_posted(rdmx_conn *c)
 	return n;
 }
 
+/* Registered per connection: its send slots (the SRQ is the listener's). */
+static uint64_t srq_mem_estimate(const rdmx_conn *c)
+{
+	uint64_t slot = ((uint64_t)c->max_msg + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1);
+
+	return slot * c->opts.send_depth;
+}
+
 const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.name = "srq",
 	.id = SRQ_ID,
@@ -853,4 +861,5 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.shared_teardown = srq_shared_teardown,
 	.group_recv = srq_group_recv,
 	.group_unlist = shared_leave_locked,
+	.mem_estimate = srq_mem_estimate,
 };

@@ -729,6 +729,12 @@ static int wa_release(rdmx_conn *c, struct rdmx_msg *m)
 	return 0;
 }
 
+/* Registered per accepted connection: its send slots (the ring is shared). */
+static uint64_t wa_mem_estimate(const rdmx_conn *c)
+{
+	return wa_rec_size(c->max_msg) * c->opts.send_depth + 64;
+}
+
 const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.name = "write_atomic",
 	.id = 7,
@@ -745,4 +751,5 @@ const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.shared_size = sizeof(struct wa_ring),
 	.shared_teardown = wa_shared_teardown,
 	.group_recv = rdmx__wa_group_recv,
+	.mem_estimate = wa_mem_estimate,
 };

@@ -219,6 +219,14 @@ static int make_rings(rdmx_conn *c)
 	return map_rings(c, 0);
 }
 
+uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c)
+{
+	uint64_t span = (uint64_t)c->opts.ring_size *
+			(c->proto->id == RDMX__PROTO_WRITE_MAGIC ? 2 : 1);
+
+	return 2 * span + 4096; /* ring, stage; ctl words fit a page */
+}
+
 static int make_ctl(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);

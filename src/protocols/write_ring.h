@@ -49,5 +49,8 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m);
 int rdmx__wring_flush(rdmx_conn *c, int timeout_ms);
 int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
 int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m);
+/* Receive ring and staging mirror (each twice for write_magic's double
+ * mapping) plus the control words. */
+uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c);
 
 #endif /* RDMX_PROTOCOLS_WRITE_RING_H */

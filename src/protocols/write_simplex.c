@@ -68,4 +68,5 @@ const struct rdmx_protocol_ops rdmx__proto_write_simplex = {
 	.flush = rdmx__wring_flush,
 	.recv = rdmx__wring_recv,
 	.release = rdmx__wring_release,
+	.mem_estimate = rdmx__wring_mem_estimate,
 };
