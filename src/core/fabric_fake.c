@@ -68,117 +68,9 @@
 #include <time.h>
 
 #include "errors.h"
-#include "fabric.h"
+#include "fabric_fake.h"
 
-#define EPHEMERAL_FIRST 49152
-#define FIRST_QPN 0x11
-#define RNR_INFINITE 7
-#define RNR_STEP_NS 1000000LL
-
-#if defined(__SANITIZE_THREAD__)
-#define FAKE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FAKE_TSAN 1
-#endif
-#endif
-
-/* vendor_status of error completions: the ibv_wc_status number. */
-enum {
-	VS_LOC_LEN = 1,
-	VS_LOC_PROT = 4,
-	VS_FLUSH = 5,
-	VS_REM_INV_REQ = 9,
-	VS_REM_ACCESS = 10,
-	VS_REM_OP = 11,
-	VS_RETRY = 12,
-	VS_RNR_RETRY = 13,
-};
-
-struct fmr {
-	struct rdmx__mr pub;
-	int access;
-	struct fmr *next;
-};
-
-/* Posted receives: a QP's own receive queue, or an SRQ. */
-struct rq {
-	struct rdmx__wr *w;
-	uint32_t cap, head, count;
-};
-
-struct rdmx__srq {
-	struct rq rq;
-	struct rdmx__wr ring[];
-};
-
-struct cqe {
-	struct rdmx__wc wc;
-	struct rdmx__ep *owner; /* send completions: QP whose slots it frees */
-	uint32_t slots;
-};
-
-struct rdmx__cq {
-	uint32_t cap, head, count;
-	int overflow;
-	struct cqe ring[];
-};
-
-/* A posted send WR not executed yet (it is, or waits behind, RNR). */
-struct pend {
-	struct rdmx__wr wr;
-	int64_t deadline; /* RNR give-up time once refused, 0 before */
-	int retry;        /* deadline is the transport's: the peer is silent */
-};
-
-struct rdmx__fabric {
-	int unused;
-};
-
-enum ep_kind { EP_LISTENER, EP_CLIENT, EP_CHILD };
-enum cm_state { CM_IDLE, CM_CONNECTING, CM_CONNECTED, CM_DISCONNECTED };
-enum qp_state { QP_NONE, QP_INIT, QP_RTS, QP_ERR };
-
-struct rdmx__ep {
-	struct rdmx__fabric *fab;
-	enum ep_kind kind;
-	uint16_t port;             /* listener, child: local; client: remote */
-	struct rdmx__ep *lnext;    /* in G.listeners */
-	struct rdmx__ep *reqs;     /* listener: dialers not yet picked up */
-	struct rdmx__ep *rnext;    /* client: next in its listener's reqs */
-	struct rdmx__ep *lis;      /* client: the listener it is queued on */
-	enum cm_state cm;
-	struct rdmx__ep *peer;     /* the other end, from get_request on */
-	int answer;                /* client: 1 waiting, 0 or -ECONNREFUSED */
-	int half_open;             /* client: never completes a handshake */
-	uint8_t pdata[RDMX__PDATA_BUF]; /* client: request, then the answer */
-	size_t plen;
-
-	enum qp_state qp;
-	uint32_t qpn;
-	struct rdmx__qp_caps caps;
-	struct rq rq;
-	struct pend *sq;           /* ring of max_send_wr */
-	uint8_t *inl;              /* inline copies: max_inline per sq slot */
-	uint32_t sq_head, sq_count;
-	uint32_t sq_used;          /* slots whose completion is not polled */
-	uint32_t unsig;            /* unsignaled WRs since the last completion */
-	uint32_t nfaa;             /* FETCH_ADDs run (rdmx__fake_stale_faa) */
-	uint64_t last_faa;         /* the result of the previous one */
-	int silent;                /* rdmx__fake_silence(): the host is dead */
-	struct rdmx__ep *qnext;    /* in G.qps */
-};
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cm;         /* broadcast on every rdma_cm change */
-	struct rdmx__ep *listeners;
-	struct rdmx__ep *qps;
-	struct fmr *mrs;
-	uint32_t next_key;
-	uint32_t next_qpn;
-	uint16_t next_port;
-} G = {
+struct rdmx__fake_globals rdmx__fake_g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.next_key = 1,
 	.next_qpn = FIRST_QPN,
@@ -197,46 +89,9 @@ static void g_init(void)
 	pthread_condattr_destroy(&a);
 }
 
-static void lock(void)
-{
-	pthread_mutex_lock(&G.lock);
-}
-
-static void unlock(void)
-{
-	pthread_mutex_unlock(&G.lock);
-}
-
-/* ------------------------------------------------------------------ time */
-
-static int64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static int64_t deadline_in(int timeout_ms)
-{
-	return timeout_ms < 0 ? -1 : now_ns() + (int64_t)timeout_ms * 1000000;
-}
-
-/* Wait for an rdma_cm change until @deadline (< 0: forever). */
-static int cm_wait(int64_t deadline)
-{
-	struct timespec t;
-
-	if (deadline < 0)
-		return pthread_cond_wait(&G.cm, &G.lock);
-	t.tv_sec = deadline / 1000000000;
-	t.tv_nsec = deadline % 1000000000;
-	return pthread_cond_timedwait(&G.cm, &G.lock, &t);
-}
-
 /* ---------------------------------------------------------------- memory */
 
-static void mem_copy(void *dst, const void *src, size_t len)
+void rdmx__fake_mem_copy(void *dst, const void *src, size_t len)
 {
 	if (len)
 		memmove(dst, src, len);
@@ -288,7 +143,7 @@ static void remote_load(void *dst, uint64_t raddr, size_t len)
 	for (size_t i = 0; i < len; i++)
 		d[i] = __atomic_load_n(s + i, __ATOMIC_ACQUIRE);
 #else
-	mem_copy(dst, (const void *)(uintptr_t)raddr, len);
+	rdmx__fake_mem_copy(dst, (const void *)(uintptr_t)raddr, len);
 #endif
 }
 
@@ -472,7 +327,7 @@ static struct rdmx__wr sq_pop(struct rdmx__ep *qp)
 	return wr;
 }
 
-static void qp_error(struct rdmx__ep *qp)
+void rdmx__fake_qp_error(struct rdmx__ep *qp)
 {
 	if (qp->qp != QP_INIT && qp->qp != QP_RTS)
 		return;
@@ -495,9 +350,9 @@ static void wr_fail(struct rdmx__ep *qp, const struct rdmx__wr *wr,
 	struct rdmx__ep *peer = qp->peer;
 
 	send_done(qp, wr, st, vs);
-	qp_error(qp);
+	rdmx__fake_qp_error(qp);
 	if (both && peer)
-		qp_error(peer);
+		rdmx__fake_qp_error(peer);
 }
 
 static int wr_local_ok(const struct rdmx__wr *wr)
@@ -529,7 +384,7 @@ static void run_send(struct rdmx__ep *qp, struct rdmx__ep *peer,
 		wc.status = RDMX__WC_OTHER;
 		wc.vendor_status = VS_LOC_PROT;
 	} else {
-		mem_copy(r.addr, wr->addr, wr->len);
+		rdmx__fake_mem_copy(r.addr, wr->addr, wr->len);
 	}
 	recv_done(peer, &r, &wc);
 	if (wc.status == RDMX__WC_OK)
@@ -851,7 +706,7 @@ static void ff_destroy_srq(struct rdmx__srq *srq)
 	destroy_queue(srq, "SRQ");
 }
 
-static void qp_free_rings(struct rdmx__ep *ep)
+void rdmx__fake_qp_free_rings(struct rdmx__ep *ep)
 {
 	free(ep->rq.w);
 	free(ep->sq);
@@ -871,7 +726,7 @@ static int qp_alloc_rings(struct rdmx__ep *ep, const struct rdmx__qp_caps *caps)
 	ep->rq.w = calloc(nrecv, sizeof(*ep->rq.w));
 	if (ep->sq && ep->inl && ep->rq.w)
 		return 0;
-	qp_free_rings(ep);
+	rdmx__fake_qp_free_rings(ep);
 	return rdmx__fail(-ENOMEM, "fake: out of memory for a QP (send %u, recv %u)",
 			  caps->max_send_wr, caps->max_recv_wr);
 }
@@ -900,7 +755,7 @@ static int ff_create_qp(struct rdmx__ep *ep, struct rdmx__qp_caps *caps)
 }
 
 /* Destroy the QP: its completions still queued no longer free slots. */
-static void qp_release(struct rdmx__ep *qp)
+void rdmx__fake_qp_release(struct rdmx__ep *qp)
 {
 	struct rdmx__cq *cq = qp->caps.send_cq;
 	struct rdmx__ep **pp;
@@ -919,391 +774,6 @@ static void qp_release(struct rdmx__ep *qp)
 static uint32_t ff_qp_num(const struct rdmx__ep *ep)
 {
 	return ep->qpn;
-}
-
-/* --------------------------------------------------------------- rdma_cm */
-
-static struct rdmx__ep *ep_new(struct rdmx__fabric *fab, enum ep_kind kind)
-{
-	struct rdmx__ep *ep = calloc(1, sizeof(*ep));
-
-	if (ep) {
-		ep->fab = fab;
-		ep->kind = kind;
-	}
-	return ep;
-}
-
-static struct rdmx__ep *listener_find(uint16_t port)
-{
-	struct rdmx__ep *l = G.listeners;
-
-	while (l && l->port != port)
-		l = l->lnext;
-	return l;
-}
-
-static int port_take(uint16_t *port)
-{
-	if (*port)
-		return listener_find(*port) ?
-		       rdmx__fail(-EADDRINUSE, "fake: port %u is already in use", *port) : 0;
-	for (int i = EPHEMERAL_FIRST; i <= UINT16_MAX; i++) {
-		uint16_t p = G.next_port;
-
-		G.next_port = p == UINT16_MAX ? EPHEMERAL_FIRST : p + 1;
-		if (!listener_find(p)) {
-			*port = p;
-			return 0;
-		}
-	}
-	return rdmx__fail(-EADDRINUSE, "fake: no free ephemeral port");
-}
-
-static int ff_listen(struct rdmx__fabric *fab, const char *addr, uint16_t port,
-		     struct rdmx__ep **out)
-{
-	struct rdmx__ep *ep = ep_new(fab, EP_LISTENER);
-	int rc;
-
-	(void)addr; /* every fake listener listens on "any" */
-	if (!ep)
-		return rdmx__fail(-ENOMEM, "fake: out of memory for a listener");
-	lock();
-	rc = port_take(&port);
-	if (!rc) {
-		ep->port = port;
-		ep->lnext = G.listeners;
-		G.listeners = ep;
-	}
-	unlock();
-	if (rc)
-		free(ep);
-	else
-		*out = ep;
-	return rc;
-}
-
-static uint16_t ff_local_port(const struct rdmx__ep *ep)
-{
-	return ep->kind == EP_CLIENT ? 0 : ep->port;
-}
-
-static int ff_resolve(struct rdmx__fabric *fab, const char *addr,
-		      uint16_t port, int timeout_ms, struct rdmx__ep **out)
-{
-	struct rdmx__ep *ep;
-
-	(void)timeout_ms;
-	if (!addr)
-		return rdmx__fail(-EINVAL, "fake: resolve needs an address");
-	ep = ep_new(fab, EP_CLIENT);
-	if (!ep)
-		return rdmx__fail(-ENOMEM, "fake: out of memory for an endpoint");
-	ep->port = port;
-	*out = ep;
-	return 0;
-}
-
-/* Answer a waiting dialer; private data is padded to @pad as IB CM does. */
-static void answer(struct rdmx__ep *cl, int rc, const void *pdata,
-		   size_t plen, size_t pad)
-{
-	memset(cl->pdata, 0, sizeof(cl->pdata));
-	mem_copy(cl->pdata, pdata, plen);
-	cl->plen = pad;
-	cl->answer = rc;
-	cl->cm = rc ? CM_IDLE : CM_CONNECTED;
-	pthread_cond_broadcast(&G.cm);
-}
-
-/* Undo a handshake in progress: @ep gives up or goes away. */
-static void cm_detach(struct rdmx__ep *ep)
-{
-	struct rdmx__ep **pp;
-
-	if (ep->cm != CM_CONNECTING)
-		return;
-	if (ep->lis) {
-		for (pp = &ep->lis->reqs; *pp != ep; pp = &(*pp)->rnext)
-			;
-		*pp = ep->rnext;
-		ep->lis = NULL;
-	}
-	if (ep->peer && ep->kind == EP_CHILD)
-		answer(ep->peer, -ECONNREFUSED, NULL, 0, 0);
-	if (ep->peer) {
-		ep->peer->peer = NULL;
-		pthread_cond_broadcast(&G.cm); /* an accept may wait for it */
-	}
-	ep->peer = NULL;
-	ep->cm = CM_IDLE;
-}
-
-/* Both ends see the disconnect; both QPs go to ERR. */
-static void cm_disconnect(struct rdmx__ep *ep)
-{
-	struct rdmx__ep *peer = ep->peer;
-
-	if (ep->cm != CM_CONNECTED)
-		return;
-	ep->cm = CM_DISCONNECTED;
-	ep->peer = NULL;
-	qp_error(ep);
-	if (peer) {
-		peer->cm = CM_DISCONNECTED;
-		peer->peer = NULL;
-		qp_error(peer);
-	}
-}
-
-/* A listener going away refuses the dialers still queued on it. */
-static void listener_close(struct rdmx__ep *lis)
-{
-	struct rdmx__ep **pp, *cl;
-
-	for (pp = &G.listeners; *pp != lis; pp = &(*pp)->lnext)
-		;
-	*pp = lis->lnext;
-	while ((cl = lis->reqs)) {
-		lis->reqs = cl->rnext;
-		cl->lis = NULL;
-		answer(cl, -ECONNREFUSED, NULL, 0, 0);
-	}
-}
-
-static void ff_destroy_ep(struct rdmx__ep *ep)
-{
-	if (!ep)
-		return;
-	lock();
-	if (ep->kind == EP_LISTENER)
-		listener_close(ep);
-	cm_detach(ep);
-	cm_disconnect(ep); /* as when the process dies: the peer sees it */
-	qp_release(ep);
-	unlock();
-	qp_free_rings(ep);
-	free(ep);
-}
-
-static int connect_start(struct rdmx__ep *ep, const void *pdata, size_t plen)
-{
-	struct rdmx__ep *lis, **pp;
-
-	if (ep->qp == QP_NONE)
-		return rdmx__fail(-EINVAL, "fake: connect before the QP was created");
-	if (ep->kind != EP_CLIENT || ep->cm != CM_IDLE || ep->qp != QP_INIT)
-		return rdmx__fail(-EINVAL, "fake: connect on an ep that is not a fresh client");
-	lis = listener_find(ep->port);
-	if (!lis)
-		return rdmx__fail(-ECONNREFUSED, "fake: no listener on port %u", ep->port);
-	memset(ep->pdata, 0, sizeof(ep->pdata));
-	mem_copy(ep->pdata, pdata, plen);
-	ep->plen = RDMX__PDATA_CONNECT_MAX; /* IB CM pads the REQ */
-	ep->answer = 1;
-	ep->cm = CM_CONNECTING;
-	ep->lis = lis;
-	ep->rnext = NULL;
-	for (pp = &lis->reqs; *pp; pp = &(*pp)->rnext)
-		;
-	*pp = ep;
-	pthread_cond_broadcast(&G.cm);
-	return 0;
-}
-
-static int connect_wait(struct rdmx__ep *ep, int timeout_ms)
-{
-	int64_t deadline = deadline_in(timeout_ms);
-
-	while (ep->answer == 1) {
-		if (cm_wait(deadline) == ETIMEDOUT && ep->answer == 1) {
-			cm_detach(ep); /* withdraw the request */
-			return rdmx__fail(-ETIMEDOUT, "fake: no answer from the listener "
-					  "on port %u within %d ms", ep->port, timeout_ms);
-		}
-	}
-	if (ep->answer)
-		return rdmx__fail(ep->answer, "fake: connection to port %u rejected",
-				  ep->port);
-	return 0;
-}
-
-static int ff_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
-		      int timeout_ms, void *reply, size_t *rlen)
-{
-	size_t got = 0;
-	int rc;
-
-	if (plen > RDMX__PDATA_CONNECT_MAX || (plen && !pdata))
-		return rdmx__fail(-EINVAL, "fake: %zu bytes of connect private data "
-				  "(at most %d)", plen, RDMX__PDATA_CONNECT_MAX);
-	lock();
-	rc = connect_start(ep, pdata, plen);
-	if (!rc) {
-		rc = connect_wait(ep, timeout_ms);
-		got = rc == -ETIMEDOUT ? 0 : ep->plen; /* accept or reject data */
-	}
-	if (reply)
-		memcpy(reply, ep->pdata, got);
-	unlock();
-	if (rlen)
-		*rlen = got;
-	return rc;
-}
-
-static int ff_get_request(struct rdmx__ep *lis, int timeout_ms,
-			  struct rdmx__ep **child, void *pdata, size_t *plen)
-{
-	int64_t deadline = deadline_in(timeout_ms);
-	struct rdmx__ep *ch, *cl;
-
-	if (lis->kind != EP_LISTENER)
-		return rdmx__fail(-EINVAL, "fake: get_request on an ep that does not listen");
-	ch = ep_new(lis->fab, EP_CHILD);
-	if (!ch)
-		return rdmx__fail(-ENOMEM, "fake: out of memory for an endpoint");
-	lock();
-	while (!lis->reqs && cm_wait(deadline) != ETIMEDOUT)
-		;
-	cl = lis->reqs;
-	if (cl) {
-		lis->reqs = cl->rnext;
-		cl->lis = NULL;
-		cl->peer = ch;
-		ch->peer = cl;
-		ch->port = lis->port;
-		ch->cm = CM_CONNECTING;
-		if (pdata)
-			memcpy(pdata, cl->pdata, cl->plen);
-		if (plen)
-			*plen = cl->plen;
-	}
-	unlock();
-	if (!cl) {
-		free(ch);
-		return rdmx__fail(-ETIMEDOUT, "fake: no connect request on port %u within %d ms",
-				  lis->port, timeout_ms);
-	}
-	*child = ch;
-	return 0;
-}
-
-/* An accept of a half-open dialer: wait @timeout_ms for it to go away. */
-static int half_open_wait(struct rdmx__ep *ep, int timeout_ms)
-{
-	int64_t deadline = deadline_in(timeout_ms);
-
-	if (!timeout_ms)
-		return -EAGAIN;
-	while (ep->peer && cm_wait(deadline) != ETIMEDOUT)
-		;
-	return ep->peer ? rdmx__fail(-ETIMEDOUT, "fake: the dialer did not complete the "
-				     "handshake within %d ms", timeout_ms) :
-			  rdmx__fail(-ECONNABORTED, "fake: the dialer gave up before completing");
-}
-
-static int ff_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
-		     int timeout_ms)
-{
-	struct rdmx__ep *cl;
-	int rc = 0;
-
-	/* established at once, unless the dialer is half-open */
-	if (plen > RDMX__PDATA_ACCEPT_MAX || (plen && !pdata))
-		return rdmx__fail(-EINVAL, "fake: %zu bytes of accept private data "
-				  "(at most %d)", plen, RDMX__PDATA_ACCEPT_MAX);
-	lock();
-	cl = ep->peer;
-	if (ep->kind != EP_CHILD || ep->cm != CM_CONNECTING)
-		rc = rdmx__fail(-EINVAL, "fake: accept on an ep that is not a pending request");
-	else if (ep->qp != QP_INIT)
-		rc = rdmx__fail(-EINVAL, "fake: accept before the QP was created");
-	else if (!cl)
-		rc = rdmx__fail(-ECONNABORTED, "fake: the dialer gave up before the accept");
-	else if (cl->half_open)
-		rc = half_open_wait(ep, timeout_ms);
-	if (!rc) {
-		ep->cm = CM_CONNECTED;
-		ep->qp = QP_RTS;
-		cl->qp = QP_RTS;
-		answer(cl, 0, pdata, plen, RDMX__PDATA_ACCEPT_MAX);
-	}
-	unlock();
-	return rc;
-}
-
-static int ff_accept_poll(struct rdmx__ep *ep)
-{
-	int rc;
-
-	lock();
-	if (ep->cm == CM_CONNECTED)
-		rc = 0;
-	else if (ep->cm == CM_CONNECTING && ep->peer)
-		rc = -EAGAIN;
-	else
-		rc = rdmx__fail(-ECONNABORTED, "fake: the dialer gave up before completing");
-	unlock();
-	return rc;
-}
-
-int rdmx__fake_connect_half(struct rdmx__ep *ep, const void *pdata, size_t plen)
-{
-	int rc;
-
-	if (plen > RDMX__PDATA_CONNECT_MAX || (plen && !pdata))
-		return rdmx__fail(-EINVAL, "fake: %zu bytes of connect private data", plen);
-	lock();
-	rc = connect_start(ep, pdata, plen);
-	if (!rc)
-		ep->half_open = 1;
-	unlock();
-	return rc;
-}
-
-/* Reject a request; the ep is destroyed whatever happens. */
-static int ff_reject(struct rdmx__ep *ep, const void *pdata, size_t plen)
-{
-	int rc = 0;
-
-	if (plen > RDMX__PDATA_REJECT_MAX || (plen && !pdata))
-		rc = rdmx__fail(-EINVAL, "fake: %zu bytes of reject private data (at most %d)",
-				plen, RDMX__PDATA_REJECT_MAX);
-	lock();
-	if (!rc && ep->cm == CM_CONNECTING && ep->peer) {
-		answer(ep->peer, -ECONNREFUSED, pdata, plen, RDMX__PDATA_REJECT_MAX);
-		ep->peer->peer = NULL;
-		ep->peer = NULL;
-	}
-	unlock();
-	ff_destroy_ep(ep); /* refuses with no data if not answered above */
-	return rc;
-}
-
-void rdmx__fake_silence(struct rdmx__ep *ep, int on)
-{
-	lock();
-	ep->silent = on;
-	unlock();
-}
-
-static int ff_disconnect(struct rdmx__ep *ep)
-{
-	lock();
-	cm_disconnect(ep);
-	unlock();
-	return 0;
-}
-
-static int ff_check_event(struct rdmx__ep *ep)
-{
-	int down;
-
-	lock();
-	down = ep->cm == CM_DISCONNECTED;
-	unlock();
-	return down ? rdmx__fail(-ECONNRESET, "fake: connection closed") : 0;
 }
 
 /* ---------------------------------------------------------------- fabric */
@@ -1329,17 +799,17 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.name = "fake",
 	.create = ff_create,
 	.destroy = ff_destroy,
-	.listen = ff_listen,
-	.local_port = ff_local_port,
-	.get_request = ff_get_request,
-	.resolve = ff_resolve,
-	.connect = ff_connect,
-	.accept = ff_accept,
-	.accept_poll = ff_accept_poll,
-	.reject = ff_reject,
-	.disconnect = ff_disconnect,
-	.check_event = ff_check_event,
-	.destroy_ep = ff_destroy_ep,
+	.listen = rdmx__fake_listen,
+	.local_port = rdmx__fake_local_port,
+	.get_request = rdmx__fake_get_request,
+	.resolve = rdmx__fake_resolve,
+	.connect = rdmx__fake_connect,
+	.accept = rdmx__fake_accept,
+	.accept_poll = rdmx__fake_accept_poll,
+	.reject = rdmx__fake_reject,
+	.disconnect = rdmx__fake_disconnect,
+	.check_event = rdmx__fake_check_event,
+	.destroy_ep = rdmx__fake_destroy_ep,
 	.reg_mr = ff_reg_mr,
 	.dereg_mr = ff_dereg_mr,
 	.create_cq = ff_create_cq,
