@@ -31,6 +31,8 @@ static const struct command commands[] = {
 	  "measure message round-trip latency" },
 	{ "bench", cmd_bench,
 	  "latency and bandwidth of every protocol and TCP, with reports" },
+	{ "doctor", cmd_doctor,
+	  "check the RDMA set-up of this host and the way to a peer" },
 	{ "help", cmd_help, "show this help or the help of COMMAND" },
 };
 
@@ -63,9 +65,10 @@ static void usage(FILE *f)
 	      "    rdmx devices\n"
 	      "    rdmx pingpong --server\n"
 	      "    rdmx pingpong --size 4K --iters 100000 10.0.0.1\n"
-	      "    rdmx bench -p all --sizes 64,4K,64K\n\n"
+	      "    rdmx bench -p all --sizes 64,4K,64K\n"
+	      "    rdmx doctor 10.0.0.1\n\n"
 	      "SEE ALSO\n"
-	      "    rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1)\n", f);
+	      "    rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1), rdmx-doctor(1)\n", f);
 }
 
 static const struct command *find_command(const char *name)

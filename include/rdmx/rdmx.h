@@ -117,6 +117,16 @@ void rdmx_devices_free(struct rdmx_device_info *devs, int count);
  */
 int rdmx_pick_address(const char *device, int gid_index, char *buf, size_t len);
 
+/**
+ * rdmx_route - resolve @addr as rdmx_dial() would, and stop there: the
+ * local RDMA device (name in @dev, @len bytes) and port (in *@port, if not
+ * NULL) rdma_cm would connect from, each step bounded by @timeout_ms.
+ * Returns 0, -EADDRNOTAVAIL (not an address), or the -errno of the step
+ * that failed (address resolution, route), with the step in
+ * rdmx_last_error().
+ */
+int rdmx_route(const char *addr, int timeout_ms, char *dev, size_t len, int *port);
+
 /* ---------------------------------------------------------------- context */
 
 struct rdmx_ctx_opts {
