@@ -351,6 +351,36 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  */
 rdmx_conn *rdmx_msg_conn(const struct rdmx_msg *msg);
 
+/* What rdmx_listener_next() returns. */
+enum rdmx_event_type {
+	RDMX_EVENT_CONN = 1,   /* a connection came up: @conn, now a member
+				* whose messages arrive as RDMX_EVENT_MSG */
+	RDMX_EVENT_MSG = 2,    /* a message on @conn, in @msg: release it with
+				* rdmx_msg_release(@conn, &@msg) */
+	RDMX_EVENT_CLOSED = 3, /* @conn's peer is gone and everything it sent
+				* was delivered: close it (rdmx_conn_close) */
+};
+
+struct rdmx_event {
+	enum rdmx_event_type type;
+	rdmx_conn *conn;
+	struct rdmx_msg msg;   /* RDMX_EVENT_MSG only */
+};
+
+/**
+ * rdmx_listener_next - wait up to @timeout_ms (0: poll once, -1: forever)
+ * for the next event on @lis: a new connection, a message on any member,
+ * or a member whose peer is gone, in @ev. A server is one loop over it
+ * (examples/echo_server.c). It does what rdmx_accept() and
+ * rdmx_listener_recv() do, interleaved: a busy listener still takes new
+ * connections (between every 64 events), and a new connection delays a
+ * message by at most ~1 ms. The threading rules of rdmx_listener_recv()
+ * apply; do not mix it with rdmx_accept()/rdmx_listener_recv() in
+ * different threads on one listener. Returns 0, -ETIMEDOUT, -ESHUTDOWN
+ * (rdmx_listener_shutdown), or -errno (rdmx_listener_error()).
+ */
+int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms);
+
 /**
  * rdmx_msg_release - give back a received message, or an allocated send
  * buffer that will not be sent.
