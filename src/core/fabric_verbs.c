@@ -599,6 +599,33 @@ static uint32_t vf_qp_num(const struct rdmx__ep *ep)
 
 /* ------------------------------------------------------------- data path */
 
+/* The device's PD, shared by every ep on the device. */
+static const void *vf_domain(const struct rdmx__ep *ep)
+{
+	return ep->dev;
+}
+
+static int vf_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
+		       size_t len)
+{
+	struct sockaddr *sa = peer ? rdma_get_peer_addr(ep->id)
+				   : rdma_get_local_addr(ep->id);
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t port = ntohs(peer ? rdma_get_dst_port(ep->id)
+				   : rdma_get_src_port(ep->id));
+	int n;
+
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)sa)->sin_addr,
+			  host, sizeof(host));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)sa)->sin6_addr,
+			  host, sizeof(host));
+	n = snprintf(buf, len, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+		     host, (unsigned)port);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
 static const enum ibv_wr_opcode wr_opcode[] = {
 	[RDMX__OP_SEND] = IBV_WR_SEND,
 	[RDMX__OP_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
@@ -606,6 +633,7 @@ static const enum ibv_wr_opcode wr_opcode[] = {
 	[RDMX__OP_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
 	[RDMX__OP_READ] = IBV_WR_RDMA_READ,
 	[RDMX__OP_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+	[RDMX__OP_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
 };
 
 static void to_send_wr(const struct rdmx__wr *w, struct ibv_sge *sge,
@@ -625,6 +653,11 @@ static void to_send_wr(const struct rdmx__wr *w, struct ibv_sge *sge,
 		v->wr.atomic.remote_addr = w->remote_addr;
 		v->wr.atomic.compare_add = w->add;
 		v->wr.atomic.rkey = w->rkey;
+	} else if (w->op == RDMX__OP_CMP_SWAP) {
+		v->wr.atomic.remote_addr = w->remote_addr;
+		v->wr.atomic.compare_add = w->compare;
+		v->wr.atomic.swap = w->swap;
+		v->wr.atomic.rkey = w->rkey;
 	} else {
 		v->wr.rdma.remote_addr = w->remote_addr;
 		v->wr.rdma.rkey = w->rkey;
@@ -640,7 +673,7 @@ static int vf_post_send(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
 		int k = n - done < POST_CHUNK ? n - done : POST_CHUNK;
 
 		for (int i = 0; i < k; i++) {
-			if ((unsigned)wr[done + i].op > RDMX__OP_FETCH_ADD)
+			if ((unsigned)wr[done + i].op > RDMX__OP_CMP_SWAP)
 				return rdmx__fail(-EINVAL, "bad send opcode %d", wr[done + i].op);
 			to_send_wr(&wr[done + i], &sge[i], &v[i]);
 			v[i].next = i + 1 < k ? &v[i + 1] : NULL;
@@ -768,4 +801,6 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.post_recv = vf_post_recv,
 	.post_srq_recv = vf_post_srq_recv,
 	.poll_cq = vf_poll_cq,
+	.domain = vf_domain,
+	.addr_str = vf_addr_str,
 };
