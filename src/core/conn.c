@@ -313,6 +313,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	c->opts = *o;
 	c->max_msg = o->max_msg_size;
 	rdmx__live_init(c);
+	rdmx__os_init(c);
 	return c;
 }
 
@@ -325,6 +326,7 @@ static void conn_free(rdmx_conn *c, int did_setup)
 		c->proto->teardown(c);
 	rdmx__group_leave(c);
 	rdmx__live_fini(c);
+	rdmx__os_fini(c);
 	pthread_mutex_destroy(&c->down_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c->priv);

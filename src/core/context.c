@@ -30,8 +30,14 @@ int rdmx_ctx_create(rdmx_ctx **out, const struct rdmx_ctx_opts *opts)
 	if (!ctx)
 		return rdmx__fail(-ENOMEM, "out of memory for a context");
 	ctx->fops = fops;
+	rc = rdmx__slab_create(ctx);
+	if (rc) {
+		free(ctx);
+		return rc;
+	}
 	rc = fops->create(&ctx->fab);
 	if (rc) {
+		rdmx__slab_destroy(ctx);
 		free(ctx);
 		return rc;
 	}
@@ -43,6 +49,7 @@ void rdmx_ctx_destroy(rdmx_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	rdmx__slab_destroy(ctx); /* its registrations before the fabric */
 	ctx->fops->destroy(ctx->fab);
 	free(ctx);
 }
