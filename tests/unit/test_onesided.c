@@ -345,8 +345,150 @@ static void test_alloc_onesided(void **state)
 	fix_close(&f);
 }
 
+/* ------------------------------------------------- the registered allocator */
+
+static rdmx_ctx *ctx_new(void)
+{
+	struct rdmx_ctx_opts co = { .fabric = "fake" };
+	rdmx_ctx *ctx;
+
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	return ctx;
+}
+
+/* Every size gets a 64-byte aligned block inside its registration. */
+static void test_alloc_sizes(void **state)
+{
+	static const size_t sizes[] = { 1, 63, 64, 65, 4096, 65536, 65537, 3 << 20 };
+	rdmx_ctx *ctx = ctx_new();
+
+	(void)state;
+	assert_null(rdmx_alloc(ctx, 0));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *p = rdmx_alloc(ctx, sizes[i]);
+		rdmx_mr *mr;
+		size_t off;
+
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % 64, 0);
+		memset(p, 0xa5, sizes[i]);
+		assert_int_equal(rdmx_alloc_mr(ctx, p, &mr, &off), 0);
+		assert_ptr_equal((uint8_t *)rdmx_mr_addr(mr) + off, p);
+		assert_true(off + sizes[i] <= rdmx_mr_len(mr));
+		rdmx_free(ctx, p);
+	}
+	rdmx_ctx_destroy(ctx);
+}
+
+/* A freed block is reused; a double free is refused, not a corruption. */
+static void test_alloc_reuse(void **state)
+{
+	rdmx_ctx *ctx = ctx_new();
+	void *a, *b, *c;
+
+	(void)state;
+	a = rdmx_alloc(ctx, 100);
+	b = rdmx_alloc(ctx, 100);
+	assert_ptr_not_equal(a, b);
+	rdmx_free(ctx, a);
+	c = rdmx_alloc(ctx, 120); /* the same 128-byte class */
+	assert_ptr_equal(c, a);
+	rdmx_free(ctx, c);
+	rdmx_free(ctx, c);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), "freed twice"));
+	a = rdmx_alloc(ctx, 100);
+	c = rdmx_alloc(ctx, 100);
+	assert_ptr_not_equal(a, c); /* the double free did not enter c twice */
+	rdmx_free(ctx, (char *)b + 1);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), "not allocated"));
+	rdmx_free(ctx, a);
+	rdmx_free(ctx, b);
+	rdmx_free(ctx, c);
+	rdmx_ctx_destroy(ctx);
+}
+
+#define NBLK 3000
+
+struct blk {
+	uint8_t *p;
+	size_t n;
+};
+
+/* Allocate, fill and check @n random blocks, freeing half on the way. */
+static void churn(rdmx_ctx *ctx, uint64_t seed, unsigned n)
+{
+	struct blk *b = calloc(n, sizeof(*b));
+	const uint64_t base = seed * 100000; /* pattern of block i: base + i */
+
+	assert_non_null(b);
+	for (unsigned i = 0; i < n; i++) {
+		b[i].n = 1 + th_rand(&seed) % (th_rand(&seed) % 8 ? 2048 : 200000);
+		b[i].p = rdmx_alloc(ctx, b[i].n);
+		assert_non_null(b[i].p);
+		th_fill(b[i].p, b[i].n, base + i);
+		if (i && th_rand(&seed) % 2) { /* free an earlier one */
+			unsigned j = (unsigned)(th_rand(&seed) % i);
+
+			if (b[j].p)
+				assert_int_equal(th_check(b[j].p, b[j].n, base + j), -1);
+			rdmx_free(ctx, b[j].p);
+			b[j].p = NULL;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) { /* nothing overlapped */
+		if (b[i].p)
+			assert_int_equal(th_check(b[i].p, b[i].n, base + i), -1);
+		rdmx_free(ctx, b[i].p);
+	}
+	free(b);
+}
+
+static void test_alloc_no_overlap(void **state)
+{
+	rdmx_ctx *ctx = ctx_new();
+
+	(void)state;
+	churn(ctx, 1, (unsigned)th_count(NBLK));
+	rdmx_ctx_destroy(ctx);
+}
+
+struct churner {
+	pthread_t t;
+	rdmx_ctx *ctx;
+	uint64_t seed;
+};
+
+static void *churn_main(void *arg)
+{
+	struct churner *c = arg;
+
+	churn(c->ctx, c->seed, (unsigned)th_count(NBLK));
+	return NULL;
+}
+
+static void test_alloc_threads(void **state)
+{
+	struct churner c[4];
+	rdmx_ctx *ctx = ctx_new();
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		c[i] = (struct churner){ .ctx = ctx, .seed = (uint64_t)i * 1000003 };
+		assert_int_equal(pthread_create(&c[i].t, NULL, churn_main, &c[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(c[i].t, NULL);
+	rdmx_ctx_destroy(ctx);
+}
+
 int main(void)
 {
+	const struct CMUnitTest alloc_tests[] = {
+		cmocka_unit_test(test_alloc_sizes),
+		cmocka_unit_test(test_alloc_reuse),
+		cmocka_unit_test(test_alloc_no_overlap),
+		cmocka_unit_test(test_alloc_threads),
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_write),
 		cmocka_unit_test(test_atomics),
@@ -360,7 +502,7 @@ int main(void)
 	};
 	const char *const *names = rdmx_protocol_names();
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
-	int failed = 0;
+	int failed = cmocka_run_group_tests_name("alloc", alloc_tests, NULL, NULL);
 
 	alarm(900); /* a hang fails the run instead of blocking it */
 	for (int i = 0; names[i]; i++) {
