@@ -47,6 +47,7 @@ extern "C" {
 
 #define RDMX_VERSION_MAJOR 0
 #define RDMX_VERSION_MINOR 1
+#define RDMX_VERSION ((uint32_t)RDMX_VERSION_MAJOR << 16 | RDMX_VERSION_MINOR)
 #define RDMX_DEFAULT_PORT 7471
 
 typedef struct rdmx_ctx rdmx_ctx;
@@ -119,9 +120,22 @@ int rdmx_pick_address(const char *device, int gid_index, char *buf, size_t len);
 
 /* ---------------------------------------------------------------- context */
 
+/*
+ * Option structs grow at their end; @size (set by the *_opts_init()
+ * functions to sizeof the caller's struct) tells the library which
+ * fields the caller's binary knows, so a binary built against an older
+ * header keeps working: the fields it does not know take their defaults.
+ * A @size larger than the library's struct is refused (-EINVAL).
+ */
 struct rdmx_ctx_opts {
+	uint32_t size;      /* sizeof(struct rdmx_ctx_opts) of the caller;
+			     * 0 (a struct filled by hand, as before
+			     * rdmx_ctx_opts_init existed): @fabric only */
 	const char *fabric; /* NULL or "verbs"; "fake" is the in-process test double */
 };
+
+/** rdmx_ctx_opts_init - fill @opts with the defaults and set its size. */
+void rdmx_ctx_opts_init(struct rdmx_ctx_opts *opts);
 
 /** rdmx_ctx_create - create a context (shared state for listeners and conns). */
 int rdmx_ctx_create(rdmx_ctx **out, const struct rdmx_ctx_opts *opts);
@@ -135,6 +149,8 @@ const char *rdmx_ctx_error(const rdmx_ctx *ctx);
 /* ------------------------------------------------------------ connections */
 
 struct rdmx_conn_opts {
+	uint32_t size;           /* sizeof(struct rdmx_conn_opts) of the caller,
+				  * set by rdmx_conn_opts_init(); required */
 	const char *protocol;    /* protocol name, default "send_recv" */
 	uint32_t max_msg_size;   /* largest message, default 65536 */
 	uint32_t send_depth;     /* send buffers / sends in flight, default 64 */
@@ -156,6 +172,10 @@ struct rdmx_conn_opts {
 				  * connection returns -ECONNRESET, "peer
 				  * stopped answering". 1000..3600000, default
 				  * 10000. See "Liveness" in README.md. */
+	const char *src_addr;    /* rdmx_dial: local IP address to dial from
+				  * (it picks the device and port: see
+				  * rdmx_pick_address() for a device's), NULL
+				  * or "": the route's choice */
 };
 
 /* How a ring receiver notices a new message (ring protocols only). */
@@ -279,6 +299,52 @@ const char *rdmx_conn_protocol(const rdmx_conn *conn);
 
 /** rdmx_conn_max_msg - the negotiated largest message size in bytes. */
 size_t rdmx_conn_max_msg(const rdmx_conn *conn);
+
+/**
+ * rdmx_conn_local_addr / rdmx_conn_peer_addr - this end's / the peer's
+ * address as "ip:port" text ("[ip6]:port" for IPv6) in @buf (@len bytes).
+ * Returns 0, -EINVAL, or -ENOSPC (@buf too small; 64 bytes always do).
+ */
+int rdmx_conn_local_addr(const rdmx_conn *conn, char *buf, size_t len);
+/** rdmx_conn_peer_addr - see rdmx_conn_local_addr(). */
+int rdmx_conn_peer_addr(const rdmx_conn *conn, char *buf, size_t len);
+
+/** rdmx_conn_set_user - attach an application pointer to @conn. */
+void rdmx_conn_set_user(rdmx_conn *conn, void *user);
+
+/** rdmx_conn_get_user - the pointer of rdmx_conn_set_user() (NULL unset). */
+void *rdmx_conn_get_user(const rdmx_conn *conn);
+
+/*
+ * Per-connection counters, counted by this end since the connection was
+ * made. The struct may grow: set @size to sizeof(struct rdmx_conn_stats)
+ * before calling; the library fills what both sides know.
+ */
+struct rdmx_conn_stats {
+	uint32_t size;
+	uint64_t msgs_sent;      /* rdmx_send() calls that succeeded */
+	uint64_t bytes_sent;     /* their payload bytes */
+	uint64_t msgs_recv;      /* messages delivered (rdmx_recv and
+				  * rdmx_listener_recv) */
+	uint64_t bytes_recv;
+	uint64_t onesided_ops;   /* one-sided operations posted */
+	uint64_t onesided_bytes; /* their bytes (8 per atomic) */
+	uint64_t retry_exceeded; /* work requests that failed after the
+				  * transport's retries (the peer did not
+				  * answer): 0 or 1, the connection goes down.
+				  * Retries that succeeded are not visible to
+				  * a verbs consumer. */
+	uint64_t rnr_exceeded;   /* likewise, receiver-not-ready retries */
+};
+
+/** rdmx_conn_stats - fill @st (its @size set) with @conn's counters.
+ * Returns 0 or -EINVAL (NULL, or @size below the first counter's end). */
+int rdmx_conn_stats(const rdmx_conn *conn, struct rdmx_conn_stats *st);
+
+/** rdmx_version - the library's version, RDMX_VERSION_MAJOR << 16 |
+ * RDMX_VERSION_MINOR of the headers it was built with (compare with
+ * RDMX_VERSION of yours). */
+uint32_t rdmx_version(void);
 
 /* --------------------------------------------------------------- messages */
 

@@ -171,6 +171,10 @@ struct rdmx__fabric_ops {
 	/* The protection domain @ep's resources are made in (registrations
 	 * are valid for every ep of the same domain): an opaque identity. */
 	const void *(*domain)(const struct rdmx__ep *ep);
+	/* resolve() from the local address @src (it picks the device). */
+	int (*resolve_src)(struct rdmx__fabric *fab, const char *src,
+			   const char *addr, uint16_t port, int timeout_ms,
+			   struct rdmx__ep **out);
 	/* @ep's local (@peer 0) or remote address as "addr:port" text. */
 	int (*addr_str)(const struct rdmx__ep *ep, int peer, char *buf,
 			size_t len);

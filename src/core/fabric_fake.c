@@ -849,6 +849,7 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.local_port = rdmx__fake_local_port,
 	.get_request = rdmx__fake_get_request,
 	.resolve = rdmx__fake_resolve,
+	.resolve_src = rdmx__fake_resolve_src,
 	.connect = rdmx__fake_connect,
 	.accept = rdmx__fake_accept,
 	.accept_poll = rdmx__fake_accept_poll,

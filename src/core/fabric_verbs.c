@@ -346,20 +346,24 @@ static int prefix(int rc, const char *what, const char *addr)
 	return rdmx__fail(rc, "%s %s: %s", what, addr, detail);
 }
 
-static int vf_resolve(struct rdmx__fabric *fab, const char *addr, uint16_t port,
-		      int timeout_ms, struct rdmx__ep **out)
+static int vf_resolve_src(struct rdmx__fabric *fab, const char *src,
+			  const char *addr, uint16_t port, int timeout_ms,
+			  struct rdmx__ep **out)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss, from;
 	struct rdmx__ep *ep;
 	int rc = parse_addr(addr, port, 0, &ss);
 
+	if (!rc && src)
+		rc = parse_addr(src, 0, 1, &from);
 	if (rc || (rc = ep_new(fab, &ep)))
 		return rc;
 	if (rdma_create_id(ep->ch, &ep->id, ep, RDMA_PS_TCP)) {
 		rc = rdmx__fail(-errno, "rdma_create_id: %s", strerror(errno));
 		goto destroy_ep;
 	}
-	rc = rdma_resolve_addr(ep->id, NULL, (struct sockaddr *)&ss, timeout_ms) ?
+	rc = rdma_resolve_addr(ep->id, src ? (struct sockaddr *)&from : NULL,
+			       (struct sockaddr *)&ss, timeout_ms) ?
 	     call_failed("rdma_resolve_addr") :
 	     expect(ep, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, NULL, NULL);
 	if (rc) {
@@ -382,6 +386,12 @@ static int vf_resolve(struct rdmx__fabric *fab, const char *addr, uint16_t port,
 destroy_ep:
 	vf_destroy_ep(ep);
 	return rc;
+}
+
+static int vf_resolve(struct rdmx__fabric *fab, const char *addr, uint16_t port,
+		      int timeout_ms, struct rdmx__ep **out)
+{
+	return vf_resolve_src(fab, NULL, addr, port, timeout_ms, out);
 }
 
 static void conn_param(const struct rdmx__ep *ep, const void *pdata, size_t plen,
@@ -782,6 +792,7 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.local_port = vf_local_port,
 	.get_request = vf_get_request,
 	.resolve = vf_resolve,
+	.resolve_src = vf_resolve_src,
 	.connect = vf_connect,
 	.accept = vf_accept,
 	.accept_poll = vf_accept_poll,

@@ -156,6 +156,8 @@ struct rdmx_conn {
 	int admitted;            /* counted in group->admitted */
 	void *priv;              /* proto->priv_size bytes, zeroed */
 	struct rdmx__os os;      /* one-sided operations in flight */
+	void *user;              /* rdmx_conn_set_user() */
+	struct rdmx_conn_stats stats; /* counters, __atomic relaxed adds */
 };
 
 /*
@@ -312,6 +314,17 @@ int rdmx__mr_range(const rdmx_mr *mr, size_t off, size_t len);
 unsigned rdmx__mr_access(const rdmx_mr *mr);
 int rdmx__slab_create(rdmx_ctx *ctx);
 void rdmx__slab_destroy(rdmx_ctx *ctx);
+
+/* info.c: connection information, option sizes. */
+/* Count @bytes of one message or operation in @counter of c->stats. */
+#define RDMX__COUNT(c, field, n) \
+	__atomic_fetch_add(&(c)->stats.field, (uint64_t)(n), __ATOMIC_RELAXED)
+/* Load the caller's @in into @out by its size (defaults for what it does
+ * not know); -EINVAL with a message for a bad size or src_addr. */
+int rdmx__conn_opts_copy(const struct rdmx_conn_opts *in,
+			 struct rdmx_conn_opts *out);
+int rdmx__ctx_opts_copy(const struct rdmx_ctx_opts *in,
+			struct rdmx_ctx_opts *out);
 
 /* onesided.c */
 void rdmx__os_init(rdmx_conn *c);

@@ -271,6 +271,8 @@ static int os_post(rdmx_conn *c, struct rdmx__wr *wr, rdmx_mr *mr, size_t off,
 		return rc;
 	}
 	*tok = (uint64_t)c->os.gen[slot] << 8 | (unsigned)slot;
+	RDMX__COUNT(c, onesided_ops, 1);
+	RDMX__COUNT(c, onesided_bytes, wr->len);
 	return 0;
 }
 

@@ -481,8 +481,180 @@ static void test_alloc_threads(void **state)
 	rdmx_ctx_destroy(ctx);
 }
 
+/* ------------------------------------------ connection information, ABI */
+
+static void pair(struct th_pair *p, const char *src)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.src_addr = src;
+	if (th_pair_open(p, &o, &o))
+		fail_msg("cannot connect a pair: %s", rdmx_last_error());
+}
+
+static void test_addresses(void **state)
+{
+	char cl[64], cp[64], sl[64], sp[64], tiny[3];
+	struct th_pair p;
+
+	(void)state;
+	pair(&p, NULL);
+	assert_int_equal(rdmx_conn_local_addr(p.client, cl, sizeof(cl)), 0);
+	assert_int_equal(rdmx_conn_peer_addr(p.client, cp, sizeof(cp)), 0);
+	assert_int_equal(rdmx_conn_local_addr(p.server, sl, sizeof(sl)), 0);
+	assert_int_equal(rdmx_conn_peer_addr(p.server, sp, sizeof(sp)), 0);
+	print_message("client %s -> %s, server %s -> %s\n", cl, cp, sl, sp);
+	assert_string_equal(cl, sp);
+	assert_string_equal(cp, sl);
+	assert_string_not_equal(cl, cp);
+	assert_int_equal(rdmx_conn_peer_addr(p.client, tiny, sizeof(tiny)), -ENOSPC);
+	assert_int_equal(rdmx_conn_peer_addr(NULL, cp, sizeof(cp)), -EINVAL);
+	th_pair_close(&p);
+}
+
+static void test_user_pointer(void **state)
+{
+	struct th_pair p;
+	int a, b;
+
+	(void)state;
+	pair(&p, NULL);
+	assert_null(rdmx_conn_get_user(p.client));
+	rdmx_conn_set_user(p.client, &a);
+	rdmx_conn_set_user(p.server, &b);
+	assert_ptr_equal(rdmx_conn_get_user(p.client), &a);
+	assert_ptr_equal(rdmx_conn_get_user(p.server), &b);
+	rdmx_conn_set_user(p.client, NULL);
+	assert_null(rdmx_conn_get_user(p.client));
+	th_pair_close(&p);
+}
+
+static void send_n(rdmx_conn *c, int n, size_t len)
+{
+	struct rdmx_msg m;
+
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(rdmx_msg_alloc(c, len, &m, WAIT_MS), 0);
+		m.len = len;
+		assert_int_equal(rdmx_send(c, &m), 0);
+	}
+	assert_int_equal(rdmx_flush(c, WAIT_MS), 0);
+}
+
+static void test_stats(void **state)
+{
+	struct rdmx_conn_stats cs = { .size = sizeof(cs) }, ss = { .size = sizeof(ss) };
+	struct { struct rdmx_conn_stats st; uint64_t guard; } old;
+	struct rdmx_msg m;
+	struct fix f;
+	rdmx_token t;
+
+	(void)state;
+	protocol = "send_recv";
+	fix_open(&f, ALL);
+	send_n(f.p.client, 3, 10);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(rdmx_recv(f.p.server, &m, WAIT_MS), 0);
+		assert_int_equal(rdmx_msg_release(f.p.server, &m), 0);
+	}
+	assert_int_equal(rdmx_read(f.p.client, f.region, 0, f.cmr, 0, 100, &t), 0);
+	done(f.p.client, t);
+	assert_int_equal(rdmx_conn_stats(f.p.client, &cs), 0);
+	assert_int_equal(rdmx_conn_stats(f.p.server, &ss), 0);
+	assert_int_equal(cs.msgs_sent, 3);
+	assert_int_equal(cs.bytes_sent, 30);
+	assert_int_equal(ss.msgs_recv, 3);
+	assert_int_equal(ss.bytes_recv, 30);
+	assert_int_equal(cs.msgs_recv, 0);
+	assert_int_equal(cs.onesided_ops, 1);
+	assert_int_equal(cs.onesided_bytes, 100);
+	assert_int_equal(cs.retry_exceeded + cs.rnr_exceeded, 0);
+	/* A caller that knows only the first counter gets only that. */
+	memset(&old, 0x5a, sizeof(old));
+	old.st.size = offsetof(struct rdmx_conn_stats, bytes_sent);
+	assert_int_equal(rdmx_conn_stats(f.p.client, &old.st), 0);
+	assert_int_equal(old.st.msgs_sent, 3);
+	assert_int_equal(old.st.bytes_sent, 0x5a5a5a5a5a5a5a5aull);
+	old.st.size = 4;
+	assert_int_equal(rdmx_conn_stats(f.p.client, &old.st), -EINVAL);
+	fix_close(&f);
+}
+
+static void test_version(void **state)
+{
+	(void)state;
+	assert_int_equal(rdmx_version(), RDMX_VERSION);
+	assert_int_equal(rdmx_version() >> 16, RDMX_VERSION_MAJOR);
+}
+
+/* The option structs' sizes are checked; a bad one is -EINVAL, never a
+ * read past the caller's struct. */
+static void test_opts_size(void **state)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() }; /* size 0: version 0 */
+	struct rdmx_conn_opts o;
+	rdmx_listener *lis;
+	rdmx_conn *c;
+	rdmx_ctx *ctx;
+
+	(void)state;
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	rdmx_ctx_destroy(ctx);
+	rdmx_ctx_opts_init(&co);
+	assert_int_equal(co.size, sizeof(co));
+	co.fabric = th_fabric();
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	co.size = sizeof(co) + 8;
+	assert_int_equal(rdmx_ctx_create(NULL, &co), -EINVAL);
+	rdmx_conn_opts_init(&o);
+	assert_int_equal(o.size, sizeof(o));
+	o.size = 0;
+	assert_int_equal(rdmx_listen(ctx, th_addr(), 0, &o, &lis), -EINVAL);
+	assert_non_null(strstr(rdmx_last_error(), "rdmx_conn_opts_init"));
+	o.size = sizeof(o) + 8;
+	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, &o, &c), -EINVAL);
+	o.size = sizeof(o);
+	o.src_addr = "not-an-address";
+	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, &o, &c), -EINVAL);
+	assert_non_null(strstr(rdmx_last_error(), "src_addr"));
+	rdmx_ctx_destroy(ctx);
+}
+
+/* Dialing from the listener's own address works; on a real device, from
+ * an address that is not local fails. */
+static void test_src_addr(void **state)
+{
+	struct rdmx_conn_opts o;
+	struct th_pair p;
+
+	(void)state;
+	pair(&p, strcmp(th_fabric(), "fake") ? th_addr() : "127.0.0.1");
+	send_n(p.client, 1, 8);
+	rdmx_conn_opts_init(&o);
+	o.src_addr = "192.0.2.1"; /* TEST-NET-1: on no interface */
+	o.connect_timeout_ms = 2000;
+	if (strcmp(th_fabric(), "fake")) {
+		rdmx_conn *c = NULL;
+		int rc = rdmx_dial(p.ctx, th_addr(), rdmx_listener_port(p.lis), &o, &c);
+
+		print_message("dial from 192.0.2.1: %s (%s)\n", rdmx_strerror(rc),
+			      rdmx_last_error());
+		assert_int_not_equal(rc, 0);
+	}
+	th_pair_close(&p);
+}
+
 int main(void)
 {
+	const struct CMUnitTest info_tests[] = {
+		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_user_pointer),
+		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_version),
+		cmocka_unit_test(test_opts_size),
+		cmocka_unit_test(test_src_addr),
+	};
 	const struct CMUnitTest alloc_tests[] = {
 		cmocka_unit_test(test_alloc_sizes),
 		cmocka_unit_test(test_alloc_reuse),
@@ -503,6 +675,8 @@ int main(void)
 	const char *const *names = rdmx_protocol_names();
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
 	int failed = cmocka_run_group_tests_name("alloc", alloc_tests, NULL, NULL);
+
+	failed += cmocka_run_group_tests_name("info", info_tests, NULL, NULL);
 
 	alarm(900); /* a hang fails the run instead of blocking it */
 	for (int i = 0; names[i]; i++) {
