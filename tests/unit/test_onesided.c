@@ -542,6 +542,61 @@ static void send_n(rdmx_conn *c, int n, size_t len)
 	assert_int_equal(rdmx_flush(c, WAIT_MS), 0);
 }
 
+struct adder {
+	pthread_t t;
+	struct fix *f;
+	size_t off;              /* its 8 bytes of the client's buffer */
+	uint64_t n;
+	int rc;
+};
+
+static void *adder_main(void *arg)
+{
+	struct adder *a = arg;
+	rdmx_token t;
+
+	for (uint64_t i = 0; i < a->n && !a->rc; i++) {
+		a->rc = rdmx_fetch_add(a->f->p.client, a->f->region, 0, 1, a->f->cmr,
+				       a->off, &t);
+		if (!a->rc)
+			a->rc = rdmx_wait(a->f->p.client, t, WAIT_MS);
+	}
+	return NULL;
+}
+
+/* Threads share a connection: two add to one remote word while the main
+ * thread exchanges messages; every add lands once, every token is its
+ * thread's own. */
+static void test_threads(void **state)
+{
+	struct adder a[2];
+	struct fix f;
+	uint64_t n = th_count(300);
+
+	(void)state;
+	fix_open(&f, ALL);
+	memset(f.mem, 0, 8);
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct adder){ .f = &f, .off = (size_t)(i + 1) * 64, .n = n };
+		assert_int_equal(pthread_create(&a[i].t, NULL, adder_main, &a[i]), 0);
+	}
+	for (uint64_t i = 0; i < n / 4; i++) {
+		struct rdmx_msg m;
+
+		send_n(f.p.client, 1, 32);
+		assert_int_equal(rdmx_recv(f.p.server, &m, WAIT_MS), 0);
+		assert_int_equal(rdmx_msg_release(f.p.server, &m), 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(a[i].t, NULL);
+		if (a[i].rc)
+			fail_msg("%s: adder %d: %s (%s)", protocol, i, rdmx_strerror(a[i].rc),
+				 rdmx_conn_error(f.p.client));
+	}
+	assert_int_equal(__atomic_load_n((uint64_t *)(void *)f.mem, __ATOMIC_ACQUIRE), 2 * n);
+	fix_close(&f);
+}
+
 static void test_stats(void **state)
 {
 	struct rdmx_conn_stats cs = { .size = sizeof(cs) }, ss = { .size = sizeof(ss) };
@@ -671,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_with_messages),
 		cmocka_unit_test(test_send_mr),
 		cmocka_unit_test(test_alloc_onesided),
+		cmocka_unit_test(test_threads),
 	};
 	const char *const *names = rdmx_protocol_names();
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
