@@ -367,7 +367,8 @@ static int vf_resolve_src(struct rdmx__fabric *fab, const char *src,
 	     call_failed("rdma_resolve_addr") :
 	     expect(ep, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, NULL, NULL);
 	if (rc) {
-		rc = prefix(rc, "cannot resolve address", addr);
+		rc = prefix(rc, src ? "cannot resolve (from src_addr) address" :
+			    "cannot resolve address", addr);
 		goto destroy_ep;
 	}
 	rc = rdma_resolve_route(ep->id, timeout_ms) ?

@@ -28,6 +28,7 @@
  * it. An error completion takes the connection down like any other.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,8 +79,12 @@ void rdmx__os_done(rdmx_conn *c, const struct rdmx__wc *wc)
 
 	if (slot >= RDMX__OS_WRS)
 		return;
-	if (wc->status != RDMX__WC_OK)
-		rc = rdmx__conn_wc_error(c, wc, op_name(c->os.op[slot]));
+	if (wc->status != RDMX__WC_OK) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "one-sided %s", op_name(c->os.op[slot]));
+		rc = rdmx__conn_wc_error(c, wc, what);
+	}
 	pthread_mutex_lock(&c->os.lock);
 	if (c->os.state[slot] == OS_POSTED) {
 		c->os.state[slot] = OS_DONE;

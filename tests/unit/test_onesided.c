@@ -21,6 +21,9 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#ifdef TH_FAKE
+#include "core/internal.h"
+#endif
 
 #define WAIT_MS 20000 /* generous: emulated rxe under load */
 #define REGION 65536
@@ -636,6 +639,56 @@ static void test_stats(void **state)
 	fix_close(&f);
 }
 
+#ifdef TH_FAKE
+/*
+ * A READ toward a peer whose host went silent: rdmx_wait is bounded and
+ * names the operation and the connection; once the transport's retries
+ * are over the token fails with the connection (-ECONNRESET) and the
+ * counters show the exhausted retries.
+ */
+static void test_wait_silent_peer(void **state)
+{
+	struct rdmx_conn_stats st = { .size = sizeof(st) };
+	struct rdmx_conn_opts o;
+	uint8_t desc[RDMX_REGION_DESC_LEN];
+	size_t dlen = sizeof(desc);
+	static uint64_t mem[512], local[512];
+	rdmx_region *r;
+	rdmx_mr *smr, *cmr;
+	struct th_pair p;
+	rdmx_token t;
+	int rc;
+
+	(void)state;
+	rdmx_conn_opts_init(&o);
+	o.liveness_ms = 1000; /* the transport gives up in ~0.5 s */
+	if (th_pair_open(&p, &o, &o))
+		fail_msg("cannot connect a pair: %s", rdmx_last_error());
+	assert_int_equal(rdmx_mr_reg(p.ctx, mem, sizeof(mem), ALL, &smr), 0);
+	assert_int_equal(rdmx_mr_reg(p.ctx, local, sizeof(local), 0, &cmr), 0);
+	assert_int_equal(rdmx_mr_export(p.server, smr, 0, sizeof(mem), ALL, desc, &dlen), 0);
+	assert_int_equal(rdmx_region_import(p.client, desc, dlen, &r), 0);
+	rdmx__fake_silence(p.server->ep, 1);
+	assert_int_equal(rdmx_read(p.client, r, 0, cmr, 0, 64, &t), 0);
+	assert_int_equal(rdmx_wait(p.client, t, 0), -EAGAIN);
+	assert_int_equal(rdmx_wait(p.client, t, 50), -ETIMEDOUT);
+	print_message("%s\n", rdmx_conn_error(p.client));
+	assert_non_null(strstr(rdmx_conn_error(p.client), "one-sided READ on the connection to fake:qp"));
+	rc = rdmx_wait(p.client, t, WAIT_MS);
+	print_message("%s\n", rdmx_conn_error(p.client));
+	assert_int_equal(rc, -ECONNRESET);
+	assert_non_null(strstr(rdmx_conn_error(p.client), "one-sided READ: peer stopped answering"));
+	assert_int_equal(rdmx_wait(p.client, t, 0), -EINVAL); /* spent */
+	assert_int_equal(rdmx_conn_stats(p.client, &st), 0);
+	assert_int_equal(st.retry_exceeded, 1);
+	rdmx__fake_silence(p.server->ep, 0);
+	rdmx_region_free(r);
+	rdmx_mr_dereg(smr);
+	rdmx_mr_dereg(cmr);
+	th_pair_close(&p);
+}
+#endif
+
 static void test_version(void **state)
 {
 	(void)state;
@@ -709,6 +762,9 @@ int main(void)
 		cmocka_unit_test(test_version),
 		cmocka_unit_test(test_opts_size),
 		cmocka_unit_test(test_src_addr),
+#ifdef TH_FAKE
+		cmocka_unit_test(test_wait_silent_peer),
+#endif
 	};
 	const struct CMUnitTest alloc_tests[] = {
 		cmocka_unit_test(test_alloc_sizes),
