@@ -47,6 +47,7 @@ extern "C" {
 
 #define RDMX_VERSION_MAJOR 0
 #define RDMX_VERSION_MINOR 1
+#define RDMX_VERSION ((uint32_t)RDMX_VERSION_MAJOR << 16 | RDMX_VERSION_MINOR)
 #define RDMX_DEFAULT_PORT 7471
 
 typedef struct rdmx_ctx rdmx_ctx;
@@ -129,9 +130,22 @@ int rdmx_route(const char *addr, int timeout_ms, char *dev, size_t len, int *por
 
 /* ---------------------------------------------------------------- context */
 
+/*
+ * Option structs grow at their end; @size (set by the *_opts_init()
+ * functions to sizeof the caller's struct) tells the library which
+ * fields the caller's binary knows, so a binary built against an older
+ * header keeps working: the fields it does not know take their defaults.
+ * A @size larger than the library's struct is refused (-EINVAL).
+ */
 struct rdmx_ctx_opts {
+	uint32_t size;      /* sizeof(struct rdmx_ctx_opts) of the caller;
+			     * 0 (a struct filled by hand, as before
+			     * rdmx_ctx_opts_init existed): @fabric only */
 	const char *fabric; /* NULL or "verbs"; "fake" is the in-process test double */
 };
+
+/** rdmx_ctx_opts_init - fill @opts with the defaults and set its size. */
+void rdmx_ctx_opts_init(struct rdmx_ctx_opts *opts);
 
 /** rdmx_ctx_create - create a context (shared state for listeners and conns). */
 int rdmx_ctx_create(rdmx_ctx **out, const struct rdmx_ctx_opts *opts);
@@ -145,6 +159,8 @@ const char *rdmx_ctx_error(const rdmx_ctx *ctx);
 /* ------------------------------------------------------------ connections */
 
 struct rdmx_conn_opts {
+	uint32_t size;           /* sizeof(struct rdmx_conn_opts) of the caller,
+				  * set by rdmx_conn_opts_init(); required */
 	const char *protocol;    /* protocol name, default "send_recv" */
 	uint32_t max_msg_size;   /* largest message, default 65536 */
 	uint32_t send_depth;     /* send buffers / sends in flight, default 64 */
@@ -166,6 +182,10 @@ struct rdmx_conn_opts {
 				  * connection returns -ECONNRESET, "peer
 				  * stopped answering". 1000..3600000, default
 				  * 10000. See "Liveness" in README.md. */
+	const char *src_addr;    /* rdmx_dial: local IP address to dial from
+				  * (it picks the device and port: see
+				  * rdmx_pick_address() for a device's), NULL
+				  * or "": the route's choice */
 };
 
 /* How a ring receiver notices a new message (ring protocols only). */
@@ -290,6 +310,52 @@ const char *rdmx_conn_protocol(const rdmx_conn *conn);
 /** rdmx_conn_max_msg - the negotiated largest message size in bytes. */
 size_t rdmx_conn_max_msg(const rdmx_conn *conn);
 
+/**
+ * rdmx_conn_local_addr / rdmx_conn_peer_addr - this end's / the peer's
+ * address as "ip:port" text ("[ip6]:port" for IPv6) in @buf (@len bytes).
+ * Returns 0, -EINVAL, or -ENOSPC (@buf too small; 64 bytes always do).
+ */
+int rdmx_conn_local_addr(const rdmx_conn *conn, char *buf, size_t len);
+/** rdmx_conn_peer_addr - see rdmx_conn_local_addr(). */
+int rdmx_conn_peer_addr(const rdmx_conn *conn, char *buf, size_t len);
+
+/** rdmx_conn_set_user - attach an application pointer to @conn. */
+void rdmx_conn_set_user(rdmx_conn *conn, void *user);
+
+/** rdmx_conn_get_user - the pointer of rdmx_conn_set_user() (NULL unset). */
+void *rdmx_conn_get_user(const rdmx_conn *conn);
+
+/*
+ * Per-connection counters, counted by this end since the connection was
+ * made. The struct may grow: set @size to sizeof(struct rdmx_conn_stats)
+ * before calling; the library fills what both sides know.
+ */
+struct rdmx_conn_stats {
+	uint32_t size;
+	uint64_t msgs_sent;      /* rdmx_send() calls that succeeded */
+	uint64_t bytes_sent;     /* their payload bytes */
+	uint64_t msgs_recv;      /* messages delivered (rdmx_recv and
+				  * rdmx_listener_recv) */
+	uint64_t bytes_recv;
+	uint64_t onesided_ops;   /* one-sided operations posted */
+	uint64_t onesided_bytes; /* their bytes (8 per atomic) */
+	uint64_t retry_exceeded; /* work requests that failed after the
+				  * transport's retries (the peer did not
+				  * answer): 0 or 1, the connection goes down.
+				  * Retries that succeeded are not visible to
+				  * a verbs consumer. */
+	uint64_t rnr_exceeded;   /* likewise, receiver-not-ready retries */
+};
+
+/** rdmx_conn_stats - fill @st (its @size set) with @conn's counters.
+ * Returns 0 or -EINVAL (NULL, or @size below the first counter's end). */
+int rdmx_conn_stats(const rdmx_conn *conn, struct rdmx_conn_stats *st);
+
+/** rdmx_version - the library's version, RDMX_VERSION_MAJOR << 16 |
+ * RDMX_VERSION_MINOR of the headers it was built with (compare with
+ * RDMX_VERSION of yours). */
+uint32_t rdmx_version(void);
+
 /* --------------------------------------------------------------- messages */
 
 #define RDMX_MSG_IMM 0x1u /* imm carries immediate data (send and receive) */
@@ -386,6 +452,169 @@ int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms
  * buffer that will not be sent.
  */
 int rdmx_msg_release(rdmx_conn *conn, struct rdmx_msg *msg);
+
+/* ------------------------------------------------------ registered memory */
+
+/*
+ * Application memory the NIC may use: a local buffer of one-sided
+ * operations (rdmx_read() lands in it, rdmx_write() sends from it), a
+ * region exported to a peer (rdmx_mr_export()), or a source of
+ * rdmx_send_mr(). An rdmx_mr belongs to a context and is registered with
+ * each RDMA device it is first used on (lazily, once per device).
+ * Threading: a region may be used by several threads; rdmx_mr_dereg()
+ * must not overlap any use of it, nor operations in flight on it.
+ */
+typedef struct rdmx_mr rdmx_mr;
+
+enum rdmx_access {
+	RDMX_ACCESS_LOCAL = 0,              /* local use only (always allowed) */
+	RDMX_ACCESS_REMOTE_READ = 1 << 0,   /* a peer may RDMA READ it */
+	RDMX_ACCESS_REMOTE_WRITE = 1 << 1,  /* a peer may RDMA WRITE it */
+	RDMX_ACCESS_REMOTE_ATOMIC = 1 << 2, /* FETCH_ADD / CMP_SWAP on it */
+};
+
+/**
+ * rdmx_mr_reg - register @len bytes at @addr with @access (enum
+ * rdmx_access bits) for use with @ctx's connections.
+ * Returns 0, -EINVAL (NULL @addr, zero @len, unknown access bits) or
+ * -errno (the device refused, e.g. the memlock limit).
+ */
+int rdmx_mr_reg(rdmx_ctx *ctx, void *addr, size_t len, unsigned access,
+		rdmx_mr **out);
+
+/** rdmx_mr_dereg - unregister @mr from every device and free it. */
+void rdmx_mr_dereg(rdmx_mr *mr);
+
+/** rdmx_mr_addr - the address @mr was registered at. */
+void *rdmx_mr_addr(const rdmx_mr *mr);
+
+/** rdmx_mr_len - the length @mr was registered with. */
+size_t rdmx_mr_len(const rdmx_mr *mr);
+
+/**
+ * rdmx_alloc - @size bytes of registered memory (message-ready: usable by
+ * rdmx_send_mr() and as the local buffer of one-sided operations), from
+ * slabs over large registered chunks, 64-byte aligned. NULL when out of
+ * memory or @size is 0 (rdmx_last_error() says which). Thread-safe.
+ */
+void *rdmx_alloc(rdmx_ctx *ctx, size_t size);
+
+/** rdmx_free - give back memory from rdmx_alloc() (NULL: nothing). */
+void rdmx_free(rdmx_ctx *ctx, void *p);
+
+/**
+ * rdmx_alloc_mr - the registration @p (from rdmx_alloc()) lies in and its
+ * offset there, for the one-sided calls. Returns 0 or -EINVAL (not
+ * rdmx_alloc() memory of @ctx). The registration allows local use only.
+ */
+int rdmx_alloc_mr(rdmx_ctx *ctx, const void *p, rdmx_mr **mr, size_t *off);
+
+/**
+ * rdmx_send_mr - send @len bytes at @off in @mr as one message, then the
+ * bytes are the caller's again. Every protocol receives into its own
+ * buffers and counts credits per buffer, so today this COPIES the bytes
+ * into a send buffer (rdmx_msg_alloc + memcpy + rdmx_send, waiting up to
+ * @timeout_ms for one); zero-copy sends are future work.
+ * Returns 0, -EINVAL (range outside @mr), -EMSGSIZE, or rdmx_send()'s
+ * errors.
+ */
+int rdmx_send_mr(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+		 int timeout_ms);
+
+/* ---------------------------------------------------- one-sided operations */
+
+/*
+ * Export and import. rdmx_mr_export() writes an opaque descriptor
+ * (RDMX_REGION_DESC_LEN bytes: magic, version, access, address, length,
+ * key) that the application ships to the peer in a message; the peer's
+ * rdmx_region_import() checks it and returns a region bound to that
+ * connection. Every offset, length, alignment and access right of an
+ * operation is checked locally against the descriptor before anything is
+ * posted (-EINVAL, -EACCES): a bad offset never puts the QP in error. The
+ * exporter's NIC still enforces the real bounds and rights.
+ *
+ * Isolation (a documented limitation): registrations live in the
+ * device's one protection domain shared by all connections of a context
+ * (the srq protocol needs that: one SRQ serves many QPs, and an SRQ and
+ * its QPs must share a PD). So an exported key is valid on the exporter's
+ * every connection: a peer of ANOTHER connection that learns (or guesses)
+ * a descriptor can use it. rdmx itself refuses a region on any connection
+ * but the one it was imported on, and a region stays reachable only
+ * until rdmx_mr_dereg(). Export only to peers you would trust with the
+ * memory; bind per-connection memory windows is future work.
+ *
+ * Completion tokens: each operation gives a token; rdmx_wait() on it
+ * returns once the operation completed. At most RDMX_ONESIDED_MAX
+ * operations per connection may be outstanding (not yet waited for):
+ * another returns -ENOBUFS. Every token must be waited for.
+ */
+#define RDMX_REGION_DESC_LEN 32
+#define RDMX_ONESIDED_MAX 16
+
+typedef struct rdmx_region rdmx_region;
+typedef uint64_t rdmx_token;
+
+/**
+ * rdmx_mr_export - describe @len bytes at @off of @mr, with @access (a
+ * subset of @mr's), to @conn's peer. Writes the descriptor to @buf (room
+ * for *@buflen bytes, at least RDMX_REGION_DESC_LEN) and its length to
+ * *@buflen. Returns 0, -EINVAL (range outside @mr, no access bit),
+ * -EACCES (@access not granted by @mr), -ENOSPC (@buf too small).
+ */
+int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+		   unsigned access, void *buf, size_t *buflen);
+
+/**
+ * rdmx_region_import - check the peer's descriptor @buf (@len bytes, as
+ * received: it is peer-written and never trusted beyond what is checked)
+ * and make a region usable on @conn. Returns 0 or -EPROTO (not a valid
+ * descriptor, the message says why).
+ */
+int rdmx_region_import(rdmx_conn *conn, const void *buf, size_t len,
+		       rdmx_region **out);
+
+/** rdmx_region_free - free an imported region (its operations waited). */
+void rdmx_region_free(rdmx_region *region);
+
+/** rdmx_region_len - the length the peer exported. */
+size_t rdmx_region_len(const rdmx_region *region);
+
+/**
+ * rdmx_read - RDMA READ @len bytes at @roff of @region into @mr at @off.
+ * rdmx_write - RDMA WRITE @len bytes from @mr at @off to @roff of @region.
+ * Both post and return a token in *@tok. Returns 0, -EINVAL (a range
+ * outside @region or @mr, a region of another connection), -EACCES (the
+ * region was not exported for it), -ENOBUFS (RDMX_ONESIDED_MAX
+ * outstanding), or the connection's error.
+ */
+int rdmx_read(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+	      rdmx_mr *mr, size_t off, size_t len, rdmx_token *tok);
+/** rdmx_write - see rdmx_read(). */
+int rdmx_write(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+	       rdmx_mr *mr, size_t off, size_t len, rdmx_token *tok);
+
+/**
+ * rdmx_fetch_add - add @add to the 8 bytes at @roff (8-byte aligned) of
+ * @region; the old value lands in @mr at @off (8 bytes, 8-aligned) in
+ * host order. rdmx_cmp_swap - store @swap there if it holds @compare;
+ * the old value lands likewise. Errors as rdmx_read(), plus -EINVAL for
+ * an unaligned address.
+ */
+int rdmx_fetch_add(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+		   uint64_t add, rdmx_mr *mr, size_t off, rdmx_token *tok);
+/** rdmx_cmp_swap - see rdmx_fetch_add(). */
+int rdmx_cmp_swap(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+		  uint64_t compare, uint64_t swap, rdmx_mr *mr, size_t off,
+		  rdmx_token *tok);
+
+/**
+ * rdmx_wait - wait up to @timeout_ms (0: poll once, -1: forever) for the
+ * operation of @tok. Returns 0 (done, the token is spent), -EAGAIN
+ * (@timeout_ms 0) or -ETIMEDOUT (not yet; wait again), -EINVAL (not an
+ * outstanding token of @conn), or the error the operation or the
+ * connection failed with (the token is spent).
+ */
+int rdmx_wait(rdmx_conn *conn, rdmx_token tok, int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	if (!o)
 		return;
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	o->protocol = "send_recv";
 	o->max_msg_size = 65536;
 	o->send_depth = 64;
@@ -52,10 +53,10 @@ static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
 static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out,
 		     const struct rdmx_protocol_ops **proto)
 {
-	if (in)
-		*out = *in;
-	else
+	if (!in)
 		rdmx_conn_opts_init(out);
+	else if (rdmx__conn_opts_copy(in, out))
+		return -EINVAL;
 	if (!out->protocol)
 		out->protocol = "send_recv";
 	*proto = rdmx__protocol_by_name(out->protocol);
@@ -177,6 +178,10 @@ int rdmx__conn_keep(rdmx_conn *c, int rc)
 int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			const char *what)
 {
+	if (wc->status == RDMX__WC_RETRY)
+		RDMX__COUNT(c, retry_exceeded, 1);
+	if (wc->status == RDMX__WC_RNR_RETRY)
+		RDMX__COUNT(c, rnr_exceeded, 1);
 	if (c->f->check_event(c->ep) == -ECONNRESET ||
 	    wc->status == RDMX__WC_RETRY)
 		return rdmx__conn_down(c, -ECONNRESET,
@@ -313,6 +318,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	c->opts = *o;
 	c->max_msg = o->max_msg_size;
 	rdmx__live_init(c);
+	rdmx__os_init(c);
 	return c;
 }
 
@@ -325,6 +331,7 @@ static void conn_free(rdmx_conn *c, int did_setup)
 		c->proto->teardown(c);
 	rdmx__group_leave(c);
 	rdmx__live_fini(c);
+	rdmx__os_fini(c);
 	pthread_mutex_destroy(&c->down_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c->priv);
@@ -450,7 +457,10 @@ int rdmx_dial(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	c = conn_new(ctx, &o, proto);
 	if (!c)
 		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a connection");
-	rc = ctx->fops->resolve(ctx->fab, addr, port, o.connect_timeout_ms, &c->ep);
+	rc = o.src_addr && *o.src_addr ?
+	     ctx->fops->resolve_src(ctx->fab, o.src_addr, addr, port,
+				    o.connect_timeout_ms, &c->ep) :
+	     ctx->fops->resolve(ctx->fab, addr, port, o.connect_timeout_ms, &c->ep);
 	if (rc)
 		goto free_conn;
 	rc = proto->setup(c);
@@ -906,9 +916,15 @@ int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
 
 	if (!c)
 		return rdmx__fail(-EINVAL, "connection is NULL");
+	size_t len = m ? m->len : 0; /* the handle is spent once sent */
+
 	pthread_mutex_lock(&c->lock);
 	rc = rdmx__conn_keep(c, send_locked(c, m));
 	pthread_mutex_unlock(&c->lock);
+	if (!rc) {
+		RDMX__COUNT(c, msgs_sent, 1);
+		RDMX__COUNT(c, bytes_sent, len);
+	}
 	return rc;
 }
 
@@ -938,6 +954,10 @@ int rdmx_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	pthread_mutex_lock(&c->lock);
 	rc = rdmx__conn_keep(c, c->proto->recv(c, m, timeout_ms));
 	pthread_mutex_unlock(&c->lock);
+	if (!rc) {
+		RDMX__COUNT(c, msgs_recv, 1);
+		RDMX__COUNT(c, bytes_recv, m->len);
+	}
 	return rc;
 }
 
@@ -963,6 +983,10 @@ int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *m, int timeout_ms)
 	rc = rdmx__group_shut(lis->group);
 	if (!rc)
 		rc = rdmx__group_recv(lis->group, m, timeout_ms);
+	if (!rc) {
+		RDMX__COUNT(rdmx_msg_conn(m), msgs_recv, 1);
+		RDMX__COUNT(rdmx_msg_conn(m), bytes_recv, m->len);
+	}
 	if (rc != -ESHUTDOWN) /* see accept_wait() */
 		rdmx__keep(&lis->err, rc);
 	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);

@@ -17,21 +17,31 @@ static const struct rdmx__fabric_ops *fabric_by_name(const char *name)
 int rdmx_ctx_create(rdmx_ctx **out, const struct rdmx_ctx_opts *opts)
 {
 	const struct rdmx__fabric_ops *fops;
+	struct rdmx_ctx_opts o;
 	rdmx_ctx *ctx;
 	int rc;
 
 	if (!out)
 		return rdmx__fail(-EINVAL, "rdmx_ctx_create: out is NULL");
-	fops = fabric_by_name(opts ? opts->fabric : NULL);
+	rc = rdmx__ctx_opts_copy(opts, &o);
+	if (rc)
+		return rc;
+	fops = fabric_by_name(o.fabric);
 	if (!fops)
 		return rdmx__fail(-EINVAL, "unknown fabric '%s' (known: verbs, fake)",
-				  opts->fabric);
+				  o.fabric);
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return rdmx__fail(-ENOMEM, "out of memory for a context");
 	ctx->fops = fops;
+	rc = rdmx__slab_create(ctx);
+	if (rc) {
+		free(ctx);
+		return rc;
+	}
 	rc = fops->create(&ctx->fab);
 	if (rc) {
+		rdmx__slab_destroy(ctx);
 		free(ctx);
 		return rc;
 	}
@@ -43,6 +53,7 @@ void rdmx_ctx_destroy(rdmx_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	rdmx__slab_destroy(ctx); /* its registrations before the fabric */
 	ctx->fops->destroy(ctx->fab);
 	free(ctx);
 }

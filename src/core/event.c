@@ -41,6 +41,10 @@ static int next_msg(rdmx_listener *lis, struct rdmx_event *ev, int wait_ms)
 	if (!rc || rc == -ECONNRESET) {
 		ev->type = rc ? RDMX_EVENT_CLOSED : RDMX_EVENT_MSG;
 		ev->conn = rdmx_msg_conn(&ev->msg);
+		if (!rc) {
+			RDMX__COUNT(ev->conn, msgs_recv, 1);
+			RDMX__COUNT(ev->conn, bytes_recv, ev->msg.len);
+		}
 		announce_first(lis, ev);
 		return 0;
 	}

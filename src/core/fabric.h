@@ -49,6 +49,7 @@ enum rdmx__op {
 	RDMX__OP_WRITE_IMM,
 	RDMX__OP_READ,
 	RDMX__OP_FETCH_ADD,
+	RDMX__OP_CMP_SWAP, /* 8 bytes: swap in @swap if equal to @compare */
 	RDMX__OP_RECV,     /* completions only: a receive consumed a SEND */
 	RDMX__OP_RECV_IMM, /* completions only: a receive consumed a WRITE_IMM */
 };
@@ -70,6 +71,8 @@ struct rdmx__wr {
 	uint32_t rkey;
 	uint32_t imm;         /* host order; SEND_IMM/WRITE_IMM */
 	uint64_t add;         /* FETCH_ADD operand; old value lands at addr */
+	uint64_t compare;     /* CMP_SWAP: expected value; old lands at addr */
+	uint64_t swap;        /* CMP_SWAP: value stored when it matched */
 };
 
 enum rdmx__wc_status {
@@ -164,6 +167,17 @@ struct rdmx__fabric_ops {
 			     int n);
 	/* Up to @n completions; returns how many (>= 0) or -errno. */
 	int (*poll_cq)(struct rdmx__cq *cq, struct rdmx__wc *wc, int n);
+
+	/* The protection domain @ep's resources are made in (registrations
+	 * are valid for every ep of the same domain): an opaque identity. */
+	const void *(*domain)(const struct rdmx__ep *ep);
+	/* resolve() from the local address @src (it picks the device). */
+	int (*resolve_src)(struct rdmx__fabric *fab, const char *src,
+			   const char *addr, uint16_t port, int timeout_ms,
+			   struct rdmx__ep **out);
+	/* @ep's local (@peer 0) or remote address as "addr:port" text. */
+	int (*addr_str)(const struct rdmx__ep *ep, int peer, char *buf,
+			size_t len);
 };
 
 extern const struct rdmx__fabric_ops rdmx__fabric_verbs;

@@ -359,7 +359,7 @@ static int wr_local_ok(const struct rdmx__wr *wr)
 {
 	if (wr->flags & RDMX__WR_INLINE)
 		return 1;
-	if (wr->op == RDMX__OP_FETCH_ADD)
+	if (wr->op == RDMX__OP_FETCH_ADD || wr->op == RDMX__OP_CMP_SWAP)
 		return local_write_ok(wr->lkey, wr->addr, 8);
 	if (wr->op == RDMX__OP_READ)
 		return local_write_ok(wr->lkey, wr->addr, wr->len);
@@ -449,6 +449,24 @@ static void run_fetch_add(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 	send_done(qp, wr, RDMX__WC_OK, 0);
 }
 
+static void run_cmp_swap(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	uint64_t old = wr->compare;
+
+	if (wr->remote_addr % 8) {
+		wr_fail(qp, wr, RDMX__WC_OTHER, VS_REM_INV_REQ, 1);
+		return;
+	}
+	if (!remote_ok(wr, 8, RDMX__ACCESS_ATOMIC)) {
+		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
+		return;
+	}
+	__atomic_compare_exchange_n((uint64_t *)(uintptr_t)wr->remote_addr, &old,
+				    wr->swap, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	memcpy(wr->addr, &old, sizeof(old));
+	send_done(qp, wr, RDMX__WC_OK, 0);
+}
+
 static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 {
 	struct rdmx__ep *peer = qp->peer;
@@ -465,6 +483,8 @@ static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 		run_write(qp, peer, wr);
 	else if (wr->op == RDMX__OP_READ)
 		run_read(qp, wr);
+	else if (wr->op == RDMX__OP_CMP_SWAP)
+		run_cmp_swap(qp, wr);
 	else
 		run_fetch_add(qp, wr);
 }
@@ -539,7 +559,7 @@ static void sq_progress(struct rdmx__ep *qp)
 
 static int send_check(const struct rdmx__ep *qp, const struct rdmx__wr *wr)
 {
-	if ((unsigned)wr->op > RDMX__OP_FETCH_ADD)
+	if ((unsigned)wr->op > RDMX__OP_CMP_SWAP)
 		return rdmx__fail(-EINVAL, "fake: bad send opcode %d", wr->op);
 	if (qp->sq_used >= qp->caps.max_send_wr)
 		return rdmx__fail(-ENOMEM, "fake: send queue full: %u WRs outstanding "
@@ -547,8 +567,9 @@ static int send_check(const struct rdmx__ep *qp, const struct rdmx__wr *wr)
 				  qp->sq_used, qp->caps.max_send_wr);
 	if (!(wr->flags & RDMX__WR_INLINE))
 		return 0;
-	if (wr->op == RDMX__OP_READ || wr->op == RDMX__OP_FETCH_ADD)
-		return rdmx__fail(-EINVAL, "fake: INLINE on a READ or FETCH_ADD");
+	if (wr->op == RDMX__OP_READ || wr->op == RDMX__OP_FETCH_ADD ||
+	    wr->op == RDMX__OP_CMP_SWAP)
+		return rdmx__fail(-EINVAL, "fake: INLINE on a READ or an atomic");
 	if (wr->len > qp->caps.max_inline)
 		return rdmx__fail(-EINVAL, "fake: %u bytes inline exceed max_inline %u",
 				  wr->len, qp->caps.max_inline);
@@ -776,6 +797,31 @@ static uint32_t ff_qp_num(const struct rdmx__ep *ep)
 	return ep->qpn;
 }
 
+/* One process-wide domain per fabric: any rkey is valid remotely. */
+static const void *ff_domain(const struct rdmx__ep *ep)
+{
+	return ep->fab;
+}
+
+/* "fake:qpN" for the local QP or the peer's, "fake:port" without a QP. */
+static int ff_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
+		       size_t len)
+{
+	const struct rdmx__ep *e;
+	int n;
+
+	lock();
+	e = peer ? ep->peer : ep;
+	if (!e)
+		n = snprintf(buf, len, "fake:-");
+	else if (e->qpn)
+		n = snprintf(buf, len, "fake:qp%u", (unsigned)e->qpn);
+	else
+		n = snprintf(buf, len, "fake:%u", (unsigned)e->port);
+	unlock();
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
 /* ---------------------------------------------------------------- fabric */
 
 static int ff_create(struct rdmx__fabric **out)
@@ -803,6 +849,7 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.local_port = rdmx__fake_local_port,
 	.get_request = rdmx__fake_get_request,
 	.resolve = rdmx__fake_resolve,
+	.resolve_src = rdmx__fake_resolve_src,
 	.connect = rdmx__fake_connect,
 	.accept = rdmx__fake_accept,
 	.accept_poll = rdmx__fake_accept_poll,
@@ -822,4 +869,6 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.post_recv = ff_post_recv,
 	.post_srq_recv = ff_post_srq_recv,
 	.poll_cq = ff_poll_cq,
+	.domain = ff_domain,
+	.addr_str = ff_addr_str,
 };

@@ -179,6 +179,9 @@ int rdmx__fake_get_request(struct rdmx__ep *lis, int timeout_ms,
 			   struct rdmx__ep **child, void *pdata, size_t *plen);
 int rdmx__fake_resolve(struct rdmx__fabric *fab, const char *addr,
 		       uint16_t port, int timeout_ms, struct rdmx__ep **out);
+int rdmx__fake_resolve_src(struct rdmx__fabric *fab, const char *src,
+			   const char *addr, uint16_t port, int timeout_ms,
+			   struct rdmx__ep **out);
 int rdmx__fake_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
 		       int timeout_ms, void *reply, size_t *rlen);
 int rdmx__fake_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,

@@ -98,6 +98,15 @@ int rdmx__fake_resolve(struct rdmx__fabric *fab, const char *addr,
 	return 0;
 }
 
+/* The fake has no addresses: the source is accepted and not used. */
+int rdmx__fake_resolve_src(struct rdmx__fabric *fab, const char *src,
+			   const char *addr, uint16_t port, int timeout_ms,
+			   struct rdmx__ep **out)
+{
+	(void)src;
+	return rdmx__fake_resolve(fab, addr, port, timeout_ms, out);
+}
+
 /* Answer a waiting dialer; private data is padded to @pad as IB CM does. */
 static void answer(struct rdmx__ep *cl, int rc, const void *pdata,
 		   size_t plen, size_t pad)

@@ -346,24 +346,29 @@ static int prefix(int rc, const char *what, const char *addr)
 	return rdmx__fail(rc, "%s %s: %s", what, addr, detail);
 }
 
-static int vf_resolve(struct rdmx__fabric *fab, const char *addr, uint16_t port,
-		      int timeout_ms, struct rdmx__ep **out)
+static int vf_resolve_src(struct rdmx__fabric *fab, const char *src,
+			  const char *addr, uint16_t port, int timeout_ms,
+			  struct rdmx__ep **out)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss, from;
 	struct rdmx__ep *ep;
 	int rc = parse_addr(addr, port, 0, &ss);
 
+	if (!rc && src)
+		rc = parse_addr(src, 0, 1, &from);
 	if (rc || (rc = ep_new(fab, &ep)))
 		return rc;
 	if (rdma_create_id(ep->ch, &ep->id, ep, RDMA_PS_TCP)) {
 		rc = rdmx__fail(-errno, "rdma_create_id: %s", strerror(errno));
 		goto destroy_ep;
 	}
-	rc = rdma_resolve_addr(ep->id, NULL, (struct sockaddr *)&ss, timeout_ms) ?
+	rc = rdma_resolve_addr(ep->id, src ? (struct sockaddr *)&from : NULL,
+			       (struct sockaddr *)&ss, timeout_ms) ?
 	     call_failed("rdma_resolve_addr") :
 	     expect(ep, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, NULL, NULL);
 	if (rc) {
-		rc = prefix(rc, "cannot resolve address", addr);
+		rc = prefix(rc, src ? "cannot resolve (from src_addr) address" :
+			    "cannot resolve address", addr);
 		goto destroy_ep;
 	}
 	rc = rdma_resolve_route(ep->id, timeout_ms) ?
@@ -382,6 +387,12 @@ static int vf_resolve(struct rdmx__fabric *fab, const char *addr, uint16_t port,
 destroy_ep:
 	vf_destroy_ep(ep);
 	return rc;
+}
+
+static int vf_resolve(struct rdmx__fabric *fab, const char *addr, uint16_t port,
+		      int timeout_ms, struct rdmx__ep **out)
+{
+	return vf_resolve_src(fab, NULL, addr, port, timeout_ms, out);
 }
 
 static void conn_param(const struct rdmx__ep *ep, const void *pdata, size_t plen,
@@ -599,6 +610,33 @@ static uint32_t vf_qp_num(const struct rdmx__ep *ep)
 
 /* ------------------------------------------------------------- data path */
 
+/* The device's PD, shared by every ep on the device. */
+static const void *vf_domain(const struct rdmx__ep *ep)
+{
+	return ep->dev;
+}
+
+static int vf_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
+		       size_t len)
+{
+	struct sockaddr *sa = peer ? rdma_get_peer_addr(ep->id)
+				   : rdma_get_local_addr(ep->id);
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t port = ntohs(peer ? rdma_get_dst_port(ep->id)
+				   : rdma_get_src_port(ep->id));
+	int n;
+
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)sa)->sin_addr,
+			  host, sizeof(host));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)sa)->sin6_addr,
+			  host, sizeof(host));
+	n = snprintf(buf, len, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+		     host, (unsigned)port);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
 static const enum ibv_wr_opcode wr_opcode[] = {
 	[RDMX__OP_SEND] = IBV_WR_SEND,
 	[RDMX__OP_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
@@ -606,6 +644,7 @@ static const enum ibv_wr_opcode wr_opcode[] = {
 	[RDMX__OP_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
 	[RDMX__OP_READ] = IBV_WR_RDMA_READ,
 	[RDMX__OP_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+	[RDMX__OP_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
 };
 
 static void to_send_wr(const struct rdmx__wr *w, struct ibv_sge *sge,
@@ -625,6 +664,11 @@ static void to_send_wr(const struct rdmx__wr *w, struct ibv_sge *sge,
 		v->wr.atomic.remote_addr = w->remote_addr;
 		v->wr.atomic.compare_add = w->add;
 		v->wr.atomic.rkey = w->rkey;
+	} else if (w->op == RDMX__OP_CMP_SWAP) {
+		v->wr.atomic.remote_addr = w->remote_addr;
+		v->wr.atomic.compare_add = w->compare;
+		v->wr.atomic.swap = w->swap;
+		v->wr.atomic.rkey = w->rkey;
 	} else {
 		v->wr.rdma.remote_addr = w->remote_addr;
 		v->wr.rdma.rkey = w->rkey;
@@ -640,7 +684,7 @@ static int vf_post_send(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
 		int k = n - done < POST_CHUNK ? n - done : POST_CHUNK;
 
 		for (int i = 0; i < k; i++) {
-			if ((unsigned)wr[done + i].op > RDMX__OP_FETCH_ADD)
+			if ((unsigned)wr[done + i].op > RDMX__OP_CMP_SWAP)
 				return rdmx__fail(-EINVAL, "bad send opcode %d", wr[done + i].op);
 			to_send_wr(&wr[done + i], &sge[i], &v[i]);
 			v[i].next = i + 1 < k ? &v[i + 1] : NULL;
@@ -749,6 +793,7 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.local_port = vf_local_port,
 	.get_request = vf_get_request,
 	.resolve = vf_resolve,
+	.resolve_src = vf_resolve_src,
 	.connect = vf_connect,
 	.accept = vf_accept,
 	.accept_poll = vf_accept_poll,
@@ -768,4 +813,6 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.post_recv = vf_post_recv,
 	.post_srq_recv = vf_post_srq_recv,
 	.poll_cq = vf_poll_cq,
+	.domain = vf_domain,
+	.addr_str = vf_addr_str,
 };

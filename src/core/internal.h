@@ -18,10 +18,13 @@
 #include "fabric.h"
 #include "wire.h"
 
+struct rdmx__slab; /* mem.c: rdmx_alloc's chunks */
+
 struct rdmx_ctx {
 	struct rdmx__err err;
 	const struct rdmx__fabric_ops *fops;
 	struct rdmx__fabric *fab;
+	struct rdmx__slab *slab;
 };
 
 struct rdmx_protocol_ops;
@@ -87,7 +90,10 @@ struct rdmx_listener {
  * are stashed and handed to the protocol's next rdmx__poll_cq().
  */
 #define RDMX__KA_WRID UINT64_C(0xfffffffffffe4b41)
-#define RDMX__KA_WRS 1u       /* send-queue slots / send-CQ entries it takes */
+/* Send-queue slots / send-CQ entries the core takes beside the protocol's:
+ * the keepalive's one and the one-sided operations' (onesided.c). */
+#define RDMX__OS_WRS 16u
+#define RDMX__KA_WRS (1u + RDMX__OS_WRS)
 #define RDMX__KA_STASH 64
 struct rdmx__live {
 	pthread_mutex_t lock;     /* guards the fields below */
@@ -96,6 +102,23 @@ struct rdmx__live {
 	int64_t posted_ms;        /* when the last one was posted */
 	int stashed;              /* atomic: entries in stash */
 	struct rdmx__wc stash[RDMX__KA_STASH];
+};
+
+/*
+ * One-sided operations in flight (onesided.c): RDMX__OS_WRS slots, each
+ * posted with wr_id RDMX__OS_WRID(slot); rdmx__poll_cq() takes their
+ * completions out of the send CQ like the keepalive's and records them
+ * here. A token is (gen << 8 | slot). @lock guards the arrays.
+ */
+#define RDMX__OS_WRID_BASE UINT64_C(0xfffffffffffd0000)
+#define RDMX__OS_WRID(slot) (RDMX__OS_WRID_BASE | (uint64_t)(slot))
+#define RDMX__OS_IS_WRID(id) (((id) & ~UINT64_C(0xff)) == RDMX__OS_WRID_BASE)
+struct rdmx__os {
+	pthread_mutex_t lock;
+	uint32_t gen[RDMX__OS_WRS];
+	uint8_t state[RDMX__OS_WRS];  /* 0 free, 1 posted, 2 completed */
+	uint8_t op[RDMX__OS_WRS];     /* enum rdmx__op, for messages */
+	int rc[RDMX__OS_WRS];         /* completed: 0 or the error */
 };
 
 enum rdmx__conn_state {
@@ -127,7 +150,7 @@ struct rdmx_conn {
 	unsigned holds;
 	_Atomic enum rdmx__conn_state state;
 	int down_rc;             /* why the connection went down */
-	uint64_t posted[RDMX__OP_FETCH_ADD + 1]; /* work requests by op */
+	uint64_t posted[RDMX__OP_CMP_SWAP + 1]; /* work requests by op */
 	uint64_t posted_recv;
 	uint32_t max_inline;      /* the QP's, see rdmx__conn_create_qp() */
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
@@ -136,6 +159,9 @@ struct rdmx_conn {
 	uint64_t mem_charge;     /* admitted: bytes charged to the group */
 	int admitted;            /* counted in group->admitted */
 	void *priv;              /* proto->priv_size bytes, zeroed */
+	struct rdmx__os os;      /* one-sided operations in flight */
+	void *user;              /* rdmx_conn_set_user() */
+	struct rdmx_conn_stats stats; /* counters, __atomic relaxed adds */
 };
 
 /*
@@ -290,5 +316,35 @@ int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 
 /* Page-aligned zeroed allocation for registered buffers. */
 void *rdmx__alloc_buf(size_t len);
+
+/* mem.c: application memory. @mr registered on @c's domain (made on the
+ * first use there). */
+int rdmx__mr_on(rdmx_conn *c, rdmx_mr *mr, const struct rdmx__mr **out);
+/* 0 if [off, off+len) lies inside @mr, else -EINVAL with a message. */
+int rdmx__mr_range(const rdmx_mr *mr, size_t off, size_t len);
+unsigned rdmx__mr_access(const rdmx_mr *mr);
+int rdmx__slab_create(rdmx_ctx *ctx);
+void rdmx__slab_destroy(rdmx_ctx *ctx);
+
+/* info.c: connection information, option sizes. */
+/* Count @bytes of one message or operation in @counter of c->stats. */
+#define RDMX__COUNT(c, field, n) \
+	__atomic_fetch_add(&(c)->stats.field, (uint64_t)(n), __ATOMIC_RELAXED)
+/* Load the caller's @in into @out by its size (defaults for what it does
+ * not know); -EINVAL with a message for a bad size or src_addr. */
+int rdmx__conn_opts_copy(const struct rdmx_conn_opts *in,
+			 struct rdmx_conn_opts *out);
+int rdmx__ctx_opts_copy(const struct rdmx_ctx_opts *in,
+			struct rdmx_ctx_opts *out);
+
+/* onesided.c */
+void rdmx__os_init(rdmx_conn *c);
+void rdmx__os_fini(rdmx_conn *c);
+/* Record the completion of a one-sided operation (RDMX__OS_IS_WRID). */
+void rdmx__os_done(rdmx_conn *c, const struct rdmx__wc *wc);
+/* live.c: poll @c's send CQ for the core's completions (keepalive,
+ * one-sided), stashing the protocol's; 0, or -ENOBUFS when the stash is
+ * full and the protocol must poll first. */
+int rdmx__live_reap(rdmx_conn *c);
 
 #endif /* RDMX_CORE_INTERNAL_H */

@@ -80,12 +80,17 @@ static void ka_done(rdmx_conn *c, const struct rdmx__wc *wc)
 				rdmx__wc_status_name(wc->status), wc->vendor_status);
 }
 
-/* Take keepalive completions out of @wc[0..n), keeping the order. */
+/* Take the core's completions (keepalive, one-sided) out of @wc[0..n),
+ * keeping the order. */
 static int ka_filter(rdmx_conn *c, struct rdmx__wc *wc, int n)
 {
 	int kept = 0;
 
 	for (int i = 0; i < n; i++) {
+		if (RDMX__OS_IS_WRID(wc[i].wr_id)) {
+			rdmx__os_done(c, &wc[i]);
+			continue;
+		}
 		if (wc[i].wr_id != RDMX__KA_WRID) {
 			if (kept != i)
 				wc[kept] = wc[i];
@@ -127,30 +132,45 @@ int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,
 		k = ka_filter(c, wc + got, k);
 		got += k;
 		if (!k)
-			continue; /* only keepalives: look again */
+			continue; /* only the core's: look again */
 		break;
 	}
 	return got;
 }
 
-/* Poll the send CQ for the keepalive, stashing the protocol's completions
- * (locked). */
-static void ka_reap(rdmx_conn *c)
+/* Poll the send CQ for the core's completions (keepalive, one-sided),
+ * stashing the protocol's (locked). -ENOBUFS: the stash is full. */
+static int ka_reap(rdmx_conn *c)
 {
 	struct rdmx__live *l = &c->live;
 	struct rdmx__wc wc[RDMX__KA_STASH];
 	int n = RDMX__KA_STASH - l->stashed;
 
 	if (n <= 0)
-		return;
+		return -ENOBUFS;
 	n = c->f->poll_cq(l->scq, wc, n);
 	for (int i = 0; i < n; i++) {
 		if (wc[i].wr_id == RDMX__KA_WRID)
 			ka_done(c, &wc[i]);
+		else if (RDMX__OS_IS_WRID(wc[i].wr_id))
+			rdmx__os_done(c, &wc[i]);
 		else
 			l->stash[l->stashed++] = wc[i];
 	}
 	__atomic_store_n(&l->stashed, l->stashed, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int rdmx__live_reap(rdmx_conn *c)
+{
+	int rc;
+
+	if (!c->live.scq)
+		return 0;
+	pthread_mutex_lock(&c->live.lock);
+	rc = ka_reap(c);
+	pthread_mutex_unlock(&c->live.lock);
+	return rc;
 }
 
 /* Post a keepalive (locked). Not counted in c->posted: it is not the

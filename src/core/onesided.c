@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One-sided operations on a peer's exported memory: RDMA READ, WRITE,
+ * FETCH_ADD and CMP_SWAP, with a completion token each.
+ *
+ * Descriptor (rdmx_mr_export -> the application's message -> the peer's
+ * rdmx_region_import), RDMX_REGION_DESC_LEN bytes, little-endian:
+ *   off size field
+ *     0  u32  magic 0x52584452 ("RDXR")
+ *     4  u8   version (1)
+ *     5  u8   access: enum rdmx_access bits, at least one
+ *     6  u16  reserved, 0
+ *     8  u64  address of the first byte
+ *    16  u64  length, > 0, address + length must not wrap
+ *    24  u32  rkey
+ *    28  u32  reserved, 0
+ * The importer copies the bytes once into a local buffer, checks that
+ * copy and keeps only what it decoded.
+ *
+ * Posting: every operation is checked against the region and the local
+ * registration before anything is posted, so a bad offset is -EINVAL and
+ * never a QP in error. The work request is signaled with wr_id
+ * RDMX__OS_WRID(slot) and takes one of RDMX__OS_WRS send-queue slots the
+ * core reserves beside the protocol's (rdmx__conn_create_qp). Its
+ * completion arrives on the protocol's send CQ: whoever polls it
+ * (rdmx__poll_cq in the protocol, rdmx__live_reap here) hands it to
+ * rdmx__os_done(), so the protocols' own completion accounting never sees
+ * it. An error completion takes the connection down like any other.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DESC_MAGIC 0x52584452u
+#define DESC_VERSION 1
+#define OS_POSTED 1
+#define OS_DONE 2
+#define OP_MAX_LEN (UINT32_C(1) << 31) /* an RC message's limit */
+
+struct rdmx_region {
+	rdmx_conn *conn;         /* imported on */
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	unsigned access;
+};
+
+#define ACCESS_KNOWN (RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | \
+		      RDMX_ACCESS_REMOTE_ATOMIC)
+
+void rdmx__os_init(rdmx_conn *c)
+{
+	pthread_mutex_init(&c->os.lock, NULL);
+}
+
+void rdmx__os_fini(rdmx_conn *c)
+{
+	pthread_mutex_destroy(&c->os.lock);
+}
+
+static const char *op_name(int op)
+{
+	switch (op) {
+	case RDMX__OP_READ: return "READ";
+	case RDMX__OP_WRITE: return "WRITE";
+	case RDMX__OP_FETCH_ADD: return "FETCH_ADD";
+	case RDMX__OP_CMP_SWAP: return "CMP_SWAP";
+	default: return "operation";
+	}
+}
+
+void rdmx__os_done(rdmx_conn *c, const struct rdmx__wc *wc)
+{
+	unsigned slot = (unsigned)(wc->wr_id & 0xff);
+	int rc = 0;
+
+	if (slot >= RDMX__OS_WRS)
+		return;
+	if (wc->status != RDMX__WC_OK) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "one-sided %s", op_name(c->os.op[slot]));
+		rc = rdmx__conn_wc_error(c, wc, what);
+	}
+	pthread_mutex_lock(&c->os.lock);
+	if (c->os.state[slot] == OS_POSTED) {
+		c->os.state[slot] = OS_DONE;
+		c->os.rc[slot] = rc;
+	}
+	pthread_mutex_unlock(&c->os.lock);
+}
+
+/* ------------------------------------------------------- export, import */
+
+int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+		   unsigned access, void *buf, size_t *buflen)
+{
+	const struct rdmx__mr *m;
+	uint8_t *b = buf;
+	int rc;
+
+	if (!conn || !mr || !buf || !buflen)
+		return rdmx__fail(-EINVAL, "rdmx_mr_export: conn, mr, buf and buflen are required");
+	if (!len || !access || (access & ~(unsigned)ACCESS_KNOWN))
+		return rdmx__failo(&conn->err, -EINVAL, "rdmx_mr_export: a non-empty "
+				   "range and known remote access bits are required (access 0x%x)",
+				   access);
+	if (access & ~rdmx__mr_access(mr))
+		return rdmx__failo(&conn->err, -EACCES, "rdmx_mr_export: access 0x%x "
+				   "is not granted by the registration (0x%x)",
+				   access, rdmx__mr_access(mr));
+	if (*buflen < RDMX_REGION_DESC_LEN)
+		return rdmx__failo(&conn->err, -ENOSPC, "rdmx_mr_export: %zu bytes of "
+				   "room, a descriptor takes %d", *buflen, RDMX_REGION_DESC_LEN);
+	rc = rdmx__mr_range(mr, off, len);
+	if (!rc)
+		rc = rdmx__mr_on(conn, mr, &m);
+	if (rc)
+		return rdmx__conn_keep(conn, rc);
+	memset(b, 0, RDMX_REGION_DESC_LEN);
+	rdmx__put_u32(b, DESC_MAGIC);
+	b[4] = DESC_VERSION;
+	b[5] = (uint8_t)access;
+	rdmx__put_u64(b + 8, (uint64_t)(uintptr_t)rdmx_mr_addr(mr) + off);
+	rdmx__put_u64(b + 16, len);
+	rdmx__put_u32(b + 24, m->rkey);
+	*buflen = RDMX_REGION_DESC_LEN;
+	return 0;
+}
+
+/* Decode and check the local copy @b of a descriptor. */
+static int desc_decode(const uint8_t *b, struct rdmx_region *r)
+{
+	if (rdmx__get_u32(b) != DESC_MAGIC)
+		return rdmx__fail(-EPROTO, "not a region descriptor (magic 0x%08x)",
+				  rdmx__get_u32(b));
+	if (b[4] != DESC_VERSION)
+		return rdmx__fail(-EPROTO, "region descriptor version %u, this rdmx "
+				  "reads %u", b[4], DESC_VERSION);
+	if (!b[5] || (b[5] & ~(unsigned)ACCESS_KNOWN) || rdmx__get_u16(b + 6) ||
+	    rdmx__get_u32(b + 28))
+		return rdmx__fail(-EPROTO, "region descriptor: bad access 0x%x or "
+				  "reserved bits set", b[5]);
+	r->access = b[5];
+	r->addr = rdmx__get_u64(b + 8);
+	r->len = rdmx__get_u64(b + 16);
+	r->rkey = rdmx__get_u32(b + 24);
+	if (!r->len || r->addr + r->len < r->addr)
+		return rdmx__fail(-EPROTO, "region descriptor: length %llu at 0x%llx "
+				  "is empty or wraps", (unsigned long long)r->len,
+				  (unsigned long long)r->addr);
+	return 0;
+}
+
+int rdmx_region_import(rdmx_conn *conn, const void *buf, size_t len,
+		       rdmx_region **out)
+{
+	uint8_t b[RDMX_REGION_DESC_LEN];
+	struct rdmx_region r = { .conn = conn };
+	int rc;
+
+	if (!conn || !buf || !out)
+		return rdmx__fail(-EINVAL, "rdmx_region_import: conn, buf and out are required");
+	if (len != RDMX_REGION_DESC_LEN)
+		return rdmx__failo(&conn->err, -EPROTO, "region descriptor of %zu bytes, "
+				   "expected %d", len, RDMX_REGION_DESC_LEN);
+	memcpy(b, buf, sizeof(b)); /* peer-written: read once */
+	rc = desc_decode(b, &r);
+	if (rc)
+		return rdmx__conn_keep(conn, rc);
+	*out = malloc(sizeof(**out));
+	if (!*out)
+		return rdmx__failo(&conn->err, -ENOMEM, "out of memory for a region");
+	**out = r;
+	return 0;
+}
+
+void rdmx_region_free(rdmx_region *region)
+{
+	free(region);
+}
+
+size_t rdmx_region_len(const rdmx_region *region)
+{
+	return region ? (size_t)region->len : 0;
+}
+
+/* ---------------------------------------------------------------- post */
+
+/* Local checks of an operation needing @need on @len bytes at @roff of
+ * @r, the local side at @off of @mr. */
+static int op_check(rdmx_conn *c, const rdmx_region *r, size_t roff,
+		    rdmx_mr *mr, size_t off, size_t len, unsigned need)
+{
+	if (!r || !mr)
+		return rdmx__fail(-EINVAL, "a region and a local registration are required");
+	if (r->conn != c)
+		return rdmx__fail(-EINVAL, "the region was imported on another connection");
+	if (!(r->access & need))
+		return rdmx__fail(-EACCES, "the region was not exported for this "
+				  "operation (access 0x%x, needs 0x%x)", r->access, need);
+	if (!len || len > OP_MAX_LEN)
+		return rdmx__fail(-EINVAL, "length %zu is not in 1..%u", len, OP_MAX_LEN);
+	if (roff > r->len || len > r->len - roff)
+		return rdmx__fail(-EINVAL, "range %zu+%zu is outside the region of %llu bytes",
+				  roff, len, (unsigned long long)r->len);
+	return rdmx__mr_range(mr, off, len);
+}
+
+static int atomic_check(rdmx_conn *c, const rdmx_region *r, size_t roff,
+			rdmx_mr *mr, size_t off)
+{
+	int rc = op_check(c, r, roff, mr, off, 8, RDMX_ACCESS_REMOTE_ATOMIC);
+
+	if (rc)
+		return rc;
+	if ((r->addr + roff) % 8 || ((uintptr_t)rdmx_mr_addr(mr) + off) % 8)
+		return rdmx__fail(-EINVAL, "atomics need 8-byte aligned addresses "
+				  "(remote 0x%llx, local %p)",
+				  (unsigned long long)(r->addr + roff),
+				  (void *)((char *)rdmx_mr_addr(mr) + off));
+	return 0;
+}
+
+/* A free slot for @op (os.lock), or -ENOBUFS. */
+static int slot_take(rdmx_conn *c, int op)
+{
+	for (unsigned i = 0; i < RDMX__OS_WRS; i++) {
+		if (c->os.state[i])
+			continue;
+		c->os.state[i] = OS_POSTED;
+		c->os.op[i] = (uint8_t)op;
+		c->os.gen[i] = (c->os.gen[i] + 1) & 0xffffffu;
+		if (!c->os.gen[i])
+			c->os.gen[i] = 1;
+		return (int)i;
+	}
+	return rdmx__fail(-ENOBUFS, "%u one-sided operations outstanding: "
+			  "rdmx_wait() for one first", RDMX__OS_WRS);
+}
+
+static void slot_put(rdmx_conn *c, unsigned slot)
+{
+	pthread_mutex_lock(&c->os.lock);
+	c->os.state[slot] = 0;
+	pthread_mutex_unlock(&c->os.lock);
+}
+
+/* Post @wr (remote side filled) from @off of @mr (c->lock held). */
+static int os_post(rdmx_conn *c, struct rdmx__wr *wr, rdmx_mr *mr, size_t off,
+		   rdmx_token *tok)
+{
+	const struct rdmx__mr *m;
+	int slot, rc;
+
+	if (c->state == RDMX__CONN_DOWN)
+		return rdmx__conn_check_peer(c);
+	rc = rdmx__mr_on(c, mr, &m);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->os.lock);
+	slot = slot_take(c, wr->op);
+	pthread_mutex_unlock(&c->os.lock);
+	if (slot < 0)
+		return slot;
+	wr->wr_id = RDMX__OS_WRID(slot);
+	wr->flags = RDMX__WR_SIGNALED;
+	wr->addr = (char *)m->addr + off;
+	wr->lkey = m->lkey;
+	rc = rdmx__post_send(c, wr, 1);
+	if (rc) {
+		slot_put(c, (unsigned)slot);
+		return rc;
+	}
+	*tok = (uint64_t)c->os.gen[slot] << 8 | (unsigned)slot;
+	RDMX__COUNT(c, onesided_ops, 1);
+	RDMX__COUNT(c, onesided_bytes, wr->len);
+	return 0;
+}
+
+/* Check (under c->lock) with @check's result and post. */
+static int os_run(rdmx_conn *c, int check, struct rdmx__wr *wr, rdmx_mr *mr,
+		  size_t off, rdmx_token *tok)
+{
+	int rc = check;
+
+	if (!rc)
+		rc = os_post(c, wr, mr, off, tok);
+	return rdmx__conn_keep(c, rc);
+}
+
+static int rw(rdmx_conn *c, int op, const rdmx_region *r, size_t roff,
+	      rdmx_mr *mr, size_t off, size_t len, rdmx_token *tok)
+{
+	unsigned need = op == RDMX__OP_READ ? RDMX_ACCESS_REMOTE_READ
+					    : RDMX_ACCESS_REMOTE_WRITE;
+	struct rdmx__wr wr = { .op = op, .len = (uint32_t)len };
+	int rc;
+
+	if (!c || !tok)
+		return rdmx__fail(-EINVAL, "connection and token are required");
+	pthread_mutex_lock(&c->lock);
+	rc = op_check(c, r, roff, mr, off, len, need);
+	if (!rc) {
+		wr.remote_addr = r->addr + roff;
+		wr.rkey = r->rkey;
+	}
+	rc = os_run(c, rc, &wr, mr, off, tok);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int rdmx_read(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+	      rdmx_mr *mr, size_t off, size_t len, rdmx_token *tok)
+{
+	return rw(conn, RDMX__OP_READ, region, roff, mr, off, len, tok);
+}
+
+int rdmx_write(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+	       rdmx_mr *mr, size_t off, size_t len, rdmx_token *tok)
+{
+	return rw(conn, RDMX__OP_WRITE, region, roff, mr, off, len, tok);
+}
+
+static int atomic(rdmx_conn *c, struct rdmx__wr *wr, const rdmx_region *r,
+		  size_t roff, rdmx_mr *mr, size_t off, rdmx_token *tok)
+{
+	int rc;
+
+	if (!c || !tok)
+		return rdmx__fail(-EINVAL, "connection and token are required");
+	pthread_mutex_lock(&c->lock);
+	rc = atomic_check(c, r, roff, mr, off);
+	if (!rc) {
+		wr->len = 8;
+		wr->remote_addr = r->addr + roff;
+		wr->rkey = r->rkey;
+	}
+	rc = os_run(c, rc, wr, mr, off, tok);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int rdmx_fetch_add(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+		   uint64_t add, rdmx_mr *mr, size_t off, rdmx_token *tok)
+{
+	struct rdmx__wr wr = { .op = RDMX__OP_FETCH_ADD, .add = add };
+
+	return atomic(conn, &wr, region, roff, mr, off, tok);
+}
+
+int rdmx_cmp_swap(rdmx_conn *conn, const rdmx_region *region, size_t roff,
+		  uint64_t compare, uint64_t swap, rdmx_mr *mr, size_t off,
+		  rdmx_token *tok)
+{
+	struct rdmx__wr wr = { .op = RDMX__OP_CMP_SWAP, .compare = compare,
+			       .swap = swap };
+
+	return atomic(conn, &wr, region, roff, mr, off, tok);
+}
+
+/* ---------------------------------------------------------------- wait */
+
+/* The slot of @tok if it is outstanding, else -EINVAL. */
+static int token_slot(rdmx_conn *c, rdmx_token tok)
+{
+	unsigned slot = (unsigned)(tok & 0xff);
+	int ok;
+
+	if (slot >= RDMX__OS_WRS)
+		return rdmx__fail(-EINVAL, "token 0x%llx is not one of this connection's",
+				  (unsigned long long)tok);
+	pthread_mutex_lock(&c->os.lock);
+	ok = c->os.state[slot] && c->os.gen[slot] == (uint32_t)(tok >> 8);
+	pthread_mutex_unlock(&c->os.lock);
+	if (!ok)
+		return rdmx__fail(-EINVAL, "token 0x%llx is not outstanding on this "
+				  "connection (waited already?)", (unsigned long long)tok);
+	return (int)slot;
+}
+
+/* Completed: its result, the slot freed; else 1. */
+static int slot_result(rdmx_conn *c, unsigned slot)
+{
+	int rc = 1;
+
+	pthread_mutex_lock(&c->os.lock);
+	if (c->os.state[slot] == OS_DONE) {
+		rc = c->os.rc[slot];
+		c->os.state[slot] = 0;
+	}
+	pthread_mutex_unlock(&c->os.lock);
+	return rc;
+}
+
+/* One poll: the protocol's completions go to the stash; a full stash is
+ * the protocol's to drain (its flush polls through rdmx__poll_cq). */
+static void os_poll(rdmx_conn *c)
+{
+	if (rdmx__live_reap(c) == -ENOBUFS)
+		(void)c->proto->flush(c, 0);
+}
+
+static int wait_timeout(rdmx_conn *c, unsigned slot, int timeout_ms)
+{
+	char peer[64];
+
+	if (c->f->addr_str(c->ep, 1, peer, sizeof(peer)))
+		strcpy(peer, "?");
+	return rdmx__fail(-ETIMEDOUT, "rdmx_wait: one-sided %s on the connection "
+			  "to %s not completed within %d ms",
+			  op_name(c->os.op[slot]), peer, timeout_ms);
+}
+
+static int wait_slot(rdmx_conn *c, unsigned slot, int timeout_ms)
+{
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = slot_result(c, slot);
+		if (rc <= 0)
+			return rc;
+		os_poll(c);
+		if (!timeout_ms) { /* a poll that finds nothing: no message */
+			rc = slot_result(c, slot);
+			return rc == 1 ? -EAGAIN : rc;
+		}
+		rc = rdmx__conn_wait(c, &d);
+		if (rc == -ETIMEDOUT)
+			return wait_timeout(c, slot, timeout_ms);
+		if (rc) {
+			slot_put(c, slot); /* the connection is down: spent */
+			return rc;
+		}
+	}
+}
+
+int rdmx_wait(rdmx_conn *conn, rdmx_token tok, int timeout_ms)
+{
+	int slot, rc;
+
+	if (!conn)
+		return rdmx__fail(-EINVAL, "connection is NULL");
+	pthread_mutex_lock(&conn->lock);
+	slot = token_slot(conn, tok);
+	rc = slot < 0 ? slot : wait_slot(conn, (unsigned)slot, timeout_ms);
+	if (rc != -EAGAIN)
+		rc = rdmx__conn_keep(conn, rc);
+	pthread_mutex_unlock(&conn->lock);
+	return rc;
+}
