@@ -442,12 +442,14 @@ static int rx_poll_any(struct wa_ring *r, struct rdmx_msg *m, int *drained)
 	return rc;
 }
 
-/* Release @c's records still in the ring and forget @c. */
+/* Release @c's records still in the ring and forget @c (its QP is
+ * destroyed: no announcement of it comes after this). */
 void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id)
 {
 	struct wa_meta *e;
 
 	pthread_mutex_lock(&r->lock);
+	rdmx__wa_ann_poll(r); /* its announcements still in the CQ: attributed */
 	if (id < r->nmembers && r->members[id] == c)
 		r->members[id] = NULL;
 	for (uint64_t v = r->pub; v < r->scan; v += e->span) {

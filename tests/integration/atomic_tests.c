@@ -734,70 +734,6 @@ static void test_dead_reserver_skipped(void **state)
 	th_pair_close(&p);
 }
 
-/*
- * rdmx_send waits for ring space at most liveness_ms: a member whose
- * reservation lands in a ring the receiver keeps full gets -ETIMEDOUT
- * naming what it waited for, its connection stays up, and the hole it
- * leaves is skipped once the ring drains. (Before: it waited forever.)
- */
-static void test_send_space_bounded(void **state)
-{
-	struct rdmx_conn_opts o = small_opts();
-	struct rdmx_msg m, b[2];
-	rdmx_conn *c2, *s2;
-	struct th_pair p;
-	uint64_t sent = 0;
-	int rc = 0, i;
-	double t0;
-
-	(void)state;
-	o.liveness_ms = 1000;
-	open_pair(&p, &o);
-	dial_second(&p, &o, &c2, &s2);
-	/* c2 takes two buffers while the ring is empty, then p.client fills
-	 * it: c2's second reservation at the latest finds no room. */
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(rdmx_msg_alloc(c2, SMALL_MAX, &b[i], 0), 0);
-		th_fill(b[i].data, SMALL_MAX, 100 + (uint64_t)i);
-		b[i].len = SMALL_MAX;
-	}
-	while (rdmx_msg_alloc(p.client, SMALL_MAX, &m, 0) == 0) {
-		th_fill(m.data, SMALL_MAX, sent++);
-		m.len = SMALL_MAX;
-		assert_int_equal(rdmx_send(p.client, &m), 0);
-	}
-	t0 = th_now_ms();
-	for (i = 0; i < 2 && !rc; i++)
-		rc = rdmx_send(c2, &b[i]);
-	assert_int_equal(rc, -ETIMEDOUT);
-	print_message("send gave up waiting for ring space after %.0f ms\n",
-		      th_now_ms() - t0);
-	assert_true(th_now_ms() - t0 >= 900);
-	assert_non_null(strstr(rdmx_conn_error(c2), "ring space"));
-	assert_int_equal(c2->state, RDMX__CONN_UP);
-	for (int k = i - 1; k < 2; k++)
-		assert_int_equal(rdmx_msg_release(c2, &b[k]), 0);
-	for (uint64_t k = 0; k < sent; k++) {
-		assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
-		check_seq(&m, SMALL_MAX, k);
-		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
-	}
-	if (i == 2) { /* the first went in */
-		assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
-		check_seq(&m, SMALL_MAX, 100);
-		assert_int_equal(rdmx_msg_release(s2, &m), 0);
-	}
-	send_seq(c2, 300, 7, 0);
-	assert_int_equal(rdmx_listener_recv(p.lis, &m, 20000), 0);
-	assert_ptr_equal(rdmx_msg_conn(&m), s2);
-	check_seq(&m, 300, 7);
-	assert_int_equal(rdmx_msg_release(s2, &m), 0);
-	assert_true(wa_of(s2)->rx->holes >= 1);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
-}
-
 /* Messages held and released in reverse; then many laps more. */
 static void test_release_out_of_order(void **state)
 {
@@ -982,7 +918,6 @@ int main(void)
 		cmocka_unit_test(test_forged_sender),
 		cmocka_unit_test(test_garbage_skipped),
 		cmocka_unit_test(test_dead_reserver_skipped),
-		cmocka_unit_test(test_send_space_bounded),
 		cmocka_unit_test(test_full_ring_eagain),
 		cmocka_unit_test(test_ring_too_small),
 #ifdef TH_FAKE
