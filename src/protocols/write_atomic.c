@@ -74,6 +74,11 @@
  * already announced, or with a span above the announcer's record size
  * fails the announcer; a record never announced is never delivered.
  *
+ * The SRQ holds min(ring_size / 64, 4096) receives, reposted when the
+ * receiver polls: a ring above 256 KiB can hold more small records than
+ * that, and senders then meet RNR (retried; fatal only with rnr_retry
+ * below 7) until the receiver polls again.
+ *
  * The immediate is 32 bits: log2(ring_size / 64) bits of slot and the
  * span in 64-byte units above them, so ring_size and max_msg_size must
  * fit together (a 1 MiB ring: records up to 16 MiB; a 1 GiB ring: 16
