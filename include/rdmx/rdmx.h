@@ -181,7 +181,11 @@ struct rdmx_conn_opts {
 				  * this bound: every call waiting on the
 				  * connection returns -ECONNRESET, "peer
 				  * stopped answering". 1000..3600000, default
-				  * 10000. See "Liveness" in README.md. */
+				  * 10000. See "Liveness" in README.md.
+				  * write_atomic: also how long a reservation
+				  * in the ring may stay unwritten before the
+				  * receiver skips it, and how long rdmx_send
+				  * waits for ring space (-ETIMEDOUT). */
 	const char *src_addr;    /* rdmx_dial: local IP address to dial from
 				  * (it picks the device and port: see
 				  * rdmx_pick_address() for a device's), NULL

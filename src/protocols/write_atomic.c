@@ -20,14 +20,19 @@
  *   3. Wait until V + size - head <= ring_size: the cached head first, an
  *      RDMA READ of the head word only when it shows too little room.
  *      Nothing is ever overwritten.
- *   4. ONE RDMA WRITE of header, payload and trailer.
+ *   4. ONE RDMA WRITE_WITH_IMM of header, payload and trailer; the
+ *      immediate is wa_imm(V, size): the record's ring slot and span.
  * So a message costs the sender a FETCH_ADD round trip and a WRITE (plus
- * a READ now and then); the receiver's CPU posts nothing at all.
+ * a READ now and then); the receiver's CPU reposts a zero-length receive
+ * per message, in batches of 16 (write_atomic_imm.c).
  *
- * Receiving: records are consumed strictly in reservation order. At its
- * scan cursor the receiver waits until the header stamp AND the trailer
- * stamp of that offset are there (acquire loads); a slot reserved but not
- * yet written makes it wait, it never reads torn data. Messages are handed
+ * Receiving: records are consumed strictly in reservation order. A record
+ * is there when its announcement is: the receive completion of its
+ * WRITE_WITH_IMM, which comes after every byte of that WRITE is placed.
+ * At its scan cursor the receiver waits for the announcement of that
+ * offset, then checks header stamp AND trailer stamp (acquire loads); a
+ * slot reserved but not yet written makes it wait (up to the hole bound,
+ * below), it never reads torn data. Messages are handed
  * out in place (zero copy) and may be released in any order; the head
  * advances over the contiguous released prefix and is published with a
  * release store into the head word, which senders READ.
@@ -45,50 +50,103 @@
  * consumed headers would add a cache-line store per message and guard
  * only against that same case, so it is not done.
  *
- * Placement order. Within one WRITE the receiver relies on the bytes being
- * placed in increasing address order, so that a visible trailer (the
- * highest address written) means header and payload are there, and a
- * visible header stamp means the header fields are. rxe and the HCAs we
- * know place a WRITE this way (and the fake fabric does, with release
- * stores under ThreadSanitizer), but the InfiniBand spec does not promise
- * it; only the completion of a WRITE_WITH_IMM would. The READ of the
- * 8-byte aligned head word is likewise taken to be single-copy atomic (a
- * torn value could exceed the real head). RDMX_NOTIFY_IMM,
- * which would lift the assumption, is not implemented: setup rejects it.
+ * Placement order. The announcement is the completion of the WRITE_WITH_IMM,
+ * so the receiver no longer relies on a WRITE being placed in increasing
+ * address order (the InfiniBand spec does not promise it; the completion
+ * does promise the data). The READ of the 8-byte aligned head word is
+ * still taken to be single-copy atomic (a torn value could exceed the
+ * real head). Every record is announced, so opts.notify=imm adds nothing
+ * and setup rejects it.
+ *
+ * Attribution. The receive completion of a WRITE_WITH_IMM carries the
+ * qp_num of the QP it arrived on, and every member has its own QP: the
+ * receiver knows which member wrote which reservation, and no member can
+ * write in another's name (a member can still WRITE anywhere in the ring
+ * without announcing, see "Trust model"). The receives are zero-length,
+ * on one SRQ per ring with one receive CQ (a listener's ring: shared by
+ * all its members, like its ring), as in the shared ring of the
+ * KnowYourMemory thesis. A record whose header names another sender than
+ * its announcer, whose length disagrees with the announced span, whose
+ * stamps do not match, or that breaks the length and pad rules below, is
+ * malformed: its announcer's connection fails (-EPROTO, saying what was
+ * wrong) and the scan moves past it by the announced span; the others'
+ * records go on. An announcement for a slot the scan has passed, for one
+ * already announced, or with a span above the announcer's record size
+ * fails the announcer; a record never announced is never delivered.
+ *
+ * The SRQ holds min(ring_size / 64, 4096) receives, reposted when the
+ * receiver polls: a ring above 256 KiB can hold more small records than
+ * that, and senders then meet RNR (retried; fatal only with rnr_retry
+ * below 7) until the receiver polls again.
+ *
+ * The immediate is 32 bits: log2(ring_size / 64) bits of slot and the
+ * span in 64-byte units above them, so ring_size and max_msg_size must
+ * fit together (a 1 MiB ring: records up to 16 MiB; a 1 GiB ring: 16
+ * KiB); setup says so when they do not.
  *
  * Flow control. Besides ring space, a sender may have at most
  * peer recv_depth + own send_depth messages that the receiver has not
  * consumed (the head has not passed them): rdmx_msg_alloc waits for that,
  * and for a free local buffer, up to its timeout (-EAGAIN with 0). The
- * wait for ring space in rdmx_send after the FETCH_ADD cannot give up (the
- * reservation must be written or the ring stalls): it ends with the space
- * or with the connection's error. A sender that dies between its
- * FETCH_ADD and its WRITE leaves a hole the receiver cannot skip; the
- * ring stalls for everyone (a known limit of one shared tail).
+ * wait for ring space in rdmx_send after the FETCH_ADD is bounded by the
+ * connection's liveness_ms: then -ETIMEDOUT naming what it waited for,
+ * the message not sent, the connection up; the reservation it leaves
+ * unwritten is a hole (next paragraph).
+ *
+ * Holes. A sender that dies between its FETCH_ADD and its WRITE, gives
+ * up waiting for space, or loses its reservation to a stale FETCH_ADD
+ * result (recover_stale()) leaves a reservation nobody writes. The
+ * receiver skips it: when the scan cursor is reserved (below the tail)
+ * but unannounced while any member's record would fit there, a timer
+ * runs; after the ring's hole bound (the listener's or dialer's
+ * liveness_ms, default 10 s, sent to the senders in the hello) the scan
+ * moves to the next announced reservation, bounded by the tail when the
+ * timer started (so only reservations that existed then, and had the
+ * whole bound to be written, are skipped) and by where a record surely
+ * fits. The range is marked skipped and released. Reservations met
+ * after that which existed when the timer started share its start. The
+ * extent of a hole is unknown (the tail gives no boundaries), so one
+ * skip may take several unwritten reservations at once: all were
+ * unwritten for the whole bound.
+ * The writer of a skipped reservation learns it: before writing, a
+ * sender whose reservation is older than a quarter of the bound READs
+ * the head, and a head past its reservation means skipped: its
+ * connection fails with -ETIMEDOUT saying so (nothing is written); a
+ * late announcement for a skipped range fails its writer's connection
+ * the same way on the receiver. Residual races, stated: a WRITE posted
+ * within a quarter of the bound after its FETCH_ADD that then takes more
+ * than three quarters of it to be placed (retransmission storms) may land
+ * in a range already skipped and released, and so overwrite a record of
+ * the next lap in that place if one is there already (the receiver then
+ * fails the late writer, but the overwritten record's bytes are lost or
+ * mixed; its stamps no longer match only if the late write covered
+ * them). And a sender stopped (SIGSTOP, a debugger) for longer than the
+ * bound between its check and its WRITE can do the same. Choose the
+ * bound well above the network's worst delay: the default is 10 s.
  *
  * Peer-written memory. Every member can write anywhere in the ring, so
  * the receiver reads a header once (after its stamp) into a local copy,
  * validates the copy (a record's size at most wa_rec_size(max_msg) of the
- * connection it names and inside the ring; a pad at most one such record
- * and only for a reservation that crosses the ring's end, as a sender
- * writes it) and keeps its own record of every scanned record (struct
- * wa_meta: span, length, immediate, sender, held/released state) outside
- * the ring. Delivery, release and the head advance use only that record,
- * so rewriting a header after it was scanned changes nothing but the bytes
- * the user sees (messages are delivered in place). A malformed stamped
- * record fails the connection it names (rdmx__conn_down, -EPROTO, saying
- * what was wrong); the scan cannot move past it, as its true span is
- * unknown, so the ring then reports -EPROTO (see "Limits" below).
+ * member that announced it, equal to the announced span, and inside the
+ * ring; a pad only for a reservation that crosses the ring's end, as a
+ * sender writes it) and keeps its own record of every scanned record
+ * (struct wa_meta: span, length, immediate, sender, held/released state)
+ * outside the ring. Delivery, release and the head advance use only that
+ * record, so rewriting a header after it was scanned changes nothing but
+ * the bytes the user sees (messages are delivered in place).
  *
- * Trust model and limits. The sender id is taken from the header, so a
- * member can pose as another, forge a pad that skips up to one record of
- * the others at the wrap, or overwrite their records: members of one ring
- * must trust each other (README, "Which protocol when"). What holds
- * against any member: no access outside the ring, no length above the
- * named connection's max_msg, no unbounded spin in release. Attribution a
- * member cannot forge (WRITE_WITH_IMM: the receive completion arrives on
- * the writer's own QP, and imm can carry the record's offset / 64) and
- * skipping a dead reserver's hole are not implemented yet.
+ * Trust model and limits. Attribution rests on the QP an announcement
+ * arrives on, so a member cannot pose as another. But every member may
+ * WRITE (without announcing) anywhere in the ring: it can overwrite the
+ * others' records before or after they are scanned, or announce a slot
+ * another member reserved (the first announcement wins; if it is the
+ * forger's, the honest writer's later one fails the honest writer), or
+ * reserve without writing and stall the ring for the hole bound. Members
+ * of one ring must trust each other (README, "Which protocol when"). What
+ * holds against any member: no access outside the ring, no length above
+ * its announcer's max_msg, no message attributed to a member that did not
+ * announce it, no unbounded spin, and a malformed record stops nobody but
+ * its writer.
  *
  * Receiving per connection. rdmx_listener_recv() hands out every record
  * in ring order, naming its connection. rdmx_recv(c) on an accepted
@@ -146,7 +204,7 @@ static int create_tx(rdmx_conn *c)
 	struct wa *p = wa_of(c);
 	struct rdmx__qp_caps caps = {
 		.max_send_wr = p->nslot + 4,
-		.max_recv_wr = 1,
+		.srq = p->rx->srq,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
 	};
@@ -163,7 +221,7 @@ static int create_tx(rdmx_conn *c)
 	if (rc)
 		return rc;
 	caps.send_cq = p->cq;
-	caps.recv_cq = p->cq;
+	caps.recv_cq = p->rx->rcq;
 	return rdmx__conn_create_qp(c, &caps);
 }
 
@@ -189,10 +247,13 @@ static int check_opts(rdmx_conn *c)
 	uint64_t rec = wa_rec_size(c->max_msg);
 
 	if (c->opts.notify == RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "write_atomic: notify=imm is not supported (records are found by their stamps; use the default)");
+		return rdmx__fail(-EINVAL, "write_atomic: notify=imm is not supported (every record is announced with WRITE_WITH_IMM already; use the default)");
 	if (2 * rec > c->opts.ring_size)
 		return rdmx__fail(-EINVAL, "write_atomic: ring_size %u holds fewer than 2 records of max_msg_size %u (%llu bytes each); raise ring_size or lower max_msg_size",
 				  c->opts.ring_size, c->max_msg, (unsigned long long)rec);
+	if (!wa_imm_fits(rec, c->opts.ring_size))
+		return rdmx__fail(-EINVAL, "write_atomic: a record of max_msg_size %u and a ring offset of ring_size %u do not fit in one 32-bit immediate; lower one of them",
+				  c->max_msg, c->opts.ring_size);
 	return 0;
 }
 
@@ -211,11 +272,11 @@ static int wa_setup(rdmx_conn *c)
 		p->rx = &p->own;
 	}
 	if (!rc)
+		rc = create_tx(c);
+	if (!rc)
 		rc = rdmx__wa_ring_join(p->rx, c, &p->rx_id);
 	if (!rc)
 		p->joined = 1;
-	if (!rc)
-		rc = create_tx(c);
 	return rc;
 }
 
@@ -252,7 +313,8 @@ static void wa_shared_teardown(struct rdmx__group *g)
 /* ------------------------------------------------------------- hellos */
 
 /*
- * Ring block (40 bytes): 0 u8 version 1, 1 u8 log2 ring size, 2 u16 0,
+ * Ring block (40 bytes): 0 u8 version 1, 1 u8 log2 ring size, 2 u16 the
+ * hole bound in 100 ms units (0: unknown, the dialer's liveness_ms),
  * 4 u32 ring rkey, 8 u64 ring addr, 16 u64 tail addr (the head word is
  * HEAD_OFF bytes after it), 24 u32 tail rkey, 28 u32 head rkey, 32 u64
  * salt. The accept reply adds 40 u32: the dialer's sender id.
@@ -266,6 +328,8 @@ static void ring_encode(const struct wa_ring *r, uint8_t *b)
 	memset(b, 0, HELLO_RING_LEN);
 	b[0] = 1;
 	b[1] = lg;
+	b[2] = (uint8_t)(r->hole_ms / 100);
+	b[3] = (uint8_t)(r->hole_ms / 100 >> 8);
 	rdmx__put_u32(b + 4, r->ring_mr->rkey);
 	rdmx__put_u64(b + 8, (uintptr_t)r->buf);
 	rdmx__put_u64(b + 16, (uintptr_t)r->ctrl);
@@ -282,9 +346,13 @@ static int ring_decode(rdmx_conn *c, const uint8_t *b)
 		return rdmx__fail(-EPROTO, "write_atomic: peer's ring block version %u, log2 size %u",
 				  b[0], b[1]);
 	p->r_size = 1ull << b[1];
-	if (2 * wa_rec_size(c->max_msg) > p->r_size)
-		return rdmx__fail(-EPROTO, "write_atomic: the peer's %llu-byte ring holds fewer than 2 records of %u bytes",
+	if (2 * wa_rec_size(c->max_msg) > p->r_size ||
+	    !wa_imm_fits(wa_rec_size(c->max_msg), p->r_size))
+		return rdmx__fail(-EPROTO, "write_atomic: the peer's %llu-byte ring holds fewer than 2 records of %u bytes, or a record's immediate does not fit",
 				  (unsigned long long)p->r_size, c->max_msg);
+	p->r_hole_ms = (uint32_t)(b[2] | b[3] << 8) * 100;
+	if (!p->r_hole_ms)
+		p->r_hole_ms = c->opts.liveness_ms;
 	p->r_ring_rkey = rdmx__get_u32(b + 4);
 	p->r_ring = rdmx__get_u64(b + 8);
 	p->r_tail = rdmx__get_u64(b + 16);
@@ -426,7 +494,8 @@ static int read_head(rdmx_conn *c)
  * then equals last_end + @add, nothing else was reserved since our
  * previous reservation ended, so ours starts at last_end. If it is
  * larger, another sender reserved meanwhile and our offset cannot be
- * known: the connection fails with -EPROTO (never a silent overwrite).
+ * known: the reservation is left unwritten (a hole the receiver skips
+ * after its bound) and 1 returned to reserve again; never an overwrite.
  */
 static int recover_stale(rdmx_conn *c, uint64_t add, uint64_t *v)
 {
@@ -448,17 +517,23 @@ static int recover_stale(rdmx_conn *c, uint64_t add, uint64_t *v)
 		if (rc)
 			return rc;
 	}
-	if (tail != want)
-		return rdmx__conn_down(c, -EPROTO, "write_atomic: the device returned a stale fetch-and-add result (%llu, below the end %llu of this sender's previous reservation) and the tail (%llu) cannot tell where the real one is",
+	if (tail < want)
+		return rdmx__conn_down(c, -EPROTO, "write_atomic: the device returned a stale fetch-and-add result (%llu, below the end %llu of this sender's previous reservation) and the tail (%llu) never showed the real one",
 				       (unsigned long long)stale, (unsigned long long)p->last_end,
 				       (unsigned long long)tail);
 	p->stale_faa++;
+	if (tail != want) {
+		p->lost_faa++;
+		p->last_end = tail;
+		return 1;
+	}
 	*v = p->last_end;
 	return 0;
 }
 
-/* FETCH_ADD @add on the peer's tail: the old tail in *@v. */
-static int reserve(rdmx_conn *c, uint64_t add, uint64_t *v)
+/* FETCH_ADD @add on the peer's tail once: the old tail in *@v, or 1 when
+ * the reservation was lost (see recover_stale()). */
+static int reserve_once(rdmx_conn *c, uint64_t add, uint64_t *v)
 {
 	struct wa *p = wa_of(c);
 	struct rdmx__wr wr = {
@@ -485,31 +560,83 @@ static int reserve(rdmx_conn *c, uint64_t add, uint64_t *v)
 	return *v < p->last_end ? recover_stale(c, add, v) : 0;
 }
 
-/* Wait until [v, v + len) of the peer's ring is free (never overwrite). */
+/* FETCH_ADD @add on the peer's tail: the old tail in *@v. */
+static int reserve(rdmx_conn *c, uint64_t add, uint64_t *v)
+{
+	int rc;
+
+	while ((rc = reserve_once(c, add, v)) == 1)
+		;
+	return rc;
+}
+
+/* The head passed @v, which this sender reserved and has not written:
+ * the receiver skipped it as a hole. */
+static int skipped(rdmx_conn *c, uint64_t v)
+{
+	struct wa *p = wa_of(c);
+
+	return rdmx__conn_down(c, -ETIMEDOUT, "write_atomic: the receiver skipped this sender's reservation at ring offset %llu (head %llu) after it stayed unwritten for %u ms",
+			       (unsigned long long)v, (unsigned long long)p->cached_head,
+			       p->r_hole_ms);
+}
+
+/*
+ * Before writing at @v: if a quarter of the receiver's hole bound passed
+ * since the reservation, READ the head; past @v means it was skipped.
+ * (The residual race, a write still in flight when the bound ends, is
+ * argued in write_atomic.c's "Holes".)
+ */
+static int check_skipped(rdmx_conn *c, uint64_t v)
+{
+	struct wa *p = wa_of(c);
+	int rc;
+
+	if (rdmx__wa_now_ms() - p->reserved_ms < (int64_t)p->r_hole_ms / 4)
+		return p->cached_head > v ? skipped(c, v) : 0;
+	rc = read_head(c);
+	if (!rc && p->cached_head > v)
+		rc = skipped(c, v);
+	return rc;
+}
+
+/*
+ * Wait until [v, v + len) of the peer's ring is free (never overwrite),
+ * at most liveness_ms: then -ETIMEDOUT and the reservation stays a hole
+ * (the receiver skips it), the connection up.
+ */
 static int wait_space(rdmx_conn *c, uint64_t v, uint64_t len)
 {
 	struct wa *p = wa_of(c);
 	struct rdmx__deadline d;
 	int rc;
 
-	rdmx__deadline_start(&d, -1);
+	rdmx__deadline_start(&d, (int)c->opts.liveness_ms);
 	while (!wa_fits(v, len, p->cached_head, p->r_size)) {
 		rc = read_head(c);
+		if (!rc && p->cached_head > v)
+			return skipped(c, v);
 		if (!rc && !wa_fits(v, len, p->cached_head, p->r_size))
 			rc = rdmx__wa_idle(c, &d);
+		if (rc == -ETIMEDOUT)
+			return rdmx__fail(rc, "write_atomic: waited %u ms for %llu bytes of ring space at the peer (reservation at %llu, head %llu); the message was not sent",
+					  c->opts.liveness_ms, (unsigned long long)len,
+					  (unsigned long long)v, (unsigned long long)p->cached_head);
 		if (rc)
 			return rc;
 	}
-	return 0;
+	return check_skipped(c, v);
 }
 
+/* One WRITE_WITH_IMM of @len bytes at @v, announcing @span ring bytes. */
 static int post_write(rdmx_conn *c, uint64_t wr_id, void *src, uint32_t lkey,
-		      uint64_t v, uint64_t len)
+		      uint64_t v, uint64_t len, uint64_t span)
 {
 	struct wa *p = wa_of(c);
 	struct rdmx__wr wr = {
 		.wr_id = wr_id,
-		.op = RDMX__OP_WRITE,
+		.op = RDMX__OP_WRITE_IMM,
+		.imm = wa_imm(v, span, p->r_size),
 		.flags = RDMX__WR_SIGNALED,
 		.addr = src,
 		.len = (uint32_t)len,
@@ -539,7 +666,8 @@ static int write_pad(rdmx_conn *c, uint64_t v, uint64_t rec)
 		return rc;
 	wa_put_hdr(b, &h);
 	wa_put_stamp(b + WA_STAMP_OFF, wa_hstamp(p->r_salt, v));
-	return post_write(c, (uint64_t)K_PAD << 32, b, p->scratch_mr->lkey, v, WA_HDR);
+	return post_write(c, (uint64_t)K_PAD << 32, b, p->scratch_mr->lkey, v, WA_HDR,
+			  rec);
 }
 
 /* Reserve @rec bytes that do not cross the ring's end: *@v. */
@@ -548,6 +676,7 @@ static int reserve_record(rdmx_conn *c, uint64_t rec, uint64_t *v)
 	struct wa *p = wa_of(c);
 	int rc;
 
+	p->reserved_ms = rdmx__wa_now_ms();
 	for (;;) {
 		rc = reserve(c, rec, v);
 		if (rc)
@@ -682,7 +811,7 @@ static int wa_send(rdmx_conn *c, struct rdmx_msg *m)
 		return rc;
 	seal(p, b, m, v);
 	rc = post_write(c, ((uint64_t)K_WRITE << 32) | (uint64_t)idx, b,
-			p->smr->lkey, v, wa_write_len(m->len));
+			p->smr->lkey, v, wa_write_len(m->len), rec);
 	if (rc)
 		return rc;
 	p->sstate[idx] = SLOT_POSTED;

@@ -33,6 +33,10 @@ struct wa_meta {
 	uint32_t span;            /* ring bytes it covers */
 	uint32_t len, imm, sender;
 	uint16_t flags;           /* WA_F_* of the copy, plus receiver bits */
+	/* the announcement (WRITE_WITH_IMM completion) of this slot, if any */
+	uint64_t a_v;             /* the virtual offset it announced */
+	uint32_t a_span;          /* ring bytes, from the immediate */
+	uint32_t a_id;            /* its writer's sender id + 1; 0: none */
 };
 
 /* The receive side: a ring that senders write into. */
@@ -49,7 +53,18 @@ struct wa_ring {
 	uint64_t pub;             /* head: all below it released */
 	struct wa_meta *meta;     /* per WA_ALIGN slot: see struct wa_meta */
 	rdmx_conn **members;      /* by sender id; NULL once closed */
+	uint32_t *qpns;           /* by sender id: the member's QP number */
 	uint32_t nmembers, cap_members;
+	/* announcements: one zero-length receive per WRITE_WITH_IMM */
+	struct rdmx__srq *srq;
+	struct rdmx__cq *rcq;     /* their completions; qp_num names the writer */
+	uint32_t rdepth, rposted;
+	/* holes: reservations that stay unwritten */
+	uint32_t hole_ms;         /* skipped after this long (opts.liveness_ms) */
+	uint64_t max_rec;         /* largest record of any member */
+	int64_t hole_t0;          /* ms when the hole timer started; 0: off */
+	uint64_t hole_tail;       /* the tail then: reservations that existed */
+	uint64_t holes, hole_bytes; /* skipped so far */
 };
 
 /* Per connection: its sending state and its place in a ring. */
@@ -74,14 +89,29 @@ struct wa {
 	uint64_t cached_head;
 	uint64_t last_end;        /* end of my last reservation */
 	uint64_t stale_faa;       /* stale FETCH_ADD results recovered */
+	uint64_t lost_faa;        /* reservations lost to them (holes left) */
+	int64_t reserved_ms;      /* when the last reservation was asked for */
 	/* the peer's ring */
 	uint64_t r_ring, r_tail, r_size, r_salt;
 	uint32_t r_ring_rkey, r_tail_rkey, r_head_rkey, tx_id;
+	uint32_t r_hole_ms;       /* the peer skips a hole after this long */
 };
 
 static inline struct wa *wa_of(rdmx_conn *c)
 {
 	return c->priv;
+}
+
+/* The receiver's record of the slot at @v (see struct wa_meta). */
+static inline struct wa_meta *wa_meta_at(struct wa_ring *r, uint64_t v)
+{
+	return &r->meta[(v & (r->size - 1)) / WA_ALIGN];
+}
+
+/* The member with sender id @id, or NULL (never joined, or gone). */
+static inline rdmx_conn *wa_member(struct wa_ring *r, uint32_t id)
+{
+	return id < r->nmembers ? r->members[id] : NULL;
 }
 
 /* FIFO of virtual offsets: push is 0 or -ENOMEM. */
@@ -98,6 +128,16 @@ int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size);
 void rdmx__wa_ring_unmake(struct wa_ring *r);
 int rdmx__wa_ring_join(struct wa_ring *r, rdmx_conn *c, uint32_t *id);
 void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id);
+
+/* Milliseconds of a monotonic clock (never 0). */
+int64_t rdmx__wa_now_ms(void);
+
+/* Announcements and holes (write_atomic_imm.c); all called locked. */
+int rdmx__wa_ann_make(struct wa_ring *r, rdmx_conn *c);
+void rdmx__wa_ann_unmake(struct wa_ring *r);
+void rdmx__wa_ann_poll(struct wa_ring *r);
+/* At an unannounced scan cursor: 1 when a hole was skipped, else 0. */
+int rdmx__wa_hole_check(struct wa_ring *r);
 
 /* The receive side of the protocol operations. */
 int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);

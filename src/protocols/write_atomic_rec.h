@@ -5,7 +5,8 @@
  * protocol and the argument why stale bytes never pass for a record.
  *
  * A record reserved at 64-bit virtual offset V sits at ring byte V & mask,
- * never crosses the ring's end, and is written by ONE RDMA WRITE:
+ * never crosses the ring's end, and is written by ONE RDMA WRITE_WITH_IMM
+ * whose immediate, wa_imm(V, span), announces it (see wa_imm()):
  *   0  u32 len      payload bytes (a pad: bytes to skip, from V)
  *   4  u32 sender   sender id the receiver gave the writing connection
  *   8  u16 flags    WA_F_IMM, WA_F_PAD (the receiver adds its own bits)
@@ -15,7 +16,9 @@
  *  24  payload, zero-padded to a multiple of 8
  *  24 + round8(len)  u64 trailer wa_tstamp(salt, V), written last
  * then unwritten padding up to wa_rec_size(len), a multiple of WA_ALIGN.
- * A pad record is the header alone. All fields are little-endian.
+ * A pad record is the header alone (its span: len). The header's sender
+ * must be the id of the member whose QP announced it. All fields are
+ * little-endian.
  */
 #ifndef RDMX_PROTOCOLS_WRITE_ATOMIC_REC_H
 #define RDMX_PROTOCOLS_WRITE_ATOMIC_REC_H
@@ -36,6 +39,7 @@ enum {
 	WA_F_HELD = 0x100,    /* receiver: handed out */
 	WA_F_RELEASED = 0x200, /* receiver: given back or skipped */
 	WA_F_PARKED = 0x400,  /* receiver: waits for its connection */
+	WA_F_SKIPPED = 0x800, /* receiver: a hole it moved past */
 };
 
 struct wa_hdr {
@@ -107,6 +111,38 @@ static inline int wa_fits(uint64_t v, uint64_t len, uint64_t head,
 			  uint64_t ring_size)
 {
 	return head >= v + len || v + len - head <= ring_size;
+}
+
+/*
+ * The immediate of a record's WRITE_WITH_IMM: its ring slot ((V & mask) /
+ * WA_ALIGN) in the low log2(ring_size / WA_ALIGN) bits, its span in
+ * WA_ALIGN units above them. wa_imm_fits() says whether a span of @span
+ * bytes can be encoded for a ring of @ring_size bytes.
+ */
+static inline unsigned wa_slot_bits(uint64_t ring_size)
+{
+	return (unsigned)__builtin_ctzll(ring_size / WA_ALIGN);
+}
+
+static inline int wa_imm_fits(uint64_t span, uint64_t ring_size)
+{
+	return ((span / WA_ALIGN) >> (32 - wa_slot_bits(ring_size))) == 0;
+}
+
+static inline uint32_t wa_imm(uint64_t v, uint64_t span, uint64_t ring_size)
+{
+	return (uint32_t)(((v & (ring_size - 1)) / WA_ALIGN) |
+			  ((span / WA_ALIGN) << wa_slot_bits(ring_size)));
+}
+
+/* Ring byte offset and span in bytes of an immediate from wa_imm(). */
+static inline void wa_imm_get(uint32_t imm, uint64_t ring_size, uint64_t *off,
+			      uint64_t *span)
+{
+	unsigned bits = wa_slot_bits(ring_size);
+
+	*off = (uint64_t)(imm & ((1u << bits) - 1)) * WA_ALIGN;
+	*span = (uint64_t)(imm >> bits) * WA_ALIGN;
 }
 
 static inline void wa_put_hdr(uint8_t *p, const struct wa_hdr *h)

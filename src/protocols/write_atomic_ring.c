@@ -107,6 +107,8 @@ int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size)
 	r->f = c->f;
 	r->size = size;
 	r->max_msg = c->max_msg;
+	r->max_rec = wa_rec_size(c->max_msg);
+	r->hole_ms = c->opts.liveness_ms;
 	r->salt = new_salt(r);
 	r->buf = rdmx__alloc_buf(size);
 	r->ctrl = rdmx__alloc_buf(CTRL_BYTES);
@@ -123,6 +125,8 @@ int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size)
 	if (!rc)
 		rc = c->f->reg_mr(c->ep, head_word(r), 8,
 				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ, &r->head_mr);
+	if (!rc)
+		rc = rdmx__wa_ann_make(r, c);
 	if (!rc && pthread_mutex_init(&r->lock, NULL))
 		rc = rdmx__fail(-ENOMEM, "write_atomic: cannot create a mutex");
 	if (!rc)
@@ -133,6 +137,7 @@ int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size)
 /* Free what rdmx__wa_ring_make() made, even half of it. */
 void rdmx__wa_ring_unmake(struct wa_ring *r)
 {
+	rdmx__wa_ann_unmake(r);
 	if (r->head_mr)
 		r->f->dereg_mr(r->head_mr);
 	if (r->tail_mr)
@@ -144,11 +149,13 @@ void rdmx__wa_ring_unmake(struct wa_ring *r)
 	free(r->buf);
 	free(r->ctrl);
 	free(r->members);
+	free(r->qpns);
 	free(r->meta);
 	memset(r, 0, sizeof(*r));
 }
 
-/* Enter @c in the member table; its sender id comes back in *id. */
+/* Enter @c (its QP made) in the member table; its sender id comes back
+ * in *id. */
 int rdmx__wa_ring_join(struct wa_ring *r, rdmx_conn *c, uint32_t *id)
 {
 	int rc = 0;
@@ -157,16 +164,22 @@ int rdmx__wa_ring_join(struct wa_ring *r, rdmx_conn *c, uint32_t *id)
 	if (r->nmembers == r->cap_members) {
 		uint32_t cap = r->cap_members ? 2 * r->cap_members : 8;
 		rdmx_conn **v = realloc(r->members, cap * sizeof(*v));
+		uint32_t *q = v ? realloc(r->qpns, cap * sizeof(*q)) : NULL;
 
-		if (!v) {
+		if (v)
+			r->members = v;
+		if (!q) {
 			rc = rdmx__fail(-ENOMEM, "write_atomic: out of memory for a member");
 			goto unlock;
 		}
-		r->members = v;
+		r->qpns = q;
 		r->cap_members = cap;
 	}
 	*id = r->nmembers;
+	r->qpns[r->nmembers] = c->f->qp_num(c->ep);
 	r->members[r->nmembers++] = c;
+	if (wa_rec_size(c->max_msg) > r->max_rec)
+		r->max_rec = wa_rec_size(c->max_msg);
 unlock:
 	pthread_mutex_unlock(&r->lock);
 	return rc;
@@ -177,26 +190,21 @@ static uint8_t *rec_at(struct wa_ring *r, uint64_t v)
 	return r->buf + (v & (r->size - 1));
 }
 
-/* The receiver's record of the scanned record or pad at @v. */
-static struct wa_meta *meta_at(struct wa_ring *r, uint64_t v)
-{
-	return &r->meta[(v & (r->size - 1)) / WA_ALIGN];
-}
 
 static uint16_t rec_flags(struct wa_ring *r, uint64_t v)
 {
-	return meta_at(r, v)->flags;
+	return wa_meta_at(r, v)->flags;
 }
 
 static void rec_set_flags(struct wa_ring *r, uint64_t v, uint16_t flags)
 {
-	meta_at(r, v)->flags = flags;
+	wa_meta_at(r, v)->flags = flags;
 }
 
 /* Ring bytes the scanned record or pad at @v covers (never 0). */
 static uint64_t rec_span(struct wa_ring *r, uint64_t v)
 {
-	return meta_at(r, v)->span;
+	return wa_meta_at(r, v)->span;
 }
 
 /* Advance the head over released records and publish it. Locked. */
@@ -218,109 +226,126 @@ static int ring_drained(struct wa_ring *r)
 	return r->scan == __atomic_load_n(tail_word(r), __ATOMIC_ACQUIRE);
 }
 
-/* The member with sender id @id, or NULL (never joined, or gone). */
-static rdmx_conn *member(struct wa_ring *r, uint32_t id)
-{
-	return id < r->nmembers ? r->members[id] : NULL;
-}
 
 /*
- * A stamped header that cannot be: fail the connection it names (the
- * sender id is the writer's unless a member forges it: see the trust
- * model in write_atomic.c) and report -EPROTO. Locked.
+ * An announced record that cannot be: fail the member that wrote it (the
+ * QP its announcement came on) and report -EPROTO; the scan moves past
+ * it by the announced span. Locked.
  */
-static int malformed(struct wa_ring *r, const struct wa_hdr *h, uint64_t v,
-		     const char *what)
+static int malformed(struct wa_ring *r, uint32_t id, const struct wa_hdr *h,
+		     uint64_t v, const char *what)
 {
-	rdmx_conn *owner = member(r, h->sender);
+	rdmx_conn *owner = wa_member(r, id);
 
 	if (owner)
-		rdmx__conn_down(owner, -EPROTO, "write_atomic: the peer wrote a malformed record at ring offset %llu: %s (len %u, flags 0x%x)",
-				(unsigned long long)v, what, h->len, h->flags);
-	return rdmx__fail(-EPROTO, "write_atomic: malformed record at %llu: %s (len %u, flags 0x%x, sender %u)",
-			  (unsigned long long)v, what, h->len, h->flags, h->sender);
+		rdmx__conn_down(owner, -EPROTO, "write_atomic: the peer wrote a malformed record at ring offset %llu: %s (len %u, flags 0x%x, sender %u)",
+				(unsigned long long)v, what, h->len, h->flags, h->sender);
+	return -EPROTO;
 }
 
 /*
- * Validate the header copy @h of the stamped reservation at @v. A pad is
- * only ever written for a reservation that crosses the ring's end, and a
+ * Validate the header copy @h of the reservation at @v that member @id
+ * announced with span @span. It must name its writer; a pad is only ever
+ * written for a reservation that crosses the ring's end, and a
  * reservation is at most one record of its writer's max_msg.
  */
-static int check_hdr(struct wa_ring *r, const struct wa_hdr *h, uint64_t v)
+static int check_hdr(struct wa_ring *r, uint32_t id, uint64_t span,
+		     const struct wa_hdr *h, uint64_t v)
 {
-	rdmx_conn *owner = member(r, h->sender);
+	rdmx_conn *owner = wa_member(r, id);
 	uint64_t off = v & (r->size - 1);
-	uint64_t max = wa_rec_size(owner ? owner->max_msg : r->max_msg);
+	uint64_t max = owner ? wa_rec_size(owner->max_msg) : r->max_rec;
 
+	if (h->sender != id)
+		return malformed(r, id, h, v, "it names another sender than its writer");
 	if (h->flags & WA_F_PAD) {
-		if (h->len < WA_ALIGN || h->len % WA_ALIGN || h->len > max)
-			return malformed(r, h, v, "pad size");
+		if (h->len != span || h->len > max)
+			return malformed(r, id, h, v, "pad size");
 		if (off + h->len <= r->size)
-			return malformed(r, h, v, "pad that does not cross the ring end");
+			return malformed(r, id, h, v, "pad that does not cross the ring end");
 		return 0;
 	}
 	if (wa_rec_size(h->len) > max)
-		return malformed(r, h, v, "longer than the negotiated max_msg");
-	if (off + wa_rec_size(h->len) > r->size)
-		return malformed(r, h, v, "record crosses the ring end");
+		return malformed(r, id, h, v, "longer than the negotiated max_msg");
+	if (wa_rec_size(h->len) != span)
+		return malformed(r, id, h, v, "length differs from the announced span");
+	if (off + span > r->size)
+		return malformed(r, id, h, v, "record crosses the ring end");
 	return 0;
 }
 
 /*
- * Check the reservation at the scan cursor. The header is copied once
- * into *h (after its stamp matched, acquire) and only the copy is
- * validated and used. Returns 1 when a complete record or pad is there,
- * 0 when it is not written yet, or -EPROTO for a malformed one.
+ * Check the reservation at the scan cursor. It is there once announced
+ * (the WRITE_WITH_IMM completed: every byte is placed); the header is
+ * copied once into *h and only the copy is validated and used, the
+ * stamps rule out bytes of an earlier lap. Returns 1 when a complete
+ * record or pad is there, 0 when it is not announced, or -EPROTO for a
+ * malformed one (its writer failed).
  */
 static int rec_ready(struct wa_ring *r, struct wa_hdr *h)
 {
 	uint64_t v = r->scan;
+	struct wa_meta *e = wa_meta_at(r, v);
 	uint8_t *p = rec_at(r, v);
+	uint32_t id = e->a_id - 1;
 	int rc;
 
-	if (wa_load_stamp(p + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
+	if (!e->a_id || e->a_v != v)
 		return 0;
 	wa_get_hdr(p, h);
-	rc = check_hdr(r, h, v);
+	if (wa_load_stamp(p + WA_STAMP_OFF) != wa_hstamp(r->salt, v))
+		return malformed(r, id, h, v, "header stamp");
+	rc = check_hdr(r, id, e->a_span, h, v);
 	if (rc || (h->flags & WA_F_PAD))
 		return rc ? rc : 1;
-	return wa_load_stamp(p + wa_trailer_off(h->len)) == wa_tstamp(r->salt, v);
+	if (wa_load_stamp(p + wa_trailer_off(h->len)) != wa_tstamp(r->salt, v))
+		return malformed(r, id, h, v, "trailer stamp");
+	return 1;
 }
 
-/* Record what was scanned at @v from the validated copy @h. Locked. */
-static void note_rec(struct wa_ring *r, uint64_t v, const struct wa_hdr *h)
+/* Record what was scanned at @v (announced by @id, @span bytes) from
+ * the validated copy @h, or from nothing for a malformed one. Locked. */
+static void note_rec(struct wa_ring *r, uint64_t v, uint32_t id,
+		     uint32_t span, const struct wa_hdr *h)
 {
-	struct wa_meta *e = meta_at(r, v);
+	struct wa_meta *e = wa_meta_at(r, v);
 
 	e->v = v;
-	e->span = (h->flags & WA_F_PAD) ? h->len : (uint32_t)wa_rec_size(h->len);
-	e->len = (h->flags & WA_F_PAD) ? 0 : h->len;
-	e->imm = h->imm;
-	e->sender = h->sender;
-	e->flags = h->flags & (WA_F_IMM | WA_F_PAD);
+	e->span = span;
+	e->len = h && !(h->flags & WA_F_PAD) ? h->len : 0;
+	e->imm = h ? h->imm : 0;
+	e->sender = id;
+	e->flags = h ? h->flags & (WA_F_IMM | WA_F_PAD) : WA_F_RELEASED;
+	e->a_id = 0;
 }
 
 /*
- * Take the next message at the scan cursor, skipping pads and records of
- * members that are gone. Returns 1 with *v and *owner, 0 when none is
+ * Take the next message at the scan cursor, skipping pads, malformed
+ * records (their writers failed), records of members that are gone and
+ * holes past their bound. Returns 1 with *v and *owner, 0 when none is
  * ready, or -errno. Locked.
  */
 static int ring_take(struct wa_ring *r, uint64_t *v, rdmx_conn **owner)
 {
+	struct wa_meta *e;
 	struct wa_hdr h;
 	int rc;
 
+	rdmx__wa_ann_poll(r);
 	for (;;) {
 		rc = rec_ready(r, &h);
-		if (rc <= 0)
-			return rc;
+		if (rc == 0 && !rdmx__wa_hole_check(r))
+			return 0;
 		*v = r->scan;
-		note_rec(r, *v, &h);
-		r->scan += rec_span(r, *v);
-		*owner = member(r, h.sender);
-		if (!(h.flags & WA_F_PAD) && *owner)
-			return 1;
-		rec_set_flags(r, *v, rec_flags(r, *v) | WA_F_RELEASED);
+		e = wa_meta_at(r, *v);
+		if (rc) {
+			note_rec(r, *v, e->a_id - 1, e->a_span, rc > 0 ? &h : NULL);
+			r->scan += rec_span(r, *v);
+			*owner = wa_member(r, h.sender);
+			if (rc > 0 && !(h.flags & WA_F_PAD) && *owner)
+				return 1;
+			rec_set_flags(r, *v, rec_flags(r, *v) | WA_F_RELEASED);
+		}
 		ring_advance(r);
 	}
 }
@@ -329,7 +354,7 @@ static int ring_take(struct wa_ring *r, uint64_t *v, rdmx_conn **owner)
 static void deliver(struct wa_ring *r, rdmx_conn *c, uint64_t v,
 		    struct rdmx_msg *m)
 {
-	struct wa_meta *e = meta_at(r, v);
+	struct wa_meta *e = wa_meta_at(r, v);
 
 	e->flags = (uint16_t)((e->flags & ~WA_F_PARKED) | WA_F_HELD);
 	m->data = rec_at(r, v) + WA_HDR;
@@ -417,16 +442,18 @@ static int rx_poll_any(struct wa_ring *r, struct rdmx_msg *m, int *drained)
 	return rc;
 }
 
-/* Release @c's records still in the ring and forget @c. */
+/* Release @c's records still in the ring and forget @c (its QP is
+ * destroyed: no announcement of it comes after this). */
 void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id)
 {
 	struct wa_meta *e;
 
 	pthread_mutex_lock(&r->lock);
+	rdmx__wa_ann_poll(r); /* its announcements still in the CQ: attributed */
 	if (id < r->nmembers && r->members[id] == c)
 		r->members[id] = NULL;
 	for (uint64_t v = r->pub; v < r->scan; v += e->span) {
-		e = meta_at(r, v);
+		e = wa_meta_at(r, v);
 		if (e->sender == id && !(e->flags & (WA_F_PAD | WA_F_RELEASED)))
 			e->flags |= WA_F_RELEASED;
 	}
@@ -474,11 +501,11 @@ int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 /* Check a received handle of @c and mark it released. Locked. */
 static int release_rec(struct wa_ring *r, rdmx_conn *c, uint64_t v)
 {
-	struct wa_meta *e = meta_at(r, v);
+	struct wa_meta *e = wa_meta_at(r, v);
 
 	if (v < r->pub || v >= r->scan || v % WA_ALIGN || e->v != v ||
 	    (e->flags & (WA_F_HELD | WA_F_RELEASED)) != WA_F_HELD ||
-	    member(r, e->sender) != c)
+	    wa_member(r, e->sender) != c)
 		return -EINVAL;
 	e->flags |= WA_F_RELEASED;
 	ring_advance(r);

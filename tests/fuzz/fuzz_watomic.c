@@ -10,8 +10,9 @@
  *     0 record: u16 where (bit 15: reserve by FETCH_ADD on the tail, else
  *       (where & 0x7fff) * 64), u32 len, u32 sender (bit 31 of len clear:
  *       the id the receiver gave us), u16 flags, u32 imm, u8 n (bit 7: no
- *       trailer), n & 0x7f payload bytes (the rest zero); stamped by
- *       member_record() as a writer would
+ *       trailer), n & 0x7f payload bytes (the rest zero); stamped and
+ *       announced (WRITE_WITH_IMM, wa_imm()) by member_record() as a
+ *       writer would
  *     1 raw: u16 at, u8 n, n bytes written at ring byte at & mask
  *     2 FETCH_ADD on the tail: u16 * 64 bytes
  *     3 WRITE_WITH_IMM of u8 n raw bytes at u16 at, imm u32
@@ -117,7 +118,7 @@ static void member_record(struct member *m, struct fz_in *in)
 	struct wa_hdr h = { .len = (uint32_t)fz_take(in, 4) };
 	uint32_t sender = (uint32_t)fz_take(in, 4), n, wrote;
 	uint8_t *s = m->p->buf, nb;
-	uint64_t v, stamp;
+	uint64_t v, stamp, span;
 
 	h.sender = h.len & 0x80000000u ? sender : m->id;
 	h.flags = (uint16_t)fz_take(in, 2);
@@ -140,7 +141,9 @@ static void member_record(struct member *m, struct fz_in *in)
 		memcpy(s + wa_trailer_off(h.len), &stamp, sizeof(stamp));
 		wrote = (uint32_t)wa_write_len(h.len);
 	}
-	ring_write(m, v, wrote, 0, 0);
+	/* announced as a writer does: slot and span in the immediate */
+	span = h.flags & WA_F_PAD ? h.len : wa_rec_size(h.len);
+	ring_write(m, v, wrote, 1, wa_imm(v, span, m->size));
 }
 
 static void op_raw(struct member *m, struct fz_in *in, int imm)
