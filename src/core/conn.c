@@ -236,10 +236,20 @@ int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
  */
 #define RDMX__INLINE_WANT 256
 
+/*
+ * rxe never counts down a transport retry_cnt of 7 (rxe_comp.c): it retries
+ * forever, so a dead peer would never fail a keepalive. The IB spec gives 7
+ * no such meaning (only rnr_retry 7 is "forever"); 6 is the most retries
+ * that end on every provider.
+ */
+#define RDMX__RETRY_FINITE_MAX 6
+
 int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps)
 {
 	int rc;
 
+	if (caps->retry_count > RDMX__RETRY_FINITE_MAX)
+		caps->retry_count = RDMX__RETRY_FINITE_MAX;
 	if (!caps->max_inline)
 		caps->max_inline = RDMX__INLINE_WANT;
 	caps->max_send_wr += RDMX__KA_WRS;
