@@ -189,12 +189,17 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 
 int rdmx__conn_check_peer(rdmx_conn *c)
 {
+	int rc;
+
 	if (c->state == RDMX__CONN_DOWN)
 		return down_reason(c);
+	rc = rdmx__live_tick(c); /* first: a failed send says why */
+	if (rc)
+		return rc;
 	if (c->f->check_event(c->ep) == -ECONNRESET)
 		return rdmx__conn_down(c, -ECONNRESET,
 				       "connection closed by peer");
-	return rdmx__live_tick(c);
+	return 0;
 }
 
 /*

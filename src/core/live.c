@@ -145,10 +145,17 @@ static void ka_reap(rdmx_conn *c)
 		return;
 	n = c->f->poll_cq(l->scq, wc, n);
 	for (int i = 0; i < n; i++) {
-		if (wc[i].wr_id == RDMX__KA_WRID)
+		if (wc[i].wr_id == RDMX__KA_WRID) {
 			ka_done(c, &wc[i]);
-		else
-			l->stash[l->stashed++] = wc[i];
+			continue;
+		}
+		/* A protocol WR ahead of the keepalive failed (RETRY on a cut
+		 * link): the keepalive behind it is only flushed, and the
+		 * caller may be waiting on the other CQ, so this is the
+		 * verdict. The protocol still gets the completion. */
+		if (wc[i].status != RDMX__WC_OK && wc[i].status != RDMX__WC_FLUSHED)
+			rdmx__conn_wc_error(c, &wc[i], "a posted send");
+		l->stash[l->stashed++] = wc[i];
 	}
 	__atomic_store_n(&l->stashed, l->stashed, __ATOMIC_RELEASE);
 }
