@@ -196,10 +196,14 @@ int rdmx__conn_check_peer(rdmx_conn *c)
 	rc = rdmx__live_tick(c); /* first: a failed send says why */
 	if (rc)
 		return rc;
-	if (c->f->check_event(c->ep) == -ECONNRESET)
-		return rdmx__conn_down(c, -ECONNRESET,
-				       "connection closed by peer");
-	return 0;
+	if (c->f->check_event(c->ep) != -ECONNRESET)
+		return 0;
+	/* rxe reports a disconnect as soon as its retries fail a send: the
+	 * send's completion, already queued, names the dead peer. */
+	rc = rdmx__live_reap(c);
+	if (rc)
+		return rc;
+	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
 }
 
 /*

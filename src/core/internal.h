@@ -229,6 +229,9 @@ uint8_t rdmx__live_ack_timeout(uint32_t bound_ms, uint8_t retry_count);
 /* Called by every wait now and then: post a keepalive when one is due,
  * reap its completion. Returns the connection's down_rc or 0. */
 int rdmx__live_tick(rdmx_conn *c);
+/* Reap the send CQ now (a failed send says why the connection died);
+ * 0 or the connection's error. */
+int rdmx__live_reap(rdmx_conn *c);
 /* The protocols' poll of a CQ their sends complete on: c->f->poll_cq
  * without keepalive completions, stashed completions first. */
 int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,

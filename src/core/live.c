@@ -193,3 +193,13 @@ int rdmx__live_tick(rdmx_conn *c)
 	pthread_mutex_unlock(&l->lock);
 	return c->state == RDMX__CONN_DOWN ? c->down_rc : 0;
 }
+
+int rdmx__live_reap(rdmx_conn *c)
+{
+	if (c->state == RDMX__CONN_UP && c->live.scq) {
+		pthread_mutex_lock(&c->live.lock);
+		ka_reap(c);
+		pthread_mutex_unlock(&c->live.lock);
+	}
+	return c->state == RDMX__CONN_DOWN ? c->down_rc : 0;
+}

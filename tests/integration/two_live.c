@@ -356,7 +356,7 @@ static int ask_freeze(rdmx_conn *c, long ms)
 static int case_idle(struct client *cl, const char *protocol, uint16_t port, uint32_t bound)
 {
 	int stopped_ms = (int)(bound * 5 / 2);
-	long freeze_ms = stopped_ms + (bound / 2 > 3000 ? bound / 2 : 3000);
+	long freeze_ms = stopped_ms + bound + 3000; /* frozen until after the verdict */
 	double t0, up_ms, cut_at, resume_at;
 	struct rdmx_msg m;
 	char extra[96];
