@@ -187,6 +187,15 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			       wc->vendor_status);
 }
 
+int rdmx__conn_flushed(rdmx_conn *c)
+{
+	int rc = rdmx__live_reap(c);
+
+	if (rc)
+		return rc;
+	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+}
+
 int rdmx__conn_check_peer(rdmx_conn *c)
 {
 	int rc;

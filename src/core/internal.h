@@ -232,6 +232,10 @@ int rdmx__live_tick(rdmx_conn *c);
 /* Reap the send CQ now (a failed send says why the connection died);
  * 0 or the connection's error. */
 int rdmx__live_reap(rdmx_conn *c);
+/* A receive came back flushed: the QP is in ERR, put there by the peer's
+ * disconnect or by our own send failing its retries (a dead peer); the
+ * send CQ tells which. Marks the connection down; returns its error. */
+int rdmx__conn_flushed(rdmx_conn *c);
 /* The protocols' poll of a CQ their sends complete on: c->f->poll_cq
  * without keepalive completions, stashed completions first. */
 int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,
