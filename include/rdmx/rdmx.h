@@ -167,7 +167,9 @@ struct rdmx_conn_opts {
 	uint32_t recv_depth;     /* posted receive buffers, default 64; srq:
 				  * shared by all connections of a listener */
 	uint8_t rnr_retry;       /* 0..7 (7 = retry forever), default 7 */
-	uint8_t retry_count;     /* transport retries 0..7, default 7 */
+	uint8_t retry_count;     /* transport retries 0..7, default 7; 7 is
+				  * used as 6 (rxe retries forever on 7,
+				  * which would hide a dead peer) */
 	int connect_timeout_ms;  /* address/route/connect bound, default 5000 */
 	uint32_t ring_size;      /* ring protocols (write_*): bytes of each
 				  * receive ring, a power of two, default 1 MiB */

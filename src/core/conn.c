@@ -192,14 +192,32 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			       wc->vendor_status);
 }
 
+int rdmx__conn_flushed(rdmx_conn *c)
+{
+	int rc = rdmx__live_reap(c);
+
+	if (rc && rc != -ENOBUFS)
+		return rc;
+	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+}
+
 int rdmx__conn_check_peer(rdmx_conn *c)
 {
+	int rc;
+
 	if (c->state == RDMX__CONN_DOWN)
 		return down_reason(c);
-	if (c->f->check_event(c->ep) == -ECONNRESET)
-		return rdmx__conn_down(c, -ECONNRESET,
-				       "connection closed by peer");
-	return rdmx__live_tick(c);
+	rc = rdmx__live_tick(c); /* first: a failed send says why */
+	if (rc)
+		return rc;
+	if (c->f->check_event(c->ep) != -ECONNRESET)
+		return 0;
+	/* rxe reports a disconnect as soon as its retries fail a send: the
+	 * send's completion, already queued, names the dead peer. */
+	rc = rdmx__live_reap(c);
+	if (rc && rc != -ENOBUFS)
+		return rc;
+	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
 }
 
 /*
@@ -241,10 +259,20 @@ int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
  */
 #define RDMX__INLINE_WANT 256
 
+/*
+ * rxe never counts down a transport retry_cnt of 7 (rxe_comp.c): it retries
+ * forever, so a dead peer would never fail a keepalive. The IB spec gives 7
+ * no such meaning (only rnr_retry 7 is "forever"); 6 is the most retries
+ * that end on every provider.
+ */
+#define RDMX__RETRY_FINITE_MAX 6
+
 int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps)
 {
 	int rc;
 
+	if (caps->retry_count > RDMX__RETRY_FINITE_MAX)
+		caps->retry_count = RDMX__RETRY_FINITE_MAX;
 	if (!caps->max_inline)
 		caps->max_inline = RDMX__INLINE_WANT;
 	caps->max_send_wr += RDMX__KA_WRS;

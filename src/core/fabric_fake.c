@@ -42,7 +42,9 @@
  *  - A silent host (rdmx__fake_silence, a test's dead peer): its QP runs
  *    nothing; a WR its peer posts toward it waits at the head of the
  *    queue and fails with RETRY after (retry_count + 1) local ACK
- *    timeouts (caps.ack_timeout, 0: 17), as the transport gives up.
+ *    timeouts (caps.ack_timeout, 0: 17), as the transport gives up;
+ *    retry_count 7 retries forever, as rxe does (rxe_comp.c never counts
+ *    down a retry_cnt of 7; the IB spec gives 7 no such meaning).
  *  - Keys: lkey and rkey differ (even, odd) so one used for the other
  *    fails; any rkey registered in the process is valid remotely, and a
  *    zero-length transfer checks no key. Every local access is checked
@@ -514,6 +516,8 @@ static int64_t retry_deadline(const struct rdmx__ep *qp)
 {
 	int t = qp->caps.ack_timeout ? qp->caps.ack_timeout : 17;
 
+	if (qp->caps.retry_count >= 7)
+		return INT64_MAX; /* rxe: forever */
 	return now_ns() + (qp->caps.retry_count + 1) * (4096LL << t);
 }
 

@@ -260,6 +260,10 @@ uint8_t rdmx__live_ack_timeout(uint32_t bound_ms, uint8_t retry_count);
 /* Called by every wait now and then: post a keepalive when one is due,
  * reap its completion. Returns the connection's down_rc or 0. */
 int rdmx__live_tick(rdmx_conn *c);
+/* A receive came back flushed: the QP is in ERR, put there by the peer's
+ * disconnect or by our own send failing its retries (a dead peer); the
+ * send CQ tells which. Marks the connection down; returns its error. */
+int rdmx__conn_flushed(rdmx_conn *c);
 /* The protocols' poll of a CQ their sends complete on: c->f->poll_cq
  * without keepalive completions, stashed completions first. */
 int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,
@@ -342,9 +346,10 @@ void rdmx__os_init(rdmx_conn *c);
 void rdmx__os_fini(rdmx_conn *c);
 /* Record the completion of a one-sided operation (RDMX__OS_IS_WRID). */
 void rdmx__os_done(rdmx_conn *c, const struct rdmx__wc *wc);
-/* live.c: poll @c's send CQ for the core's completions (keepalive,
- * one-sided), stashing the protocol's; 0, or -ENOBUFS when the stash is
- * full and the protocol must poll first. */
+/* live.c: poll @c's send CQ now for the core's completions (keepalive,
+ * one-sided), stashing the protocol's; a failed protocol send says why the
+ * connection died. Returns the connection's error once it is down, else
+ * -ENOBUFS when the stash is full (the protocol must poll first), else 0. */
 int rdmx__live_reap(rdmx_conn *c);
 
 #endif /* RDMX_CORE_INTERNAL_H */

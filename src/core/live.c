@@ -150,28 +150,26 @@ static int ka_reap(rdmx_conn *c)
 		return -ENOBUFS;
 	n = c->f->poll_cq(l->scq, wc, n);
 	for (int i = 0; i < n; i++) {
-		if (wc[i].wr_id == RDMX__KA_WRID)
+		if (wc[i].wr_id == RDMX__KA_WRID) {
 			ka_done(c, &wc[i]);
-		else if (RDMX__OS_IS_WRID(wc[i].wr_id))
+			continue;
+		}
+		if (RDMX__OS_IS_WRID(wc[i].wr_id)) {
 			rdmx__os_done(c, &wc[i]);
-		else
-			l->stash[l->stashed++] = wc[i];
+			continue;
+		}
+		/* A protocol WR ahead of the keepalive failed (RETRY on a cut
+		 * link): the keepalive behind it is only flushed, and the
+		 * caller may be waiting on the other CQ, so this is the
+		 * verdict. The protocol still gets the completion. */
+		if (wc[i].status != RDMX__WC_OK && wc[i].status != RDMX__WC_FLUSHED)
+			rdmx__conn_wc_error(c, &wc[i], "a posted send");
+		l->stash[l->stashed++] = wc[i];
 	}
 	__atomic_store_n(&l->stashed, l->stashed, __ATOMIC_RELEASE);
 	return 0;
 }
 
-int rdmx__live_reap(rdmx_conn *c)
-{
-	int rc;
-
-	if (!c->live.scq)
-		return 0;
-	pthread_mutex_lock(&c->live.lock);
-	rc = ka_reap(c);
-	pthread_mutex_unlock(&c->live.lock);
-	return rc;
-}
 
 /* Post a keepalive (locked). Not counted in c->posted: it is not the
  * protocol's traffic. A failed post is tried again next time. */
@@ -205,4 +203,16 @@ int rdmx__live_tick(rdmx_conn *c)
 		ka_post(c, now);
 	pthread_mutex_unlock(&l->lock);
 	return c->state == RDMX__CONN_DOWN ? c->down_rc : 0;
+}
+
+int rdmx__live_reap(rdmx_conn *c)
+{
+	int rc = 0;
+
+	if (c->live.scq) {
+		pthread_mutex_lock(&c->live.lock);
+		rc = ka_reap(c);
+		pthread_mutex_unlock(&c->live.lock);
+	}
+	return c->state == RDMX__CONN_DOWN ? c->down_rc : rc;
 }

@@ -541,7 +541,7 @@ static int on_desc(rdmx_conn *c, const struct rdmx__wc *wc)
 	struct rmsg *m;
 
 	if (wc->status == RDMX__WC_FLUSHED)
-		return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+		return rdmx__conn_flushed(c);
 	if (wc->status != RDMX__WC_OK)
 		return rdmx__conn_wc_error(c, wc, "descriptor receive");
 	if (desc_parse(c, p->dbuf + (size_t)rx * p->dstride, wc->byte_len, &d))

@@ -287,7 +287,7 @@ static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
 	uint32_t idx = (uint32_t)wc->wr_id;
 
 	if (wc->status == RDMX__WC_FLUSHED)
-		return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+		return rdmx__conn_flushed(c);
 	if (wc->status != RDMX__WC_OK)
 		return rdmx__conn_wc_error(c, wc, "receive");
 	p->rstate[idx] = SLOT_HELD;

@@ -455,7 +455,7 @@ static int recv_done(rdmx_conn *c, const struct rdmx__wc *wc)
 	int rc = 0;
 
 	if (wc->status == RDMX__WC_FLUSHED)
-		return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+		return rdmx__conn_flushed(c);
 	if (wc->status != RDMX__WC_OK)
 		return rdmx__conn_wc_error(c, wc, "head update receive");
 	if (wc->op == RDMX__OP_RECV_IMM) {

@@ -127,6 +127,34 @@ static void test_send_waits(void **state)
 	th_pair_close(&p);
 }
 
+/* The link cut while busy: sends are outstanding when the peer goes
+ * silent, and the caller then waits in rdmx_recv(-1). The sends' RETRY
+ * failure, reaped by the keepalive's poll, must bring the connection down
+ * (the keepalive behind them is only flushed). */
+static void test_recv_behind_sends(void **state)
+{
+	struct rdmx_msg m;
+	struct th_pair p;
+	double t0 = th_now_ms();
+	int rc = 0;
+
+	(void)state;
+	open_pair(&p);
+	rdmx__fake_silence(p.server->ep, 1);
+	/* write_atomic's alloc reserves by FETCH_ADD: it finds the peer dead
+	 * itself */
+	for (int i = 0; i < 4 && !rc; i++) {
+		rc = rdmx_msg_alloc(p.client, 64, &m, 1000);
+		m.len = 64;
+		if (!rc)
+			rc = rdmx_send(p.client, &m);
+	}
+	if (!rc)
+		rc = rdmx_recv(p.client, &m, -1);
+	assert_dead(p.client, rc, t0, "recv(-1) behind sends");
+	th_pair_close(&p);
+}
+
 /* rdmx_listener_recv(-1) reports the silent member. */
 static void test_listener_recv(void **state)
 {
@@ -243,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_recv_forever),
 		cmocka_unit_test(test_recv_long_timeout),
 		cmocka_unit_test(test_send_waits),
+		cmocka_unit_test(test_recv_behind_sends),
 		cmocka_unit_test(test_listener_recv),
 #endif
 		cmocka_unit_test(test_idle_live_peer),
