@@ -19,6 +19,7 @@
 #define DEFAULT_SIZES	"8,64,512,4K,32K,256K,1M"
 #define DEFAULT_ITERS	1000
 #define RECV_HEADROOM	4	/* receive depth = RECV_HEADROOM x --outstanding */
+#define DEFAULT_MAX_REGRESS 10	/* --baseline without --max-regress: percent */
 
 static const struct opts_page bench_page = {
 	.name = "rdmx-bench - latency and bandwidth of the rdmx protocols and TCP",
@@ -56,11 +57,25 @@ static const struct opts_page bench_page = {
 		"--json and --csv write every figure, rewritten whole as each group\n"
 		"of tests finishes; --plot writes PNG and SVG charts with gnuplot.\n"
 		"SIGINT or SIGTERM ends the test under way (its row is dropped) and\n"
-		"writes the rows finished before it.",
+		"writes the rows finished before it.\n"
+		"\n"
+		"As a CI gate: --fail-if PROTO:SIZE:METRIC<VALUE (or >, <=, >=) fails\n"
+		"the run when a row of that protocol and size ('*': any) passes the\n"
+		"limit. METRIC is a JSON column: p50, p90, p99, p99_9, min, max, mean,\n"
+		"stdev (round trip; rtt_us.STAT or one_way_us.STAT), in us unless\n"
+		"given ns, ms or s, from the latency rows; msg_rate (or msg_s, with K,\n"
+		"M, G for 1e3, 1e6, 1e9) and gbps from the bandwidth rows. E.g.\n"
+		"send_recv:64:p99>20us or write_simplex:4K:msg_s<50K. --baseline\n"
+		"OLD.json compares each row with the same row (protocol, mode, size,\n"
+		"conns) of an earlier --json file: a round-trip p50 higher, or a\n"
+		"bandwidth message rate lower, by more than --max-regress percent\n"
+		"fails the run. The violations are listed at the end, on stderr. Both\n"
+		"are checked before the first test: a bad expression is a usage error.",
 	.exit_status =
-		"0   every test ran\n"
+		"0   every test ran (and every --fail-if and --baseline limit held)\n"
 		"1   a test or an rdmx call failed (the other protocols still run)\n"
 		"2   usage error\n"
+		"3   a --fail-if or --baseline limit was exceeded\n"
 		"130, 143  stopped by SIGINT, SIGTERM (the finished rows are written)",
 	.examples =
 		"rdmx bench                                   # self-test, send_recv\n"
@@ -68,6 +83,7 @@ static const struct opts_page bench_page = {
 		"rdmx bench --server                          # on host A\n"
 		"rdmx bench -p all --mode bw --threads 4 HOST_A   # on host B\n"
 		"rdmx bench -p tcp,send_recv --duration 2 --plot plots/\n"
+		"rdmx bench --fail-if 'send_recv:64:p99>20us' --baseline main.json\n"
 		"sandbox/run -- rdmx bench -p all --sizes 8..64K",
 };
 
@@ -109,11 +125,52 @@ static int check_roles(const struct bench_cfg *cfg)
 	return CMD_CONTINUE;
 }
 
+static bool has_size(const struct bench_cfg *cfg, uint64_t size)
+{
+	int i;
+
+	for (i = 0; i < cfg->n_sizes; i++)
+		if (cfg->sizes[i] == size)
+			return true;
+	return false;
+}
+
+/* --fail-if and --baseline, before any test: a typo must not cost a run. */
+static int check_gates(struct bench_cfg *cfg)
+{
+	struct bench_gate *g;
+	char err[512];
+	int i;
+
+	for (i = 0; i < cfg->fail_if.n; i++) {
+		g = &cfg->gates[cfg->n_gates++];
+		if (bench_gate_parse(cfg->fail_if.v[i], cfg->protos, cfg->n_protos, g,
+				     err, sizeof(err)))
+			return usage_err("--fail-if '%s': %s", cfg->fail_if.v[i], err);
+		if (g->size && !has_size(cfg, g->size))
+			return usage_err("--fail-if '%s': that size is not in --sizes",
+					 g->text);
+		if (!(cfg->modes & (int)bench_gate_mode(g)))
+			return usage_err("--fail-if '%s': the metric comes from the %s "
+					 "tests, not run with --mode %s", g->text,
+					 bench_gate_mode(g) == BENCH_LAT ? "latency" :
+					 "bandwidth", cfg->mode);
+	}
+	if (cfg->max_regress >= 0 && !cfg->baseline)
+		return usage_err("%s", "--max-regress needs --baseline");
+	if (cfg->baseline && cfg->max_regress < 0)
+		cfg->max_regress = DEFAULT_MAX_REGRESS;
+	if (cfg->baseline &&
+	    bench_baseline_load(cfg->baseline, &cfg->base, err, sizeof(err)))
+		return usage_err("--baseline %s: %s", cfg->baseline, err);
+	return CMD_CONTINUE;
+}
+
 /* Derive the parsed settings; usage errors print and return EXIT_USAGE. */
 static int check_cfg(struct bench_cfg *cfg)
 {
 	char err[600];
-	int i;
+	int i, rc;
 
 	if (cfg->duration_s && cfg->iters)
 		return usage_err("%s", "--iters and --duration exclude each other");
@@ -137,7 +194,13 @@ static int check_cfg(struct bench_cfg *cfg)
 			cfg->max_size = cfg->sizes[i];
 	if (cli_ring_size("bench", cfg->ring_size, cfg->max_size) < 0)
 		return EXIT_USAGE;
-	return check_roles(cfg);
+	rc = check_roles(cfg);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	if (cfg->server && (cfg->fail_if.n || cfg->baseline))
+		return usage_err("%s", "--fail-if and --baseline are for the client "
+				 "or the self-test, not --server");
+	return check_gates(cfg);
 }
 
 static void conn_opts(struct bench_cfg *cfg)
@@ -291,6 +354,24 @@ static int write_outputs(struct run *r)
 	return rc;
 }
 
+/* --fail-if and --baseline over the finished rows; true if one failed. */
+static bool check_limits(const struct bench_cfg *cfg, const struct bench_report *rep)
+{
+	int bad = 0;
+
+	if (!cfg->n_gates && !cfg->baseline)
+		return false;
+	fflush(stdout);
+	bad += bench_gate_check(cfg->gates, cfg->n_gates, rep, stderr);
+	if (cfg->baseline)
+		bad += bench_baseline_check(&cfg->base, (double)cfg->max_regress,
+					    rep, stderr);
+	if (bad)
+		fprintf(stderr, "rdmx bench: %d limit%s exceeded (exit status %d)\n",
+			bad, bad > 1 ? "s" : "", BENCH_GATE_EXIT);
+	return bad > 0;
+}
+
 /* The addresses the self-test listens on, and the device for counters. */
 static int self_test_start(struct run *r)
 {
@@ -336,6 +417,8 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 	else if (!r.self)
 		send_shutdown(&r);
 	rc = write_outputs(&r);
+	if (!bench_stopped() && check_limits(cfg, &r.rep) && rc == EXIT_OK)
+		rc = BENCH_GATE_EXIT;
 	bench_report_free(&r.rep);
 	if (bench_stopped()) {
 		fprintf(stderr, "rdmx bench: stopped by signal %d; the tests finished "
@@ -409,6 +492,13 @@ int cmd_bench(int argc, char **argv)
 		  "serve benchmark clients until one finishes its run" },
 		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
 		  "verbs: RDMA; fake: in-process test double (self-test only)" },
+		{ "fail-if", 0, OPT_LIST, &cfg.fail_if, 0, 0, NULL, "EXPR",
+		  "exit 3 if a row passes a limit: PROTO:SIZE:METRIC<VALUE or >VALUE "
+		  "(repeatable)" },
+		{ "baseline", 0, OPT_STRING, &cfg.baseline, 0, 0, NULL, "FILE",
+		  "exit 3 if a row regressed against the same row of an earlier --json" },
+		{ "max-regress", 0, OPT_INT, &cfg.max_regress, 0, 1000, NULL, "PCT",
+		  "--baseline's tolerance in percent (default: 10)" },
 		{ 0 },
 	};
 	const char *pos[1];
@@ -416,12 +506,14 @@ int cmd_bench(int argc, char **argv)
 
 	rdmx_conn_opts_init(&cfg.copts);
 	cfg.timeout = 10000;
+	cfg.max_regress = -1;
 	rc = cmd_parse(&bench_page, table, argc, argv, pos, 1, &n_pos);
 	if (rc != CMD_CONTINUE)
 		return rc;
 	cfg.addr = n_pos ? pos[0] : NULL;
 	rc = check_cfg(&cfg);
-	if (rc != CMD_CONTINUE)
-		return rc;
-	return run(&cfg);
+	if (rc == CMD_CONTINUE)
+		rc = run(&cfg);
+	bench_baseline_free(&cfg.base);
+	return rc;
 }

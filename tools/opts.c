@@ -172,6 +172,20 @@ static int set_choice(const struct opt *o, const char *val, char *err,
 	return OPTS_ERROR;
 }
 
+static int add_to_list(const struct opt *o, const char *val, char *err,
+		       size_t len)
+{
+	struct opts_list *l = o->dest;
+
+	if (l->n >= OPTS_LIST_MAX) {
+		put(err, len, "--%s: given more than %d times", o->name,
+		    OPTS_LIST_MAX);
+		return OPTS_ERROR;
+	}
+	l->v[l->n++] = val;
+	return OPTS_OK;
+}
+
 static int set_value(const struct opt *o, const char *val, char *err,
 		     size_t len)
 {
@@ -185,6 +199,8 @@ static int set_value(const struct opt *o, const char *val, char *err,
 	case OPT_STRING:
 		*(const char **)o->dest = val;
 		return OPTS_OK;
+	case OPT_LIST:
+		return add_to_list(o, val, err, len);
 	case OPT_FLAG:
 		break;
 	}
@@ -298,7 +314,7 @@ static const char *metavar(const struct opt *o)
 {
 	static const char *const def[] = {
 		[OPT_FLAG] = "", [OPT_INT] = "N", [OPT_SIZE] = "BYTES",
-		[OPT_STRING] = "STR", [OPT_CHOICE] = "NAME",
+		[OPT_STRING] = "STR", [OPT_CHOICE] = "NAME", [OPT_LIST] = "STR",
 	};
 
 	return o->metavar ? o->metavar : def[o->kind];
@@ -338,6 +354,7 @@ static void default_text(const struct opt *o, char *buf, size_t len)
 			put(buf, len, "%s", *(const char *const *)o->dest);
 		break;
 	case OPT_FLAG:
+	case OPT_LIST:
 		break;
 	}
 }

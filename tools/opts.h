@@ -22,6 +22,14 @@ enum opt_kind {
 	OPT_SIZE,	/* uint64_t *: bytes, K/M/G binary suffixes, in [min, max] */
 	OPT_STRING,	/* const char **: any string (points into argv) */
 	OPT_CHOICE,	/* const char **: one of choices[] (points into choices) */
+	OPT_LIST,	/* struct opts_list *: repeatable, each value appended */
+};
+
+/* The values of a repeatable option (OPT_LIST), in the order given. */
+#define OPTS_LIST_MAX 32
+struct opts_list {
+	int n;
+	const char *v[OPTS_LIST_MAX];	/* point into argv */
 };
 
 struct opt {

@@ -2,8 +2,8 @@
 # rdmx bench end to end on the fake fabric (every protocol and tcp on
 # loopback): the JSON parses and has a row per protocol, size and mode with
 # every message counted; the CSV has the same rows; --plot writes every chart
-# (PNG and SVG) without a gnuplot warning; bad input exits 2; SIGINT keeps
-# the finished rows.
+# (PNG and SVG) without a gnuplot warning; bad input exits 2; --fail-if and
+# --baseline exit 3 when a limit is exceeded; SIGINT keeps the finished rows.
 # Usage: bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
@@ -54,6 +54,35 @@ usage "self-test" --server
 usage "threads" --threads 0
 usage "not a power of 2" --ring-size 100000
 usage "ring-size" --ring-size 1K
+# --fail-if and --baseline are checked before any test (usage, exit 2).
+usage "'p98' is not a metric" --fail-if 'send_recv:64:p98>1us'
+usage "'20xs' is not a limit" --fail-if 'send_recv:64:p99>20xs'
+usage "protocol 'tcp'" -p send_recv --fail-if 'tcp:64:p99>1'
+usage "not in --sizes" --sizes 64 --fail-if 'send_recv:128:p99>1'
+usage "bandwidth" --mode lat --fail-if '*:*:msg_s<1'
+usage "cannot open" --baseline "$dir/none.json"
+usage "needs --baseline" --max-regress 5
+
+# The CI gate: a violated --fail-if exits 3 and names the row; a satisfied
+# one exits 0; a baseline with absurd figures is a regression on every row.
+gate() { # expect exit status $1 from bench with the rest of the arguments
+	local want=$1; shift
+	set +e; "$rdmx" bench --fabric fake -p send_recv,tcp --sizes 64 --iters 50 \
+		--warmup 5 "$@" >"$dir/out" 2>"$dir/err"; rc=$?; set -e
+	[ "$rc" -eq "$want" ] || { cat "$dir/err"; fail "bench $*: exit $rc, expected $want"; }
+}
+gate 3 --fail-if 'send_recv:64:p50>1ns' --fail-if 'tcp:*:msg_s<1'
+grep -q "send_recv:64:p50>1ns'.*send_recv 64 lat conns 1: rtt_us.p50 = " "$dir/err" ||
+	{ cat "$dir/err"; fail "--fail-if: the violated row is not named"; }
+grep -q "1 limit exceeded" "$dir/err" || { cat "$dir/err"; fail "--fail-if: no summary"; }
+grep -q '^send_recv' "$dir/out" || fail "--fail-if: the table is missing"
+gate 0 --fail-if 'send_recv:64:p50>1000s' --fail-if '*:*:msg_s<1' --json "$dir/base.json"
+jq '.results[] |= (.msg_rate = 1e15 | .rtt_us.p50 = 1e-6)' "$dir/base.json" >"$dir/fast.json"
+gate 3 --baseline "$dir/fast.json"
+[ "$(grep -c -- '--baseline: .* was ' "$dir/err")" -eq 4 ] ||
+	{ cat "$dir/err"; fail "--baseline: not every row (4) regressed"; }
+jq '.results[] |= (.msg_rate = 1 | .rtt_us.p50 = 1e9)' "$dir/base.json" >"$dir/slow.json"
+gate 0 --baseline "$dir/slow.json" --max-regress 5
 
 # Every ring protocol at 1 MiB: the ring grows to hold it by default (the
 # default 1 MiB ring cannot hold two 1 MiB records).

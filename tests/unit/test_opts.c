@@ -346,6 +346,35 @@ static void test_help_wraps_long_text(void **state)
 	free(h);
 }
 
+/* A repeatable option keeps every value in order, and refuses one too many. */
+static void test_list(void **state)
+{
+	struct fixture *f = *state;
+	struct opts_list l = { 0 };
+	const struct opt t[] = {
+		{ "fail-if", 0, OPT_LIST, &l, 0, 0, NULL, "EXPR", "a limit" },
+		{ 0 },
+	};
+	char *argv[OPTS_LIST_MAX + 3];
+	int i;
+
+	argv[0] = "cmd";
+	argv[1] = "--fail-if=a";
+	argv[2] = "--fail-if";
+	argv[3] = "b";
+	assert_int_equal(opts_parse(t, 4, argv, f->pos, 2, &f->n_pos, f->err,
+				    sizeof(f->err)), OPTS_OK);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.v[0], "a");
+	assert_string_equal(l.v[1], "b");
+	for (i = 1; i <= OPTS_LIST_MAX + 1; i++)
+		argv[i] = "--fail-if=x";
+	l.n = 0;
+	assert_int_equal(opts_parse(t, OPTS_LIST_MAX + 2, argv, f->pos, 2, &f->n_pos,
+				    f->err, sizeof(f->err)), OPTS_ERROR);
+	expect_error(f, "given more than");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -354,7 +383,7 @@ int main(void)
 		T(test_sizes), T(test_size_errors), T(test_int_errors),
 		T(test_choice_errors), T(test_unknown_and_missing), T(test_help),
 		T(test_positional), T(test_no_positional), T(test_help_generation),
-		T(test_help_page), T(test_help_wraps_long_text),
+		T(test_help_page), T(test_help_wraps_long_text), T(test_list),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
