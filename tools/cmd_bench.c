@@ -85,6 +85,7 @@ static const struct opts_page bench_page = {
 		"rdmx bench -p tcp,send_recv --duration 2 --plot plots/\n"
 		"rdmx bench --fail-if 'send_recv:64:p99>20us' --baseline main.json\n"
 		"sandbox/run -- rdmx bench -p all --sizes 8..64K",
+	.see_also = "rdmx(1), rdmx-devices(1), rdmx-pingpong(1)",
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };

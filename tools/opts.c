@@ -217,7 +217,7 @@ static int parse_long(const struct opt *t, int argc, char **argv, int *i,
 	const struct opt *o = find_long(t, name, n);
 
 	if (!o && n == 4 && !strncmp(name, "help", 4))
-		return OPTS_HELP;
+		return eq && !strcmp(eq, "=man") ? OPTS_MAN : OPTS_HELP;
 	if (!o) {
 		put(err, len, "unknown option '--%.*s'", (int)n, name);
 		return OPTS_ERROR;
@@ -359,11 +359,9 @@ static void default_text(const struct opt *o, char *buf, size_t len)
 	}
 }
 
-static void help_text(const struct opt *o, char *buf, size_t len)
+void opts_help_text(const struct opt *o, char *buf, size_t len)
 {
-	char tmp[256];
-
-	char def[64];
+	char tmp[256], def[64];
 
 	put(buf, len, "%s", o->help ? o->help : "");
 	default_text(o, def, sizeof(def));
@@ -430,7 +428,7 @@ void opts_print_help(const struct opt *table, FILE *f)
 	}
 	for (o = table; o->name; o++) {
 		left_column(o, left, sizeof(left));
-		help_text(o, text, sizeof(text));
+		opts_help_text(o, text, sizeof(text));
 		print_entry(f, left, text, col);
 	}
 	left_column(&help, left, sizeof(left));
@@ -462,9 +460,11 @@ void opts_print_page(const struct opts_page *page, const struct opt *table,
 	print_section(f, "NAME", page->name);
 	print_section(f, "SYNOPSIS", page->synopsis);
 	print_section(f, "DESCRIPTION", page->description);
+	print_section(f, "COMMANDS", page->commands);
 	fputs("OPTIONS\n", f);
 	opts_print_help(table, f);
 	fputc('\n', f);
 	print_section(f, "EXIT STATUS", page->exit_status);
 	print_section(f, "EXAMPLES", page->examples);
+	print_section(f, "SEE ALSO", page->see_also);
 }

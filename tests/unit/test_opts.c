@@ -375,6 +375,51 @@ static void test_list(void **state)
 	expect_error(f, "given more than");
 }
 
+/* The man page has every option of the table, with its placeholder and its
+ * help as --help shows it, and escapes what roff would take as requests. */
+static void test_man_page(void **state)
+{
+	struct fixture *f = *state;
+	const struct opts_page page = {
+		.name = "rdmx-x - a test", .synopsis = "rdmx x [OPTIONS]",
+		.description = "first line\n.not a request\n\nback\\slash",
+		.exit_status = "0   fine", .see_also = "rdmx(1)",
+	};
+	const struct opt *o;
+	char *man = NULL, want[256], help[640];
+	size_t len = 0;
+	FILE *m = open_memstream(&man, &len);
+
+	assert_non_null(m);
+	opts_print_man(&page, f->table, "9.9", m);
+	fclose(m);
+	assert_non_null(strstr(man, ".TH RDMX-X 1 \"\" \"rdmx 9.9\""));
+	assert_non_null(strstr(man, "rdmx\\-x \\- a test"));
+	assert_non_null(strstr(man, "\n\\&.not a request\n.PP\nback\\eslash\n"));
+	for (o = f->table; o->name; o++) {
+		snprintf(want, sizeof(want), "\\fB\\-\\-%s\\fR%s", o->name,
+			 o->kind == OPT_FLAG ? "\n" : "=\\fI");
+		if (!strstr(man, want))
+			fail_msg("the man page lacks '%s':\n%s", want, man);
+		opts_help_text(o, help, sizeof(help));
+		if (!strstr(man, help))
+			fail_msg("the man page lacks the help '%s'", help);
+	}
+	assert_non_null(strstr(man, "\\fB\\-h\\fR, \\fB\\-\\-help\\fR\n"));
+	assert_non_null(strstr(man, ".SH EXIT STATUS\n.nf\n0   fine\n.fi\n"));
+	assert_non_null(strstr(man, ".SH SEE ALSO\nrdmx(1)\n"));
+	free(man);
+}
+
+/* --help=man asks for the man page. */
+static void test_help_man(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--help=man", NULL), OPTS_MAN);
+	assert_int_equal(parse(f, "cmd", "--help", NULL), OPTS_HELP);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -384,6 +429,7 @@ int main(void)
 		T(test_choice_errors), T(test_unknown_and_missing), T(test_help),
 		T(test_positional), T(test_no_positional), T(test_help_generation),
 		T(test_help_page), T(test_help_wraps_long_text), T(test_list),
+		T(test_man_page), T(test_help_man),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
