@@ -16,6 +16,9 @@ struct bench_cfg {
 	struct opts_list fail_if;		/* --fail-if, repeatable */
 	const char *baseline;
 	long long max_regress;
+	const char *progress;			/* never, auto, always */
+	int argc;				/* the command line, for the JSON */
+	char **argv;
 	/* derived */
 	int modes;				/* BENCH_LAT | BENCH_BW */
 	int n_sizes, n_protos;
@@ -27,6 +30,7 @@ struct bench_cfg {
 	int n_gates;
 	struct bench_gate gates[OPTS_LIST_MAX];
 	struct bench_baseline base;		/* --baseline's rows */
+	enum bench_progress_mode progress_mode;
 };
 
 /* Where a group dials. */

@@ -143,10 +143,13 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A finite number (JSON has no inf or nan). */
+/* A number; JSON has no inf or nan, so those are null (not a fake 0). */
 static void json_num(FILE *f, double v)
 {
-	fprintf(f, "%.9g", isfinite(v) ? v : 0.0);
+	if (isfinite(v))
+		fprintf(f, "%.9g", v);
+	else
+		fputs("null", f);
 }
 
 static void json_key(FILE *f, const char *k, bool first)
@@ -269,6 +272,15 @@ int bench_write_json(const struct bench_report *r, FILE *f)
 	json_kv_str(f, "fabric", r->fabric, false);
 	json_kv_str(f, "peer", r->peer, false);
 	json_kv_num(f, "outstanding", r->outstanding, false);
+	fputs(",\n  ", f);
+	json_kv_str(f, "rdmx_version", r->version, true);
+	json_kv_str(f, "command_line", r->cmdline, false);
+	json_kv_str(f, "host", r->host, false);
+	json_kv_str(f, "kernel", r->kernel, false);
+	if (r->config_json) {
+		json_key(f, "config", false);
+		fputs(r->config_json, f);
+	}
 	fputs(",\n  \"results\": [\n", f);
 	for (i = 0; i < r->n_results; i++) {
 		json_result(r, &r->results[i], f);
@@ -333,6 +345,10 @@ int bench_write_file(const char *path, const struct bench_report *r,
 	int rc = -ENAMETOOLONG;
 	FILE *f;
 
+	if (!strcmp(path, "-")) { /* stdout: written once, at the end */
+		rc = fn(r, stdout);
+		return fflush(stdout) ? -errno : rc;
+	}
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		goto fail;
 	f = fopen(tmp, "w");

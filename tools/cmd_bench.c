@@ -7,12 +7,15 @@
  *   neither           self-test: the server on threads of this process
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "bench_client.h"
+#include "bench_pre.h"
 #include "bench_server.h"
 #include "cmds.h"
 
@@ -90,6 +93,7 @@ static const struct opts_page bench_page = {
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
 static const char *const modes[] = { "lat", "bw", "both", NULL };
+static const char *const progress_modes[] = { "auto", "always", "never", NULL };
 
 static int __attribute__((format(printf, 1, 2))) usage_err(const char *fmt, ...)
 {
@@ -167,6 +171,47 @@ static int check_gates(struct bench_cfg *cfg)
 	return CMD_CONTINUE;
 }
 
+static const char *human(uint64_t v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.1f GiB", (double)v / (1ull << 30));
+	return buf;
+}
+
+/* Outputs, gnuplot and memory, before any test (a long run must not fail
+ * at its end on something knowable at its start). */
+static int check_preflight(struct bench_cfg *cfg)
+{
+	struct bench_mem m = {
+		.max_msg = cfg->max_size,
+		.ring_size = (uint64_t)cli_ring_size("bench", cfg->ring_size, cfg->max_size),
+		.send_depth = (uint64_t)cfg->outstanding,
+		.recv_depth = (uint64_t)cfg->outstanding * RECV_HEADROOM,
+		.conns = (uint64_t)cfg->threads, .self_test = !cfg->server && !cfg->addr,
+	};
+	uint64_t need = bench_mem_estimate(&m), avail = bench_mem_available();
+	char err[PATH_MAX + 128], a[32], b[32];
+
+	if (cfg->json && cfg->csv && !strcmp(cfg->json, "-") && !strcmp(cfg->csv, "-"))
+		return usage_err("%s", "--json - and --csv -: only one can go to stdout");
+	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
+		return usage_err("%s", err);
+	if (avail && need > avail)
+		return usage_err("the message buffers need about %s (%s side%s x %llu "
+				 "connection%s x (%llu slots x %s + the ring)), more than "
+				 "the %s available: lower --sizes, --outstanding or "
+				 "--threads", human(need, a, sizeof(a)),
+				 m.self_test ? "2" : "1", m.self_test ? "s" : "",
+				 cfg->threads, cfg->threads > 1 ? "s" : "",
+				 (unsigned long long)(m.send_depth + m.recv_depth),
+				 opts_format_size(m.max_msg, b, sizeof(b)),
+				 human(avail, err, sizeof(err)));
+	if (need >= (256ull << 20))
+		fprintf(stderr, "rdmx bench: the message buffers need about %s "
+			"(%s available)\n", human(need, a, sizeof(a)),
+			avail ? human(avail, b, sizeof(b)) : "unknown");
+	return CMD_CONTINUE;
+}
+
 /* Derive the parsed settings; usage errors print and return EXIT_USAGE. */
 static int check_cfg(struct bench_cfg *cfg)
 {
@@ -201,7 +246,13 @@ static int check_cfg(struct bench_cfg *cfg)
 	if (cfg->server && (cfg->fail_if.n || cfg->baseline))
 		return usage_err("%s", "--fail-if and --baseline are for the client "
 				 "or the self-test, not --server");
-	return check_gates(cfg);
+	cfg->progress_mode = !strcmp(cfg->progress, "never") ? BENCH_PROGRESS_NEVER :
+			     !strcmp(cfg->progress, "always") ? BENCH_PROGRESS_ALWAYS :
+			     BENCH_PROGRESS_AUTO;
+	rc = check_gates(cfg);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	return check_preflight(cfg);
 }
 
 static void conn_opts(struct bench_cfg *cfg)
@@ -263,6 +314,7 @@ struct run {
 	struct bench_server *self;	/* the self-test's server */
 	struct bench_target target;
 	char local[64], device[64], stamp[32];
+	char cmdline[2048], config[4096], host[128], kernel[256];
 	struct bench_report rep;
 	int failures;
 };
@@ -274,15 +326,18 @@ static void target_for(struct run *r, const char *proto, struct bench_target *t)
 			    bench_proto_port((uint16_t)r->cfg->port, proto);
 }
 
-/* --json and --csv with the rows so far (each file replaced whole). */
-static int save_files(struct run *r)
+/* --json and --csv with the rows so far (each file replaced whole); stdout
+ * ("-") only once, when @final. */
+static int save_files(struct run *r, bool final)
 {
 	const struct bench_cfg *cfg = r->cfg;
 	int rc = 0;
 
-	if (cfg->json && bench_write_file(cfg->json, &r->rep, bench_write_json))
+	if (cfg->json && (final || strcmp(cfg->json, "-")) &&
+	    bench_write_file(cfg->json, &r->rep, bench_write_json))
 		rc = EXIT_FAIL;
-	if (cfg->csv && bench_write_file(cfg->csv, &r->rep, bench_write_csv))
+	if (cfg->csv && (final || strcmp(cfg->csv, "-")) &&
+	    bench_write_file(cfg->csv, &r->rep, bench_write_csv))
 		rc = EXIT_FAIL;
 	return rc;
 }
@@ -308,7 +363,7 @@ static void run_protocol(struct run *r, int pi)
 	for (i = 0; i < n; i++) {
 		e.msg[0] = '\0';
 		rc = bench_run_group(r->ctx, r->cfg, proto, &t, sweep[i], &r->rep, &e);
-		save_files(r); /* what is measured survives a crash or a signal */
+		save_files(r, false); /* what is measured survives a crash or a signal */
 		if (!rc)
 			continue;
 		if (bench_stopped())
@@ -346,9 +401,13 @@ static int write_outputs(struct run *r)
 	const struct bench_cfg *cfg = r->cfg;
 	int rc;
 
-	bench_print_table(&r->rep, stdout);
-	bench_print_counters(&r->rep, stdout);
-	rc = save_files(r);
+	/* the table goes to stderr when stdout carries --json - or --csv - */
+	FILE *out = (cfg->json && !strcmp(cfg->json, "-")) ||
+		    (cfg->csv && !strcmp(cfg->csv, "-")) ? stderr : stdout;
+
+	bench_print_table(&r->rep, out);
+	bench_print_counters(&r->rep, out);
+	rc = save_files(r, true);
 	if (cfg->plot && bench_plot(&r->rep, cfg->plot))
 		rc = EXIT_FAIL;
 	fflush(stdout);
@@ -393,6 +452,59 @@ static int self_test_start(struct run *r)
 	return EXIT_OK;
 }
 
+/* The command line as one string (for the JSON; not shell-quoted). */
+static void join_args(const struct bench_cfg *cfg, char *buf, size_t len)
+{
+	int i;
+
+	snprintf(buf, len, "rdmx");
+	for (i = 0; i < cfg->argc; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), " %s", cfg->argv[i]);
+}
+
+/* The effective settings as a JSON object (names are identifiers). */
+static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
+{
+	size_t n;
+	int i;
+
+	snprintf(buf, len, "{\"protocols\": [");
+	for (i = 0; i < cfg->n_protos; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\"", i ? ", " : "",
+			 cfg->protos[i]);
+	snprintf(buf + strlen(buf), len - strlen(buf), "], \"sizes\": [");
+	for (i = 0; i < cfg->n_sizes; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%llu", i ? ", " : "",
+			 (unsigned long long)cfg->sizes[i]);
+	n = strlen(buf);
+	snprintf(buf + n, len - n, "], \"mode\": \"%s\", \"iters\": %lld, "
+		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
+		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
+		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "
+		 "\"port\": %lld}", cfg->mode, cfg->iters,
+		 (double)cfg->duration_ns / 1e9, cfg->warmup, cfg->outstanding,
+		 cfg->threads, cfg->copts.max_msg_size, cfg->copts.ring_size,
+		 cfg->copts.send_depth, cfg->copts.recv_depth, cfg->timeout, cfg->port);
+}
+
+static void provenance(struct run *r)
+{
+	struct utsname u;
+
+	join_args(r->cfg, r->cmdline, sizeof(r->cmdline));
+	config_json(r->cfg, r->config, sizeof(r->config));
+	if (uname(&u))
+		memset(&u, 0, sizeof(u));
+	snprintf(r->host, sizeof(r->host), "%s", u.nodename);
+	snprintf(r->kernel, sizeof(r->kernel), "%s %s %s", u.sysname, u.release,
+		 u.machine);
+	r->rep.version = RDMX_VERSION_STRING;
+	r->rep.cmdline = r->cmdline;
+	r->rep.config_json = r->config;
+	r->rep.host = r->host;
+	r->rep.kernel = r->kernel;
+}
+
 static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 {
 	struct run r = { .cfg = cfg, .ctx = ctx };
@@ -410,6 +522,7 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 		.peer = cfg->addr ? cfg->addr : "self-test",
 		.outstanding = (int)cfg->outstanding, .n_protos = cfg->n_protos,
 	};
+	provenance(&r);
 	bench_catch_stop();
 	for (i = 0; i < cfg->n_protos && !bench_stopped(); i++)
 		run_protocol(&r, i);
@@ -454,7 +567,7 @@ int cmd_bench(int argc, char **argv)
 	struct bench_cfg cfg = { .mode = "both", .sizes_s = DEFAULT_SIZES,
 				 .warmup = 100, .outstanding = 16, .threads = 1,
 				 .port = RDMX_DEFAULT_PORT, .gid_index = -1,
-				 .fabric = "verbs" };
+				 .fabric = "verbs", .progress = "auto" };
 	const struct opt table[] = {
 		{ "protocol", 'p', OPT_STRING, &cfg.protocol, 0, 0, NULL, "NAME",
 		  "protocol, 'tcp', 'all' (every protocol and tcp) or a comma list "
@@ -476,9 +589,12 @@ int cmd_bench(int argc, char **argv)
 		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",
 		  "connections, one thread each: runs 1, 2, 4, ... T" },
 		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
-		  "write every figure as JSON" },
+		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
 		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
-		  "write every figure as CSV" },
+		  "write every figure as CSV ('-': stdout)" },
+		{ "progress", 0, OPT_CHOICE, &cfg.progress, 0, 0, progress_modes, "WHEN",
+		  "the progress line on stderr for tests over a second (auto: on a "
+		  "terminal)" },
 		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
 		  "write PNG and SVG charts (gnuplot) into DIR" },
 		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
@@ -508,6 +624,8 @@ int cmd_bench(int argc, char **argv)
 	rdmx_conn_opts_init(&cfg.copts);
 	cfg.timeout = 10000;
 	cfg.max_regress = -1;
+	cfg.argc = argc;
+	cfg.argv = argv;
 	rc = cmd_parse(&bench_page, table, argc, argv, pos, 1, &n_pos);
 	if (rc != CMD_CONTINUE)
 		return rc;

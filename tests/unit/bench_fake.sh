@@ -63,6 +63,36 @@ usage "bandwidth" --mode lat --fail-if '*:*:msg_s<1'
 usage "cannot open" --baseline "$dir/none.json"
 usage "needs --baseline" --max-regress 5
 
+# Checked before the first test: output paths, the plot directory, gnuplot,
+# the memory the sizes need.
+usage "same file" --json "$dir/same" --csv "$dir/same"
+usage "cannot write in $dir/nodir" --json "$dir/nodir/x.json"
+usage "is a directory" --csv "$dir"
+touch "$dir/afile"
+usage "not a directory" --plot "$dir/afile"
+usage "only one can go to stdout" --json - --csv -
+usage "GiB" --sizes 1G
+set +e; PATH=/nonexistent "$rdmx" bench --fabric fake --plot "$dir/p2" >"$dir/out" 2>"$dir/err"
+rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q "gnuplot-nox" "$dir/err" && [ ! -s "$dir/out" ] ||
+	{ cat "$dir/err"; fail "no gnuplot: exit $rc, expected 2 naming gnuplot-nox before any test"; }
+# --json - : the document alone on stdout (the table on stderr), with the
+# provenance and the effective configuration.
+"$rdmx" bench --fabric fake -p send_recv --sizes 64 --iters 20 --warmup 2 --json - \
+	>"$dir/stdout.json" 2>"$dir/err" || { cat "$dir/err"; fail "--json -"; }
+jq -e '(.results | length) == 2 and .rdmx_version != "" and .host != "" and
+	(.kernel | startswith("Linux")) and (.command_line | endswith("--json -")) and
+	.config.iters == 20 and .config.sizes == [64] and .config.send_depth == 16' \
+	"$dir/stdout.json" >/dev/null || { cat "$dir/stdout.json"; fail "--json -: not the document"; }
+grep -q '^send_recv' "$dir/err" || fail "--json -: the table is not on stderr"
+# --progress always draws the line even off a terminal; auto does not.
+for p in always auto; do
+	"$rdmx" bench --fabric fake -p send_recv --sizes 64 --mode lat --duration 1.6 \
+		--warmup 1 --progress $p >/dev/null 2>"$dir/prog.$p"
+done
+grep -q 'messages' "$dir/prog.always" || fail "--progress always: no progress line"
+! grep -q 'messages' "$dir/prog.auto" || fail "--progress auto: a progress line off a terminal"
+
 # The CI gate: a violated --fail-if exits 3 and names the row; a satisfied
 # one exits 0; a baseline with absurd figures is a regression on every row.
 gate() { # expect exit status $1 from bench with the rest of the arguments
