@@ -109,6 +109,8 @@ struct bench_report {
 	const char *timestamp, *device, *fabric, *peer;
 	const char *version, *cmdline, *host, *kernel;	/* provenance */
 	const char *config_json;	/* the effective settings, a JSON object */
+	bool one_way;			/* table: one-way latency (rtt / 2) */
+	bool mbs;			/* table: MB/s (1e6 bytes) instead of Gb/s */
 	int outstanding;
 	int n_results;
 	struct bench_result *results;

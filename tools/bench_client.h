@@ -17,6 +17,9 @@ struct bench_cfg {
 	const char *baseline;
 	long long max_regress;
 	const char *progress;			/* never, auto, always */
+	const char *latency, *rate;		/* the table's headline columns */
+	bool all_sizes;				/* -a */
+	bool perftest_f, report_gbits, out_json; /* perftest spellings */
 	int argc;				/* the command line, for the JSON */
 	char **argv;
 	/* derived */

@@ -73,7 +73,17 @@ static const struct opts_page bench_page = {
 		"conns) of an earlier --json file: a round-trip p50 higher, or a\n"
 		"bandwidth message rate lower, by more than --max-regress percent\n"
 		"fails the run. The violations are listed at the end, on stderr. Both\n"
-		"are checked before the first test: a bad expression is a usage error.",
+		"are checked before the first test: a bad expression is a usage error.\n"
+		"\n"
+		"perftest spellings are understood: -a (every size from 2 to 8M,\n"
+		"same as --all-sizes), -x N (GID index, --gid-index), -q N\n"
+		"(connections, --threads; rdmx runs 1, 2, 4, ... N of them),\n"
+		"--report_gbits (--rate gbps, the default), --out_json (--json -),\n"
+		"--out_json_file FILE (--json FILE) and -F (ignored, with a note: rdmx\n"
+		"times with CLOCK_MONOTONIC, not CPU cycles). Where a letter means\n"
+		"something else in rdmx, a perftest value is refused or noted with\n"
+		"the rdmx spelling: -p is --protocol (perftest's port: --port), -t\n"
+		"is --timeout in ms (perftest's send depth: --outstanding, -k).",
 	.exit_status =
 		"0   every test ran (and every --fail-if and --baseline limit held)\n"
 		"1   a test or an rdmx call failed (the other protocols still run)\n"
@@ -94,6 +104,9 @@ static const struct opts_page bench_page = {
 static const char *const fabrics[] = { "verbs", "fake", NULL };
 static const char *const modes[] = { "lat", "bw", "both", NULL };
 static const char *const progress_modes[] = { "auto", "always", "never", NULL };
+static const char *const lat_columns[] = { "rtt", "one-way", NULL };
+static const char *const rate_columns[] = { "gbps", "mbs", NULL };
+#define ALL_SIZES	"2..8M"	/* -a, as perftest's */
 
 static int __attribute__((format(printf, 1, 2))) usage_err(const char *fmt, ...)
 {
@@ -212,12 +225,46 @@ static int check_preflight(struct bench_cfg *cfg)
 	return CMD_CONTINUE;
 }
 
+static bool all_digits(const char *s)
+{
+	return *s && strspn(s, "0123456789") == strlen(s);
+}
+
+/* perftest spellings: map them, refuse or note where rdmx means otherwise. */
+static int check_perftest(struct bench_cfg *cfg)
+{
+	if (cfg->all_sizes && cfg->sizes_s)
+		return usage_err("%s", "-a (--all-sizes) and --sizes exclude each other");
+	if (cfg->all_sizes)
+		cfg->sizes_s = ALL_SIZES;
+	if (!cfg->sizes_s)
+		cfg->sizes_s = DEFAULT_SIZES;
+	if (cfg->protocol && all_digits(cfg->protocol))
+		return usage_err("-p %s: -p is --protocol in rdmx (a protocol name); "
+				 "perftest's -p (the port) is --port", cfg->protocol);
+	if (cfg->timeout < 1000)
+		fprintf(stderr, "rdmx bench: note: -t/--timeout is %lld ms; perftest's "
+			"-t (send queue depth) is --outstanding (-k)\n", cfg->timeout);
+	if (cfg->perftest_f)
+		fprintf(stderr, "rdmx bench: note: -F ignored: rdmx times with "
+			"CLOCK_MONOTONIC, not CPU cycles, so the CPU frequency "
+			"does not matter\n");
+	if (cfg->report_gbits)
+		cfg->rate = "gbps";
+	if (cfg->out_json && !cfg->json)
+		cfg->json = "-";
+	return CMD_CONTINUE;
+}
+
 /* Derive the parsed settings; usage errors print and return EXIT_USAGE. */
 static int check_cfg(struct bench_cfg *cfg)
 {
 	char err[600];
 	int i, rc;
 
+	rc = check_perftest(cfg);
+	if (rc != CMD_CONTINUE)
+		return rc;
 	if (cfg->duration_s && cfg->iters)
 		return usage_err("%s", "--iters and --duration exclude each other");
 	if (cfg->duration_s && bench_parse_duration(cfg->duration_s, &cfg->duration_ns))
@@ -522,6 +569,8 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 		.peer = cfg->addr ? cfg->addr : "self-test",
 		.outstanding = (int)cfg->outstanding, .n_protos = cfg->n_protos,
 	};
+	r.rep.one_way = !strcmp(cfg->latency, "one-way");
+	r.rep.mbs = !strcmp(cfg->rate, "mbs");
 	provenance(&r);
 	bench_catch_stop();
 	for (i = 0; i < cfg->n_protos && !bench_stopped(); i++)
@@ -564,7 +613,7 @@ static int run(struct bench_cfg *cfg)
 
 int cmd_bench(int argc, char **argv)
 {
-	struct bench_cfg cfg = { .mode = "both", .sizes_s = DEFAULT_SIZES,
+	struct bench_cfg cfg = { .mode = "both", .latency = "rtt", .rate = "gbps",
 				 .warmup = 100, .outstanding = 16, .threads = 1,
 				 .port = RDMX_DEFAULT_PORT, .gid_index = -1,
 				 .fabric = "verbs", .progress = "auto" };
@@ -575,7 +624,10 @@ int cmd_bench(int argc, char **argv)
 		{ "mode", 'm', OPT_CHOICE, &cfg.mode, 0, 0, modes, "MODE",
 		  "latency, bandwidth or both" },
 		{ "sizes", 's', OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST",
-		  "message sizes: 64,4K,1M and ranges 8..1M (powers of 2)" },
+		  "message sizes: 64,4K,1M and ranges 8..1M (powers of 2; default: "
+		  DEFAULT_SIZES ")" },
+		{ "all-sizes", 'a', OPT_FLAG, &cfg.all_sizes, 0, 0, NULL, NULL,
+		  "every power of 2 from 2 to 8M, as perftest's -a" },
 		{ "iters", 'n', OPT_INT, &cfg.iters, 1, 1000000000, NULL, "N",
 		  "timed messages per test and connection (default: 1000)" },
 		{ "duration", 'D', OPT_STRING, &cfg.duration_s, 0, 0, NULL, "SEC",
@@ -592,6 +644,10 @@ int cmd_bench(int argc, char **argv)
 		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
 		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
 		  "write every figure as CSV ('-': stdout)" },
+		{ "latency", 0, OPT_CHOICE, &cfg.latency, 0, 0, lat_columns, "WHICH",
+		  "the latency table's columns: round trip, or one-way (half of it)" },
+		{ "rate", 0, OPT_CHOICE, &cfg.rate, 0, 0, rate_columns, "UNIT",
+		  "the bandwidth table's throughput: Gb/s (1e9 bits) or MB/s (1e6 bytes)" },
 		{ "progress", 0, OPT_CHOICE, &cfg.progress, 0, 0, progress_modes, "WHEN",
 		  "the progress line on stderr for tests over a second (auto: on a "
 		  "terminal)" },
@@ -609,6 +665,13 @@ int cmd_bench(int argc, char **argv)
 		  "serve benchmark clients until one finishes its run" },
 		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
 		  "verbs: RDMA; fake: in-process test double (self-test only)" },
+		/* perftest spellings (hidden; see the description) */
+		{ "gid", 'x', OPT_INT, &cfg.gid_index, 0, 65535, NULL, "N", NULL },
+		{ "qp", 'q', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "N", NULL },
+		{ "cpu-freq-f", 'F', OPT_FLAG, &cfg.perftest_f, 0, 0, NULL, NULL, NULL },
+		{ "report_gbits", 0, OPT_FLAG, &cfg.report_gbits, 0, 0, NULL, NULL, NULL },
+		{ "out_json", 0, OPT_FLAG, &cfg.out_json, 0, 0, NULL, NULL, NULL },
+		{ "out_json_file", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE", NULL },
 		{ "fail-if", 0, OPT_LIST, &cfg.fail_if, 0, 0, NULL, "EXPR",
 		  "exit 3 if a row passes a limit: PROTO:SIZE:METRIC<VALUE or >VALUE "
 		  "(repeatable)" },

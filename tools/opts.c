@@ -208,6 +208,58 @@ static int set_value(const struct opt *o, const char *val, char *err,
 	return OPTS_ERROR;
 }
 
+
+/* Edit distance (insertions, deletions, substitutions) of two short names;
+ * names longer than 63 characters are only compared in their first 63. */
+static size_t edit_distance(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b), row[64], i, j, diag, up;
+
+	na = na < 63 ? na : 63;
+	nb = nb < 63 ? nb : 63;
+	for (j = 0; j <= nb; j++)
+		row[j] = j;
+	for (i = 1; i <= na; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= nb; j++) {
+			up = row[j];
+			row[j] = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < row[j])
+				row[j] = up + 1;
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			diag = up;
+		}
+	}
+	return row[nb];
+}
+
+/* "unknown option '--sizs'; did you mean '--sizes'?" (close names only; a
+ * '_' is taken as '-', the perftest habit). */
+static void unknown_long(const struct opt *t, const char *name, size_t n,
+			 char *err, size_t len)
+{
+	const struct opt *best = NULL;
+	size_t d, best_d = SIZE_MAX, i;
+	char norm[64];
+
+	for (i = 0; i < n && i < sizeof(norm) - 1; i++)
+		norm[i] = name[i] == '_' ? '-' : name[i];
+	for (; t->name; t++) {
+		d = edit_distance(norm, i, t->name);
+		if (t->help && d < best_d) {
+			best = t;
+			best_d = d;
+		}
+	}
+	if (best && best_d <= (n < 5 ? 1 : 2))
+		put(err, len, "unknown option '--%.*s'; did you mean '--%s'?", (int)n,
+		    name, best->name);
+	else
+		put(err, len, "unknown option '--%.*s'", (int)n, name);
+}
+
 /* --name, --name=value or --name value; advances *i past a separate value. */
 static int parse_long(const struct opt *t, int argc, char **argv, int *i,
 		      char *err, size_t len)
@@ -219,7 +271,7 @@ static int parse_long(const struct opt *t, int argc, char **argv, int *i,
 	if (!o && n == 4 && !strncmp(name, "help", 4))
 		return eq && !strcmp(eq, "=man") ? OPTS_MAN : OPTS_HELP;
 	if (!o) {
-		put(err, len, "unknown option '--%.*s'", (int)n, name);
+		unknown_long(t, name, n, err, len);
 		return OPTS_ERROR;
 	}
 	if (o->kind == OPT_FLAG) {
@@ -422,11 +474,15 @@ void opts_print_help(const struct opt *table, FILE *f)
 	int col = HELP_INDENT + (int)strlen("-h, --help") + 2;
 
 	for (o = table; o->name; o++) {
+		if (!o->help)
+			continue;
 		left_column(o, left, sizeof(left));
 		if ((int)strlen(left) + 2 > col && (int)strlen(left) + 2 <= HELP_MAX_LEFT)
 			col = (int)strlen(left) + 2;
 	}
 	for (o = table; o->name; o++) {
+		if (!o->help)
+			continue;
 		left_column(o, left, sizeof(left));
 		opts_help_text(o, text, sizeof(text));
 		print_entry(f, left, text, col);

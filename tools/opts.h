@@ -40,7 +40,9 @@ struct opt {
 	long long min, max;		/* OPT_INT and OPT_SIZE (size: both >= 0) */
 	const char *const *choices;	/* OPT_CHOICE: NULL-terminated list */
 	const char *metavar;		/* value placeholder in help, e.g. "BYTES" */
-	const char *help;		/* one sentence, no trailing period needed */
+	const char *help;		/* one sentence, no trailing period needed;
+					 * NULL: a hidden alias (e.g. a perftest
+					 * spelling), left out of help and man */
 };
 
 /* opts_parse() results. */
@@ -56,7 +58,8 @@ enum {
  * @argv[0] is skipped (the command name). Options and positional arguments
  * may be mixed; "--" ends the options. Positional arguments are stored in
  * @pos (at most @max_pos of them) and counted in *@n_pos.
- * Returns OPTS_OK, OPTS_HELP or OPTS_ERROR with a one-line message in @err.
+ * Returns OPTS_OK, OPTS_HELP or OPTS_ERROR with a one-line message in @err;
+ * an unknown long option gets the closest known name ("did you mean").
  */
 int opts_parse(const struct opt *table, int argc, char **argv,
 	       const char **pos, int max_pos, int *n_pos,

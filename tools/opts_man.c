@@ -134,7 +134,8 @@ void opts_print_man(const struct opts_page *page, const struct opt *table,
 	roff_lines(f, "COMMANDS", page->commands);
 	fputs(".SH OPTIONS\n", f);
 	for (o = table; o->name; o++)
-		roff_option(f, o, man_metavar(o));
+		if (o->help)
+			roff_option(f, o, man_metavar(o));
 	roff_option(f, &help, "");
 	roff_lines(f, "EXIT STATUS", page->exit_status);
 	roff_lines(f, "EXAMPLES", page->examples);

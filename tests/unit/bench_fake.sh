@@ -71,7 +71,7 @@ usage "is a directory" --csv "$dir"
 touch "$dir/afile"
 usage "not a directory" --plot "$dir/afile"
 usage "only one can go to stdout" --json - --csv -
-usage "GiB" --sizes 1G
+usage "GiB" --sizes 1G --outstanding 4096 --threads 64
 set +e; PATH=/nonexistent "$rdmx" bench --fabric fake --plot "$dir/p2" >"$dir/out" 2>"$dir/err"
 rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "gnuplot-nox" "$dir/err" && [ ! -s "$dir/out" ] ||
@@ -92,6 +92,31 @@ for p in always auto; do
 done
 grep -q 'messages' "$dir/prog.always" || fail "--progress always: no progress line"
 ! grep -q 'messages' "$dir/prog.auto" || fail "--progress auto: a progress line off a terminal"
+
+# perftest habits: the spellings map to rdmx's, a clashing letter is refused
+# or noted with the rdmx spelling, an unknown option gets "did you mean".
+usage "did you mean '--sizes'" --sizs 64
+usage "did you mean '--warmup'" --warmpu 5
+usage "perftest's -p (the port) is --port" -p 18515
+usage "exclude each other" -a --sizes 64
+"$rdmx" bench --fabric fake -p tcp --mode lat -a -k 1 --iters 2 --warmup 0 -x 0 -q 1 -F -t 999 \
+	--out_json >"$dir/a.json" 2>"$dir/err" || { cat "$dir/err"; fail "perftest spellings"; }
+jq -e '[.results[].size] == [range(1; 24) | pow(2; .)] and .config.threads == 1' \
+	"$dir/a.json" >/dev/null || fail "-a: not every power of 2 from 2 to 8M"
+grep -q -- "-F ignored" "$dir/err" || fail "-F: no note"
+grep -q -- "is --outstanding" "$dir/err" || fail "-t 999: no note naming --outstanding"
+# headline columns: one-way latency and MB/s (= Gb/s x 125) on request
+"$rdmx" bench --fabric fake -p send_recv --sizes 4K --iters 100 --warmup 5 --latency one-way \
+	--rate mbs --json "$dir/h.json" >"$dir/out" || fail "--latency one-way --rate mbs"
+grep -q "latency: one-way" "$dir/out" || fail "--latency one-way: not in the table"
+mbs=$(awk '/MB\/s/ { on = 1; next } on && /^send_recv/ { print $6; exit }' "$dir/out")
+want=$(jq '.results[] | select(.mode == "bw") | .gbps * 125' "$dir/h.json")
+awk -v a="$mbs" -v b="$want" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 < (b * 0.01) ^ 2) }' ||
+	fail "--rate mbs: the table says $mbs MB/s, the JSON's Gb/s make $want"
+p50=$(awk '/^protocol/ { n++ } n == 1 && /^send_recv/ { print $6; exit }' "$dir/out")
+want=$(jq '.results[] | select(.mode == "lat") | .one_way_us.p50' "$dir/h.json")
+awk -v a="$p50" -v b="$want" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 < 0.01 ^ 2 + (b * 0.01) ^ 2) }' ||
+	fail "--latency one-way: the table's p50 $p50 is not the JSON's one-way p50 $want"
 
 # The CI gate: a violated --fail-if exits 3 and names the row; a satisfied
 # one exits 0; a baseline with absurd figures is a regression on every row.

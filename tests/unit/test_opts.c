@@ -24,7 +24,7 @@ struct vals {
 
 struct fixture {
 	struct vals v;
-	struct opt table[6];
+	struct opt table[7];
 	const char *pos[2];
 	int n_pos;
 	char err[256];
@@ -411,6 +411,38 @@ static void test_man_page(void **state)
 	free(man);
 }
 
+/* An unknown long option names the closest known one, if it is close; a
+ * hidden alias (no help) is accepted but neither suggested nor listed. */
+static void test_did_you_mean_hidden(void **state)
+{
+	struct fixture *f = *state;
+	char *help = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	assert_int_equal(parse(f, "cmd", "--iter", "5", NULL), OPTS_ERROR);
+	expect_error(f, "unknown option '--iter'; did you mean '--iters'?");
+	assert_int_equal(parse(f, "cmd", "--devcie=x", NULL), OPTS_ERROR);
+	expect_error(f, "did you mean '--device'?");
+	assert_int_equal(parse(f, "cmd", "--verfy", NULL), OPTS_ERROR);
+	expect_error(f, "did you mean '--verify'?");
+	assert_int_equal(parse(f, "cmd", "--zzzzzz", NULL), OPTS_ERROR);
+	assert_null(strstr(f->err, "did you mean"));
+	assert_int_equal(parse(f, "cmd", "--size_x", NULL), OPTS_ERROR);
+	f->table[5] = (struct opt){ "count", 'c', OPT_INT, &f->v.iters, 1, 100,
+				    NULL, NULL, NULL };
+	assert_int_equal(parse(f, "cmd", "-c", "7", NULL), OPTS_OK);
+	assert_int_equal(f->v.iters, 7);
+	assert_int_equal(parse(f, "cmd", "--coutn", NULL), OPTS_ERROR);
+	assert_null(strstr(f->err, "--count"));
+	m = open_memstream(&help, &len);
+	assert_non_null(m);
+	opts_print_help(f->table, m);
+	fclose(m);
+	assert_null(strstr(help, "count"));
+	free(help);
+}
+
 /* --help=man asks for the man page. */
 static void test_help_man(void **state)
 {
@@ -429,7 +461,7 @@ int main(void)
 		T(test_choice_errors), T(test_unknown_and_missing), T(test_help),
 		T(test_positional), T(test_no_positional), T(test_help_generation),
 		T(test_help_page), T(test_help_wraps_long_text), T(test_list),
-		T(test_man_page), T(test_help_man),
+		T(test_man_page), T(test_help_man), T(test_did_you_mean_hidden),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
