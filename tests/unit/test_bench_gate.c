@@ -176,6 +176,34 @@ static void test_json_scan(void **state)
 	assert_non_null(strstr(err, "nested"));
 }
 
+static void ignore(void *arg, const char *path, const char *str, double num)
+{
+	(void)arg;
+	(void)path;
+	(void)str;
+	(void)num;
+}
+
+/* Every truncation of a document is refused, read within its bytes (each
+ * prefix is its own allocation, so ASan sees a read past it). */
+static void test_json_truncated(void **state)
+{
+	static const char doc[] = "{\"results\": [{\"protocol\": \"a\\\"b\", "
+		"\"size\": 64, \"x\": [true, false, null, -1.5e3]}], \"k\": {}}";
+	char err[128], *p;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(bench_json_scan(doc, ignore, NULL, err, sizeof(err)), 0);
+	for (n = 0; n < sizeof(doc) - 1; n++) {
+		p = strndup(doc, n);
+		assert_non_null(p);
+		if (bench_json_scan(p, ignore, NULL, err, sizeof(err)) != -1)
+			fail_msg("the prefix of %zu bytes was accepted", n);
+		free(p);
+	}
+}
+
 static const char *write_tmp(const char *text)
 {
 	static char path[] = "/tmp/test_bench_gate.XXXXXX";
@@ -258,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_json_scan),
+		cmocka_unit_test(test_json_truncated),
 		cmocka_unit_test(test_baseline),
 	};
 
