@@ -87,7 +87,7 @@ jq -e '(.results | length) == 2 and .rdmx_version != "" and .host != "" and
 grep -q '^send_recv' "$dir/err" || fail "--json -: the table is not on stderr"
 # --progress always draws the line even off a terminal; auto does not.
 for p in always auto; do
-	"$rdmx" bench --fabric fake -p send_recv --sizes 64 --mode lat --duration 1.6 \
+	"$rdmx" bench --fabric fake -p tcp --sizes 64 --mode lat --duration 1.5 \
 		--warmup 1 --progress $p >/dev/null 2>"$dir/prog.$p"
 done
 grep -q 'messages' "$dir/prog.always" || fail "--progress always: no progress line"
