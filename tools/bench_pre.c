@@ -134,13 +134,13 @@ uint64_t bench_mem_estimate(const struct bench_mem *m)
 {
 	/* per connection and side: each send and receive slot can hold one
 	 * message of the largest size, and a ring protocol's ring */
-	uint64_t slots = m->send_depth + m->recv_depth;
-	uint64_t per_side = slots * m->max_msg + m->ring_size;
-	uint64_t sides = m->self_test ? 2 : 1;
+	uint64_t slots = m->send_depth + m->recv_depth, per_side, all;
 
-	if (m->max_msg && slots > UINT64_MAX / 4 / m->max_msg)
+	if (__builtin_mul_overflow(slots, m->max_msg, &per_side) ||
+	    __builtin_add_overflow(per_side, m->ring_size, &per_side) ||
+	    __builtin_mul_overflow(per_side, m->conns * (m->self_test ? 2 : 1), &all))
 		return UINT64_MAX;
-	return per_side * sides * m->conns;
+	return all;
 }
 
 uint64_t bench_mem_available(void)

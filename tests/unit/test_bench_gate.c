@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "bench_gate.h"
+#include "bench_pre.h"
 
 static const char *const protos[] = { "send_recv", "write_simplex", "tcp" };
 
@@ -279,6 +280,47 @@ static void test_baseline(void **state)
 	free(t);
 }
 
+/* The memory estimate: slots x largest message + ring, per side and
+ * connection; saturates instead of wrapping. */
+static void test_mem_estimate(void **state)
+{
+	struct bench_mem m = { .max_msg = 1ull << 30, .ring_size = 4ull << 30,
+			       .send_depth = 16, .recv_depth = 64, .conns = 1,
+			       .self_test = true };
+
+	(void)state;
+	assert_int_equal(bench_mem_estimate(&m), 2 * (80ull * (1ull << 30) + (4ull << 30)));
+	m.self_test = false;
+	m.conns = 4;
+	assert_int_equal(bench_mem_estimate(&m), 4 * (80ull * (1ull << 30) + (4ull << 30)));
+	m.send_depth = UINT64_MAX / 2;
+	assert_int_equal(bench_mem_estimate(&m), UINT64_MAX);
+	m = (struct bench_mem){ .max_msg = 1ull << 40, .send_depth = 1ull << 20,
+				.conns = 1ull << 10 };
+	assert_int_equal(bench_mem_estimate(&m), UINT64_MAX);
+}
+
+/* Outputs refused before the run: one file twice, a directory, a missing
+ * directory; stdout ("-") is fine. */
+static void test_check_outputs(void **state)
+{
+	char err[512];
+
+	(void)state;
+	assert_int_equal(bench_check_outputs("-", NULL, NULL, err, sizeof(err)), 0);
+	assert_int_equal(bench_check_outputs("/tmp/a.json", "/tmp/b.csv", NULL, err,
+					     sizeof(err)), 0);
+	assert_int_equal(bench_check_outputs("/tmp/a", "/tmp/a", NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "same file"));
+	assert_int_equal(bench_check_outputs("/tmp", NULL, NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is a directory"));
+	assert_int_equal(bench_check_outputs(NULL, "/nonexistent/dir/x.csv", NULL, err,
+					     sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot write in /nonexistent/dir"));
+	assert_int_equal(bench_check_outputs("/tmp/p", NULL, "/tmp/p", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "also an output"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +330,8 @@ int main(void)
 		cmocka_unit_test(test_json_scan),
 		cmocka_unit_test(test_json_truncated),
 		cmocka_unit_test(test_baseline),
+		cmocka_unit_test(test_mem_estimate),
+		cmocka_unit_test(test_check_outputs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
