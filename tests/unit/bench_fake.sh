@@ -10,6 +10,9 @@ rdmx=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# RDMX_TEST_QUICK (TSan, valgrind): the option-handling runs below that
+# exercise no threading are skipped; the plain and ASan runs do them all.
+quick=${RDMX_TEST_QUICK:-}
 
 "$rdmx" bench --fabric fake -p all --sizes 8,4K --iters 200 --warmup 20 \
 	--threads 2 --json "$dir/b.json" --csv "$dir/b.csv" --plot "$dir/plots" >"$dir/out" ||
@@ -86,12 +89,14 @@ jq -e '(.results | length) == 2 and .rdmx_version != "" and .host != "" and
 	"$dir/stdout.json" >/dev/null || { cat "$dir/stdout.json"; fail "--json -: not the document"; }
 grep -q '^send_recv' "$dir/err" || fail "--json -: the table is not on stderr"
 # --progress always draws the line even off a terminal; auto does not.
-for p in always auto; do
+[ -n "$quick" ] || for p in always auto; do
 	"$rdmx" bench --fabric fake -p tcp --sizes 64 --mode lat --duration 1.5 \
 		--warmup 1 --progress $p >/dev/null 2>"$dir/prog.$p"
 done
+if [ -z "$quick" ]; then
 grep -q 'messages' "$dir/prog.always" || fail "--progress always: no progress line"
 ! grep -q 'messages' "$dir/prog.auto" || fail "--progress auto: a progress line off a terminal"
+fi
 
 # perftest habits: the spellings map to rdmx's, a clashing letter is refused
 # or noted with the rdmx spelling, an unknown option gets "did you mean".
@@ -99,6 +104,7 @@ usage "did you mean '--sizes'" --sizs 64
 usage "did you mean '--warmup'" --warmpu 5
 usage "perftest's -p (the port) is --port" -p 18515
 usage "exclude each other" -a --sizes 64
+if [ -z "$quick" ]; then
 "$rdmx" bench --fabric fake -p tcp --mode lat -a -k 1 --iters 2 --warmup 0 -x 0 -q 1 -F -t 999 \
 	--out_json >"$dir/a.json" 2>"$dir/err" || { cat "$dir/err"; fail "perftest spellings"; }
 jq -e '[.results[].size] == [range(1; 24) | pow(2; .)] and .config.threads == 1' \
@@ -117,6 +123,7 @@ p50=$(awk '/^protocol/ { n++ } n == 1 && /^send_recv/ { print $6; exit }' "$dir/
 want=$(jq '.results[] | select(.mode == "lat") | .one_way_us.p50' "$dir/h.json")
 awk -v a="$p50" -v b="$want" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 < 0.01 ^ 2 + (b * 0.01) ^ 2) }' ||
 	fail "--latency one-way: the table's p50 $p50 is not the JSON's one-way p50 $want"
+fi
 
 # The CI gate: a violated --fail-if exits 3 and names the row; a satisfied
 # one exits 0; a baseline with absurd figures is a regression on every row.
@@ -131,6 +138,7 @@ grep -q "send_recv:64:p50>1ns'.*send_recv 64 lat conns 1: rtt_us.p50 = " "$dir/e
 	{ cat "$dir/err"; fail "--fail-if: the violated row is not named"; }
 grep -q "1 limit exceeded" "$dir/err" || { cat "$dir/err"; fail "--fail-if: no summary"; }
 grep -q '^send_recv' "$dir/out" || fail "--fail-if: the table is missing"
+[ -n "$quick" ] || {
 gate 0 --fail-if 'send_recv:64:p50>1000s' --fail-if '*:*:msg_s<1' --json "$dir/base.json"
 jq '.results[] |= (.msg_rate = 1e15 | .rtt_us.p50 = 1e-6)' "$dir/base.json" >"$dir/fast.json"
 gate 3 --baseline "$dir/fast.json"
@@ -138,6 +146,7 @@ gate 3 --baseline "$dir/fast.json"
 	{ cat "$dir/err"; fail "--baseline: not every row (4) regressed"; }
 jq '.results[] |= (.msg_rate = 1 | .rtt_us.p50 = 1e9)' "$dir/base.json" >"$dir/slow.json"
 gate 0 --baseline "$dir/slow.json" --max-regress 5
+}
 
 # Every ring protocol at 1 MiB: the ring grows to hold it by default (the
 # default 1 MiB ring cannot hold two 1 MiB records).
