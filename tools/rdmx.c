@@ -28,6 +28,7 @@ static const struct command commands[] = {
 	{ "devices", cmd_devices },
 	{ "pingpong", cmd_pingpong },
 	{ "bench", cmd_bench },
+	{ "doctor", cmd_doctor },
 	{ "help", cmd_help },
 };
 
@@ -50,6 +51,7 @@ static const struct opts_page rdmx_page = {
 		"devices    list RDMA devices, ports, GIDs and the address rdmx uses\n"
 		"pingpong   measure message round-trip latency\n"
 		"bench      latency and bandwidth of every protocol and TCP, with reports\n"
+		"doctor     check the RDMA set-up of this host and the way to a peer\n"
 		"help       show this help, the help of COMMAND or its man page",
 	.exit_status =
 		"0   success\n"
@@ -61,8 +63,9 @@ static const struct opts_page rdmx_page = {
 		"rdmx pingpong --server\n"
 		"rdmx pingpong --size 4K --iters 100000 10.0.0.1\n"
 		"rdmx bench -p all --sizes 64,4K,64K\n"
+		"rdmx doctor 10.0.0.1\n"
 		"rdmx help --man bench | man -l -",
-	.see_also = "rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1)",
+	.see_also = "rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1), rdmx-doctor(1)",
 };
 
 static bool version_flag;

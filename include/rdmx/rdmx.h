@@ -117,6 +117,16 @@ void rdmx_devices_free(struct rdmx_device_info *devs, int count);
  */
 int rdmx_pick_address(const char *device, int gid_index, char *buf, size_t len);
 
+/**
+ * rdmx_route - resolve @addr as rdmx_dial() would, and stop there: the
+ * local RDMA device (name in @dev, @len bytes) and port (in *@port, if not
+ * NULL) rdma_cm would connect from, each step bounded by @timeout_ms.
+ * Returns 0, -EADDRNOTAVAIL (not an address), or the -errno of the step
+ * that failed (address resolution, route), with the step in
+ * rdmx_last_error().
+ */
+int rdmx_route(const char *addr, int timeout_ms, char *dev, size_t len, int *port);
+
 /* ---------------------------------------------------------------- context */
 
 struct rdmx_ctx_opts {
@@ -340,6 +350,36 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  * or NULL for a handle that is spent or was never filled.
  */
 rdmx_conn *rdmx_msg_conn(const struct rdmx_msg *msg);
+
+/* What rdmx_listener_next() returns. */
+enum rdmx_event_type {
+	RDMX_EVENT_CONN = 1,   /* a connection came up: @conn, now a member
+				* whose messages arrive as RDMX_EVENT_MSG */
+	RDMX_EVENT_MSG = 2,    /* a message on @conn, in @msg: release it with
+				* rdmx_msg_release(@conn, &@msg) */
+	RDMX_EVENT_CLOSED = 3, /* @conn's peer is gone and everything it sent
+				* was delivered: close it (rdmx_conn_close) */
+};
+
+struct rdmx_event {
+	enum rdmx_event_type type;
+	rdmx_conn *conn;
+	struct rdmx_msg msg;   /* RDMX_EVENT_MSG only */
+};
+
+/**
+ * rdmx_listener_next - wait up to @timeout_ms (0: poll once, -1: forever)
+ * for the next event on @lis: a new connection, a message on any member,
+ * or a member whose peer is gone, in @ev. A server is one loop over it
+ * (examples/echo_server.c). It does what rdmx_accept() and
+ * rdmx_listener_recv() do, interleaved: a busy listener still takes new
+ * connections (between every 64 events), and a new connection delays a
+ * message by at most ~1 ms. The threading rules of rdmx_listener_recv()
+ * apply; do not mix it with rdmx_accept()/rdmx_listener_recv() in
+ * different threads on one listener. Returns 0, -ETIMEDOUT, -ESHUTDOWN
+ * (rdmx_listener_shutdown), or -errno (rdmx_listener_error()).
+ */
+int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms);
 
 /**
  * rdmx_msg_release - give back a received message, or an allocated send

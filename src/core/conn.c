@@ -618,7 +618,7 @@ static int request_check(rdmx_listener *lis, const uint8_t *pdata, size_t plen,
 }
 
 /* Track @c until its dialer completes (or connect_timeout_ms passes). */
-static int pending_add(rdmx_listener *lis, rdmx_conn *c)
+static int pending_add(rdmx_listener *lis, rdmx_conn *c, int up)
 {
 	if (lis->npending == lis->pcap) {
 		size_t cap = lis->pcap ? 2 * lis->pcap : 8;
@@ -630,6 +630,7 @@ static int pending_add(rdmx_listener *lis, rdmx_conn *c)
 		lis->pcap = cap;
 	}
 	lis->pending[lis->npending].c = c;
+	lis->pending[lis->npending].up = up;
 	rdmx__deadline_start(&lis->pending[lis->npending].by, lis->opts.connect_timeout_ms);
 	(void)rdmx__deadline_left_ms(&lis->pending[lis->npending].by); /* arm now */
 	lis->npending++;
@@ -684,7 +685,9 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 		conn_free(c, 1);
 		return rc;
 	}
-	rc = pending_add(lis, c);
+	/* 0: established already (its one ESTABLISHED event is consumed);
+	 * -EAGAIN: pending_reap() polls for it */
+	rc = pending_add(lis, c, !rc);
 	if (rc)
 		conn_free(c, 1);
 	return rc;
@@ -726,7 +729,7 @@ static int pending_reap(rdmx_listener *lis, rdmx_conn **out)
 	while (i < lis->npending) {
 		struct rdmx__pending *p = &lis->pending[i];
 
-		rc = lis->ctx->fops->accept_poll(p->c->ep);
+		rc = p->up ? 0 : lis->ctx->fops->accept_poll(p->c->ep);
 		if (!rc && !pending_up(lis, i, out))
 			return 0;
 		if (rc == -EAGAIN && rdmx__deadline_left_ms(&p->by) > 0) {
@@ -801,6 +804,28 @@ static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 				   "no connection came up within %d ms (%zu handshakes in flight)",
 				   timeout_ms, lis->npending);
 	}
+}
+
+int rdmx__accept_promote(rdmx_listener *lis, rdmx_conn *c)
+{
+	rdmx_conn *out;
+
+	for (size_t i = 0; i < lis->npending; i++)
+		if (lis->pending[i].c == c)
+			return pending_up(lis, i, &out);
+	return -ENOENT;
+}
+
+int rdmx__accept_step(rdmx_listener *lis, rdmx_conn **out)
+{
+	int rc;
+
+	if (!pending_reap(lis, out))
+		return 0;
+	rc = take_request(lis, 0);
+	if (rc && rc != -ETIMEDOUT)
+		return rdmx__keep(&lis->err, rc);
+	return rc ? -EAGAIN : pending_reap(lis, out);
 }
 
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)

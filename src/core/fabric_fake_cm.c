@@ -331,8 +331,9 @@ int rdmx__fake_accept_poll(struct rdmx__ep *ep)
 	int rc;
 
 	lock();
-	if (ep->cm == CM_CONNECTED)
-		rc = 0;
+	if (ep->cm == CM_CONNECTED || ep->cm == CM_DISCONNECTED)
+		rc = 0; /* up, and maybe down since: rdma_cm queues ESTABLISHED
+			 * before DISCONNECTED; check_event reports the latter */
 	else if (ep->cm == CM_CONNECTING && ep->peer)
 		rc = -EAGAIN;
 	else

@@ -65,7 +65,11 @@ struct rdmx_listener {
 	const struct rdmx_protocol_ops *proto;
 	unsigned rejected;
 	struct rdmx__group *group;
-	int waiters;             /* atomic: threads in accept/listener_recv */
+	int waiters;             /* atomic: threads in accept/listener_recv/next */
+	unsigned next_polls;     /* rdmx_listener_next: events since it last
+				  * looked for connections */
+	int held;                /* rdmx_listener_next: held_ev comes next */
+	struct rdmx_event held_ev; /* an event of a connection announced first */
 	struct rdmx_listener_opts lopts; /* admission caps */
 	struct rdmx__pending *pending;   /* handshakes in progress */
 	size_t npending, pcap;
@@ -200,6 +204,7 @@ struct rdmx__deadline {
 struct rdmx__pending {
 	rdmx_conn *c;
 	struct rdmx__deadline by; /* connect_timeout_ms from the accept */
+	int up;                   /* the accept itself saw it established */
 };
 
 void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
@@ -272,6 +277,12 @@ void rdmx__group_unlist(rdmx_conn *c);
  * rdmx__group_leave() gives the share back. */
 int rdmx__group_admit(struct rdmx__group *g, rdmx_conn *c,
 		      const struct rdmx_listener_opts *lo);
+/* One step of rdmx_accept() that never waits: 0 with a connection that is
+ * up in *@out, -EAGAIN (no message formatted) or an error. */
+int rdmx__accept_step(rdmx_listener *lis, rdmx_conn **out);
+/* @c, still pending, has shown it is established (a message came from
+ * it): list it as up now. 0, -ENOENT (not pending) or an error. */
+int rdmx__accept_promote(rdmx_listener *lis, rdmx_conn *c);
 /* Unlist @c and drop its reference (from conn_free). */
 void rdmx__group_leave(rdmx_conn *c);
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,

@@ -897,6 +897,24 @@ static void test_disconnect_flushes(void **state)
 	pair_free(p);
 }
 
+/*
+ * A dialer that completes and disconnects before the listener looks: the
+ * handshake still counts as done (rdma_cm delivers ESTABLISHED, then
+ * DISCONNECTED), so what the dialer sent meanwhile is not dropped with a
+ * connection that never came up.
+ */
+static void test_disconnect_before_accept_poll(void **state)
+{
+	struct pair *p = pair_new();
+
+	(void)state;
+	pair_open(p);
+	assert_int_equal(F->disconnect(p->c.ep), 0);
+	assert_int_equal(F->accept_poll(p->s.ep), 0);
+	assert_int_equal(F->check_event(p->s.ep), -ECONNRESET);
+	pair_free(p);
+}
+
 /* Like a process dying: destroying one end is seen by the other. */
 static void test_destroy_seen_by_peer(void **state)
 {
@@ -1001,6 +1019,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect_accept_pdata),
+		cmocka_unit_test(test_disconnect_before_accept_poll),
 		cmocka_unit_test(test_listen_port_in_use),
 		cmocka_unit_test(test_reject_carries_pdata),
 		cmocka_unit_test(test_connect_no_listener),

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmx_listener_next: one call that returns a server's next event - a new
+ * connection, a message on any member, or a member whose peer is gone - so
+ * a server is one loop. It interleaves the two things a listener waits for:
+ * a non-waiting accept step (rdmx__accept_step: handshakes in flight and
+ * one new request) and the group's message wait in short slices. An idle
+ * listener looks for connections at every slice; a busy one between every
+ * ACCEPT_EVERY messages, so a stream of messages never starves a dialer and
+ * a new connection never delays a message by more than a slice.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+#define NEXT_SLICE_MS 1  /* a message wait between two looks for connections */
+#define ACCEPT_EVERY 64  /* events between two looks at a busy listener */
+
+/*
+ * A connection is announced before its first event: on a shared receive
+ * queue (srq) a dialer's first message can arrive before the handshake's
+ * last step reaches the listener; the message proves the connection up
+ * (as IB's communication-established event does), so it is promoted, its
+ * CONN event returned and the message held for the next call.
+ */
+static void announce_first(rdmx_listener *lis, struct rdmx_event *ev)
+{
+	if (__atomic_load_n(&ev->conn->state, __ATOMIC_ACQUIRE) != RDMX__CONN_SETUP ||
+	    rdmx__accept_promote(lis, ev->conn))
+		return;
+	lis->held_ev = *ev;
+	lis->held = 1;
+	ev->type = RDMX_EVENT_CONN;
+}
+
+/* A message or a member gone: 0 with @ev filled, -EAGAIN for nothing. */
+static int next_msg(rdmx_listener *lis, struct rdmx_event *ev, int wait_ms)
+{
+	int rc = rdmx__group_recv(lis->group, &ev->msg, wait_ms);
+
+	if (!rc || rc == -ECONNRESET) {
+		ev->type = rc ? RDMX_EVENT_CLOSED : RDMX_EVENT_MSG;
+		ev->conn = rdmx_msg_conn(&ev->msg);
+		announce_first(lis, ev);
+		return 0;
+	}
+	if (rc == -EAGAIN || rc == -ETIMEDOUT || rc == -ENOTCONN)
+		return -EAGAIN;
+	return rc;
+}
+
+static int next_once(rdmx_listener *lis, struct rdmx_event *ev, int wait_ms)
+{
+	rdmx_conn *c;
+	int rc;
+
+	if (lis->held) {
+		*ev = lis->held_ev;
+		lis->held = 0;
+		return 0;
+	}
+	if (lis->next_polls++ % ACCEPT_EVERY == 0) {
+		rc = rdmx__accept_step(lis, &c);
+		if (!rc) {
+			ev->type = RDMX_EVENT_CONN;
+			ev->conn = c;
+			return 0;
+		}
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	rc = next_msg(lis, ev, wait_ms);
+	if (rc == -EAGAIN)
+		lis->next_polls = 0; /* idle: look for connections first */
+	return rc;
+}
+
+static int next_wait(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
+{
+	struct rdmx__deadline d;
+	int rc, left;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	for (;;) {
+		rc = rdmx__group_shut(lis->group);
+		if (rc)
+			return rc;
+		left = rdmx__deadline_left_ms(&d);
+		rc = next_once(lis, ev, left < NEXT_SLICE_MS ? left : NEXT_SLICE_MS);
+		if (rc != -EAGAIN)
+			return rc;
+		if (d.once || left == 0)
+			return rdmx__fail(-ETIMEDOUT, "no connection, message or departure within %d ms",
+					  timeout_ms);
+		rdmx__spin_pause(&d); /* no member: the message wait returned at once */
+	}
+}
+
+int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
+{
+	int rc;
+
+	if (!lis || !ev)
+		return rdmx__fail(-EINVAL, "rdmx_listener_next: listener and event are required");
+	__atomic_add_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	rc = next_wait(lis, ev, timeout_ms);
+	if (rc && rc != -ESHUTDOWN) /* see accept_wait() */
+		rdmx__keep(&lis->err, rc);
+	__atomic_sub_fetch(&lis->waiters, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
