@@ -107,6 +107,10 @@ struct bench_counters {
 /* Everything a run produced, for the writers. */
 struct bench_report {
 	const char *timestamp, *device, *fabric, *peer;
+	const char *version, *cmdline, *host, *kernel;	/* provenance */
+	const char *config_json;	/* the effective settings, a JSON object */
+	bool one_way;			/* table: one-way latency (rtt / 2) */
+	bool mbs;			/* table: MB/s (1e6 bytes) instead of Gb/s */
 	int outstanding;
 	int n_results;
 	struct bench_result *results;
@@ -129,7 +133,10 @@ int bench_write_json(const struct bench_report *r, FILE *f);
 /** bench_write_csv - every figure, one line per result row. 0 or -errno. */
 int bench_write_csv(const struct bench_report *r, FILE *f);
 
-/** bench_write_file - call @fn on @path opened for writing; 0 or -errno. */
+/**
+ * bench_write_file - call @fn on @path opened for writing (a temporary file
+ * renamed over it), or on stdout for "-"; 0 or -errno.
+ */
 int bench_write_file(const char *path, const struct bench_report *r,
 		     int (*fn)(const struct bench_report *, FILE *));
 

@@ -141,7 +141,8 @@ static void run_row(struct gthread *th, int row)
 	struct bench_job j = {
 		.ep = th->ep, .mode = r->mode, .size = r->size,
 		.warmup = (uint64_t)g->cfg->warmup, .iters = (uint64_t)g->cfg->iters,
-		.duration_ns = g->cfg->duration_ns, .progress = th->idx == 0,
+		.duration_ns = g->cfg->duration_ns,
+		.progress = th->idx == 0 ? g->cfg->progress_mode : BENCH_PROGRESS_NEVER,
 		.rtt = th->rtt,
 	};
 	char lbl[96];

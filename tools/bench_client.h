@@ -4,6 +4,8 @@
 #define RDMX_TOOLS_BENCH_CLIENT_H
 
 #include "bench_ep.h"
+#include "bench_gate.h"
+#include "opts.h"
 
 struct bench_cfg {
 	/* as given */
@@ -11,6 +13,15 @@ struct bench_cfg {
 	const char *json, *csv, *plot, *addr;
 	long long iters, warmup, outstanding, threads, port, timeout, gid_index;
 	bool server;
+	struct opts_list fail_if;		/* --fail-if, repeatable */
+	const char *baseline;
+	long long max_regress;
+	const char *progress;			/* never, auto, always */
+	const char *latency, *rate;		/* the table's headline columns */
+	bool all_sizes;				/* -a */
+	bool perftest_f, report_gbits, out_json; /* perftest spellings */
+	int argc;				/* the command line, for the JSON */
+	char **argv;
 	/* derived */
 	int modes;				/* BENCH_LAT | BENCH_BW */
 	int n_sizes, n_protos;
@@ -19,6 +30,10 @@ struct bench_cfg {
 	uint64_t max_size, duration_ns;
 	uint64_t ring_size;			/* --ring-size, 0: derived */
 	struct rdmx_conn_opts copts;
+	int n_gates;
+	struct bench_gate gates[OPTS_LIST_MAX];
+	struct bench_baseline base;		/* --baseline's rows */
+	enum bench_progress_mode progress_mode;
 };
 
 /* Where a group dials. */

@@ -127,14 +127,22 @@ void bench_counters_delta(const struct bench_counters *before,
 /** bench_device_of - the RDMA device that has @addr in its GID table. */
 int bench_device_of(const char *addr, char *buf, size_t len);
 
-/* One test's progress line on stderr (only on a terminal, after 1 s). */
+/* --progress: never, auto (stderr is a terminal), always. */
+enum bench_progress_mode {
+	BENCH_PROGRESS_NEVER,
+	BENCH_PROGRESS_AUTO,
+	BENCH_PROGRESS_ALWAYS,
+};
+
+/* One test's progress line on stderr (after 1 s). */
 struct bench_progress {
 	bool on, shown;
 	const char *label;
 	uint64_t start, last;
 };
 
-void bench_progress_start(struct bench_progress *p, bool on, const char *label);
+void bench_progress_start(struct bench_progress *p, enum bench_progress_mode mode,
+			  const char *label);
 void bench_progress_tick(struct bench_progress *p, uint64_t done, uint64_t total,
 			 uint64_t dur_ns);
 void bench_progress_end(struct bench_progress *p);
@@ -156,7 +164,7 @@ struct bench_job {
 	struct bench_ep *ep;
 	enum bench_mode mode;
 	uint64_t size, warmup, iters, duration_ns; /* iters 0: run duration_ns */
-	bool progress;
+	enum bench_progress_mode progress;
 	const char *label;
 	/* results of the timed phase */
 	uint64_t msgs, t0, t1;

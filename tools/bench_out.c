@@ -41,18 +41,19 @@ static const char *cpu_text(const struct bench_cpu *c, uint64_t wall,
 	return buf;
 }
 
-static void lat_row(const struct bench_result *x, FILE *f)
+/* @d: 1 for round-trip columns, 2 for one-way (--latency one-way). */
+static void lat_row(const struct bench_result *x, double d, FILE *f)
 {
 	const struct hist *h = x->rtt;
 	char sz[32], a[32], b[32];
 	size_t i;
 
 	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %9.2f", x->protocol, x->conns,
-		opts_format_size(x->size, sz, sizeof(sz)), x->msgs, us(hist_min(h)));
+		opts_format_size(x->size, sz, sizeof(sz)), x->msgs, us(hist_min(h)) / d);
 	for (i = 0; i < N_PCTS; i++)
-		fprintf(f, " %9.2f", us(hist_percentile(h, pcts[i])));
-	fprintf(f, " %9.2f %9.2f %9.2f %9.2f %9s %9s\n", us(hist_max(h)),
-		hist_mean(h) / 1e3, hist_stdev(h) / 1e3,
+		fprintf(f, " %9.2f", us(hist_percentile(h, pcts[i])) / d);
+	fprintf(f, " %9.2f %9.2f %9.2f %9.2f %9s %9s\n", us(hist_max(h)) / d,
+		hist_mean(h) / 1e3 / d, hist_stdev(h) / 1e3 / d,
 		us(hist_percentile(h, 50)) / 2,
 		cpu_text(&x->client, x->wall_ns, a, sizeof(a)),
 		cpu_text(&x->server, x->wall_ns, b, sizeof(b)));
@@ -69,7 +70,8 @@ static void per_conn_range(const struct bench_result *x, double *lo, double *hi)
 	}
 }
 
-static void bw_row(const struct bench_result *x, FILE *f)
+/* @mbs: the throughput column in MB/s (1e6 bytes) rather than Gb/s. */
+static void bw_row(const struct bench_result *x, bool mbs, FILE *f)
 {
 	char sz[32], a[32], b[32];
 	double lo, hi;
@@ -77,7 +79,7 @@ static void bw_row(const struct bench_result *x, FILE *f)
 	per_conn_range(x, &lo, &hi);
 	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %12.0f %10.4g %12.0f %12.0f %9s %9s\n",
 		x->protocol, x->conns, opts_format_size(x->size, sz, sizeof(sz)),
-		x->msgs, x->msg_rate, x->gbps, lo, hi,
+		x->msgs, x->msg_rate, mbs ? x->gbps * 1e3 / 8 : x->gbps, lo, hi,
 		cpu_text(&x->client, x->wall_ns, a, sizeof(a)),
 		cpu_text(&x->server, x->wall_ns, b, sizeof(b)));
 }
@@ -89,7 +91,10 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 	fprintf(f, "rdmx bench %s  device %s  peer %s\n", r->timestamp, r->device,
 		r->peer);
 	if (has_mode(r, BENCH_LAT)) {
-		fprintf(f, "\nlatency: round trip (RTT) in microseconds; one-way = "
+		fprintf(f, r->one_way ?
+			"\nlatency: one-way (round trip / 2) in microseconds; cpu = "
+			"user/sys %% of one core\n" :
+			"\nlatency: round trip (RTT) in microseconds; one-way = "
 			"RTT p50 / 2; cpu = user/sys %% of one core\n");
 		fprintf(f, "%-14s %5s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n",
 			"protocol", "conns", "size", "iters", "min", "p50", "p90",
@@ -97,17 +102,18 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 			"cpu cli", "cpu srv");
 		for (i = 0; i < r->n_results; i++)
 			if (r->results[i].mode == BENCH_LAT)
-				lat_row(&r->results[i], f);
+				lat_row(&r->results[i], r->one_way ? 2 : 1, f);
 	}
 	if (has_mode(r, BENCH_BW)) {
 		fprintf(f, "\nbandwidth: %d outstanding, receiver-confirmed; per-conn "
 			"= slowest and fastest connection\n", r->outstanding);
 		fprintf(f, "%-14s %5s %6s %9s %12s %10s %12s %12s %9s %9s\n",
-			"protocol", "conns", "size", "msgs", "msg/s", "Gb/s",
+			"protocol", "conns", "size", "msgs", "msg/s",
+			r->mbs ? "MB/s" : "Gb/s",
 			"per-conn min", "per-conn max", "cpu cli", "cpu srv");
 		for (i = 0; i < r->n_results; i++)
 			if (r->results[i].mode == BENCH_BW)
-				bw_row(&r->results[i], f);
+				bw_row(&r->results[i], r->mbs, f);
 	}
 }
 
@@ -143,10 +149,13 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A finite number (JSON has no inf or nan). */
+/* A number; JSON has no inf or nan, so those are null (not a fake 0). */
 static void json_num(FILE *f, double v)
 {
-	fprintf(f, "%.9g", isfinite(v) ? v : 0.0);
+	if (isfinite(v))
+		fprintf(f, "%.9g", v);
+	else
+		fputs("null", f);
 }
 
 static void json_key(FILE *f, const char *k, bool first)
@@ -269,6 +278,15 @@ int bench_write_json(const struct bench_report *r, FILE *f)
 	json_kv_str(f, "fabric", r->fabric, false);
 	json_kv_str(f, "peer", r->peer, false);
 	json_kv_num(f, "outstanding", r->outstanding, false);
+	fputs(",\n  ", f);
+	json_kv_str(f, "rdmx_version", r->version, true);
+	json_kv_str(f, "command_line", r->cmdline, false);
+	json_kv_str(f, "host", r->host, false);
+	json_kv_str(f, "kernel", r->kernel, false);
+	if (r->config_json) {
+		json_key(f, "config", false);
+		fputs(r->config_json, f);
+	}
 	fputs(",\n  \"results\": [\n", f);
 	for (i = 0; i < r->n_results; i++) {
 		json_result(r, &r->results[i], f);
@@ -333,6 +351,10 @@ int bench_write_file(const char *path, const struct bench_report *r,
 	int rc = -ENAMETOOLONG;
 	FILE *f;
 
+	if (!strcmp(path, "-")) { /* stdout: written once, at the end */
+		rc = fn(r, stdout);
+		return fflush(stdout) ? -errno : rc;
+	}
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		goto fail;
 	f = fopen(tmp, "w");

@@ -147,7 +147,7 @@ static int phase_loop(struct bench_job *j, uint64_t n, bool timed,
 	uint64_t i, ns;
 	int rc = 0;
 
-	bench_progress_start(&pg, timed && j->progress, j->label);
+	bench_progress_start(&pg, timed ? j->progress : BENCH_PROGRESS_NEVER, j->label);
 	for (i = 0; phase_more(j, i, n, t0); i++) {
 		if (j->mode == BENCH_LAT) {
 			rc = round_trip(j, i, &ns);

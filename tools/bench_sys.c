@@ -121,9 +121,11 @@ int bench_device_of(const char *addr, char *buf, size_t len)
 
 /* --------------------------------------------------------------- progress */
 
-void bench_progress_start(struct bench_progress *p, bool on, const char *label)
+void bench_progress_start(struct bench_progress *p, enum bench_progress_mode mode,
+			  const char *label)
 {
-	p->on = on && isatty(STDERR_FILENO);
+	p->on = mode == BENCH_PROGRESS_ALWAYS ||
+		(mode == BENCH_PROGRESS_AUTO && isatty(STDERR_FILENO));
 	p->shown = false;
 	p->label = label;
 	p->start = p->last = bench_now_ns();

@@ -7,18 +7,22 @@
  *   neither           self-test: the server on threads of this process
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "bench_client.h"
+#include "bench_pre.h"
 #include "bench_server.h"
 #include "cmds.h"
 
 #define DEFAULT_SIZES	"8,64,512,4K,32K,256K,1M"
 #define DEFAULT_ITERS	1000
 #define RECV_HEADROOM	4	/* receive depth = RECV_HEADROOM x --outstanding */
+#define DEFAULT_MAX_REGRESS 10	/* --baseline without --max-regress: percent */
 
 static const struct opts_page bench_page = {
 	.name = "rdmx-bench - latency and bandwidth of the rdmx protocols and TCP",
@@ -56,11 +60,35 @@ static const struct opts_page bench_page = {
 		"--json and --csv write every figure, rewritten whole as each group\n"
 		"of tests finishes; --plot writes PNG and SVG charts with gnuplot.\n"
 		"SIGINT or SIGTERM ends the test under way (its row is dropped) and\n"
-		"writes the rows finished before it.",
+		"writes the rows finished before it.\n"
+		"\n"
+		"As a CI gate: --fail-if PROTO:SIZE:METRIC<VALUE (or >, <=, >=) fails\n"
+		"the run when a row of that protocol and size ('*': any) passes the\n"
+		"limit. METRIC is a JSON column: p50, p90, p99, p99_9, min, max, mean,\n"
+		"stdev (round trip; rtt_us.STAT or one_way_us.STAT), in us unless\n"
+		"given ns, ms or s, from the latency rows; msg_rate (or msg_s, with K,\n"
+		"M, G for 1e3, 1e6, 1e9) and gbps from the bandwidth rows. E.g.\n"
+		"send_recv:64:p99>20us or write_simplex:4K:msg_s<50K. --baseline\n"
+		"OLD.json compares each row with the same row (protocol, mode, size,\n"
+		"conns) of an earlier --json file: a round-trip p50 higher, or a\n"
+		"bandwidth message rate lower, by more than --max-regress percent\n"
+		"fails the run. The violations are listed at the end, on stderr. Both\n"
+		"are checked before the first test: a bad expression is a usage error.\n"
+		"\n"
+		"perftest spellings are understood: -a (every size from 2 to 8M,\n"
+		"same as --all-sizes), -x N (GID index, --gid-index), -q N\n"
+		"(connections, --threads; rdmx runs 1, 2, 4, ... N of them),\n"
+		"--report_gbits (--rate gbps, the default), --out_json (--json -),\n"
+		"--out_json_file FILE (--json FILE) and -F (ignored, with a note: rdmx\n"
+		"times with CLOCK_MONOTONIC, not CPU cycles). Where a letter means\n"
+		"something else in rdmx, a perftest value is refused or noted with\n"
+		"the rdmx spelling: -p is --protocol (perftest's port: --port), -t\n"
+		"is --timeout in ms (perftest's send depth: --outstanding, -k).",
 	.exit_status =
-		"0   every test ran\n"
+		"0   every test ran (and every --fail-if and --baseline limit held)\n"
 		"1   a test or an rdmx call failed (the other protocols still run)\n"
 		"2   usage error\n"
+		"3   a --fail-if or --baseline limit was exceeded\n"
 		"130, 143  stopped by SIGINT, SIGTERM (the finished rows are written)",
 	.examples =
 		"rdmx bench                                   # self-test, send_recv\n"
@@ -68,11 +96,17 @@ static const struct opts_page bench_page = {
 		"rdmx bench --server                          # on host A\n"
 		"rdmx bench -p all --mode bw --threads 4 HOST_A   # on host B\n"
 		"rdmx bench -p tcp,send_recv --duration 2 --plot plots/\n"
+		"rdmx bench --fail-if 'send_recv:64:p99>20us' --baseline main.json\n"
 		"sandbox/run -- rdmx bench -p all --sizes 8..64K",
+	.see_also = "rdmx(1), rdmx-devices(1), rdmx-pingpong(1)",
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
 static const char *const modes[] = { "lat", "bw", "both", NULL };
+static const char *const progress_modes[] = { "auto", "always", "never", NULL };
+static const char *const lat_columns[] = { "rtt", "one-way", NULL };
+static const char *const rate_columns[] = { "gbps", "mbs", NULL };
+#define ALL_SIZES	"2..8M"	/* -a, as perftest's */
 
 static int __attribute__((format(printf, 1, 2))) usage_err(const char *fmt, ...)
 {
@@ -109,12 +143,128 @@ static int check_roles(const struct bench_cfg *cfg)
 	return CMD_CONTINUE;
 }
 
+static bool has_size(const struct bench_cfg *cfg, uint64_t size)
+{
+	int i;
+
+	for (i = 0; i < cfg->n_sizes; i++)
+		if (cfg->sizes[i] == size)
+			return true;
+	return false;
+}
+
+/* --fail-if and --baseline, before any test: a typo must not cost a run. */
+static int check_gates(struct bench_cfg *cfg)
+{
+	struct bench_gate *g;
+	char err[512];
+	int i;
+
+	for (i = 0; i < cfg->fail_if.n; i++) {
+		g = &cfg->gates[cfg->n_gates++];
+		if (bench_gate_parse(cfg->fail_if.v[i], cfg->protos, cfg->n_protos, g,
+				     err, sizeof(err)))
+			return usage_err("--fail-if '%s': %s", cfg->fail_if.v[i], err);
+		if (g->size && !has_size(cfg, g->size))
+			return usage_err("--fail-if '%s': that size is not in --sizes",
+					 g->text);
+		if (!(cfg->modes & (int)bench_gate_mode(g)))
+			return usage_err("--fail-if '%s': the metric comes from the %s "
+					 "tests, not run with --mode %s", g->text,
+					 bench_gate_mode(g) == BENCH_LAT ? "latency" :
+					 "bandwidth", cfg->mode);
+	}
+	if (cfg->max_regress >= 0 && !cfg->baseline)
+		return usage_err("%s", "--max-regress needs --baseline");
+	if (cfg->baseline && cfg->max_regress < 0)
+		cfg->max_regress = DEFAULT_MAX_REGRESS;
+	if (cfg->baseline &&
+	    bench_baseline_load(cfg->baseline, &cfg->base, err, sizeof(err)))
+		return usage_err("--baseline %s: %s", cfg->baseline, err);
+	return CMD_CONTINUE;
+}
+
+static const char *human(uint64_t v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.1f GiB", (double)v / (1ull << 30));
+	return buf;
+}
+
+/* Outputs, gnuplot and memory, before any test (a long run must not fail
+ * at its end on something knowable at its start). */
+static int check_preflight(struct bench_cfg *cfg)
+{
+	struct bench_mem m = {
+		.max_msg = cfg->max_size,
+		.ring_size = (uint64_t)cli_ring_size("bench", cfg->ring_size, cfg->max_size),
+		.send_depth = (uint64_t)cfg->outstanding,
+		.recv_depth = (uint64_t)cfg->outstanding * RECV_HEADROOM,
+		.conns = (uint64_t)cfg->threads, .self_test = !cfg->server && !cfg->addr,
+	};
+	uint64_t need = bench_mem_estimate(&m), avail = bench_mem_available();
+	char err[PATH_MAX + 128], a[32], b[32];
+
+	if (cfg->json && cfg->csv && !strcmp(cfg->json, "-") && !strcmp(cfg->csv, "-"))
+		return usage_err("%s", "--json - and --csv -: only one can go to stdout");
+	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
+		return usage_err("%s", err);
+	if (avail && need > avail)
+		return usage_err("the message buffers need about %s (%s side%s x %llu "
+				 "connection%s x (%llu slots x %s + the ring)), more than "
+				 "the %s available: lower --sizes, --outstanding or "
+				 "--threads", human(need, a, sizeof(a)),
+				 m.self_test ? "2" : "1", m.self_test ? "s" : "",
+				 cfg->threads, cfg->threads > 1 ? "s" : "",
+				 (unsigned long long)(m.send_depth + m.recv_depth),
+				 opts_format_size(m.max_msg, b, sizeof(b)),
+				 human(avail, err, sizeof(err)));
+	if (need >= (256ull << 20))
+		fprintf(stderr, "rdmx bench: the message buffers need about %s "
+			"(%s available)\n", human(need, a, sizeof(a)),
+			avail ? human(avail, b, sizeof(b)) : "unknown");
+	return CMD_CONTINUE;
+}
+
+static bool all_digits(const char *s)
+{
+	return *s && strspn(s, "0123456789") == strlen(s);
+}
+
+/* perftest spellings: map them, refuse or note where rdmx means otherwise. */
+static int check_perftest(struct bench_cfg *cfg)
+{
+	if (cfg->all_sizes && cfg->sizes_s)
+		return usage_err("%s", "-a (--all-sizes) and --sizes exclude each other");
+	if (cfg->all_sizes)
+		cfg->sizes_s = ALL_SIZES;
+	if (!cfg->sizes_s)
+		cfg->sizes_s = DEFAULT_SIZES;
+	if (cfg->protocol && all_digits(cfg->protocol))
+		return usage_err("-p %s: -p is --protocol in rdmx (a protocol name); "
+				 "perftest's -p (the port) is --port", cfg->protocol);
+	if (cfg->timeout < 1000)
+		fprintf(stderr, "rdmx bench: note: -t/--timeout is %lld ms; perftest's "
+			"-t (send queue depth) is --outstanding (-k)\n", cfg->timeout);
+	if (cfg->perftest_f)
+		fprintf(stderr, "rdmx bench: note: -F ignored: rdmx times with "
+			"CLOCK_MONOTONIC, not CPU cycles, so the CPU frequency "
+			"does not matter\n");
+	if (cfg->report_gbits)
+		cfg->rate = "gbps";
+	if (cfg->out_json && !cfg->json)
+		cfg->json = "-";
+	return CMD_CONTINUE;
+}
+
 /* Derive the parsed settings; usage errors print and return EXIT_USAGE. */
 static int check_cfg(struct bench_cfg *cfg)
 {
 	char err[600];
-	int i;
+	int i, rc;
 
+	rc = check_perftest(cfg);
+	if (rc != CMD_CONTINUE)
+		return rc;
 	if (cfg->duration_s && cfg->iters)
 		return usage_err("%s", "--iters and --duration exclude each other");
 	if (cfg->duration_s && bench_parse_duration(cfg->duration_s, &cfg->duration_ns))
@@ -137,7 +287,19 @@ static int check_cfg(struct bench_cfg *cfg)
 			cfg->max_size = cfg->sizes[i];
 	if (cli_ring_size("bench", cfg->ring_size, cfg->max_size) < 0)
 		return EXIT_USAGE;
-	return check_roles(cfg);
+	rc = check_roles(cfg);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	if (cfg->server && (cfg->fail_if.n || cfg->baseline))
+		return usage_err("%s", "--fail-if and --baseline are for the client "
+				 "or the self-test, not --server");
+	cfg->progress_mode = !strcmp(cfg->progress, "never") ? BENCH_PROGRESS_NEVER :
+			     !strcmp(cfg->progress, "always") ? BENCH_PROGRESS_ALWAYS :
+			     BENCH_PROGRESS_AUTO;
+	rc = check_gates(cfg);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	return check_preflight(cfg);
 }
 
 static void conn_opts(struct bench_cfg *cfg)
@@ -199,6 +361,7 @@ struct run {
 	struct bench_server *self;	/* the self-test's server */
 	struct bench_target target;
 	char local[64], device[64], stamp[32];
+	char cmdline[2048], config[4096], host[128], kernel[256];
 	struct bench_report rep;
 	int failures;
 };
@@ -210,15 +373,18 @@ static void target_for(struct run *r, const char *proto, struct bench_target *t)
 			    bench_proto_port((uint16_t)r->cfg->port, proto);
 }
 
-/* --json and --csv with the rows so far (each file replaced whole). */
-static int save_files(struct run *r)
+/* --json and --csv with the rows so far (each file replaced whole); stdout
+ * ("-") only once, when @final. */
+static int save_files(struct run *r, bool final)
 {
 	const struct bench_cfg *cfg = r->cfg;
 	int rc = 0;
 
-	if (cfg->json && bench_write_file(cfg->json, &r->rep, bench_write_json))
+	if (cfg->json && (final || strcmp(cfg->json, "-")) &&
+	    bench_write_file(cfg->json, &r->rep, bench_write_json))
 		rc = EXIT_FAIL;
-	if (cfg->csv && bench_write_file(cfg->csv, &r->rep, bench_write_csv))
+	if (cfg->csv && (final || strcmp(cfg->csv, "-")) &&
+	    bench_write_file(cfg->csv, &r->rep, bench_write_csv))
 		rc = EXIT_FAIL;
 	return rc;
 }
@@ -244,7 +410,7 @@ static void run_protocol(struct run *r, int pi)
 	for (i = 0; i < n; i++) {
 		e.msg[0] = '\0';
 		rc = bench_run_group(r->ctx, r->cfg, proto, &t, sweep[i], &r->rep, &e);
-		save_files(r); /* what is measured survives a crash or a signal */
+		save_files(r, false); /* what is measured survives a crash or a signal */
 		if (!rc)
 			continue;
 		if (bench_stopped())
@@ -282,13 +448,35 @@ static int write_outputs(struct run *r)
 	const struct bench_cfg *cfg = r->cfg;
 	int rc;
 
-	bench_print_table(&r->rep, stdout);
-	bench_print_counters(&r->rep, stdout);
-	rc = save_files(r);
+	/* the table goes to stderr when stdout carries --json - or --csv - */
+	FILE *out = (cfg->json && !strcmp(cfg->json, "-")) ||
+		    (cfg->csv && !strcmp(cfg->csv, "-")) ? stderr : stdout;
+
+	bench_print_table(&r->rep, out);
+	bench_print_counters(&r->rep, out);
+	rc = save_files(r, true);
 	if (cfg->plot && bench_plot(&r->rep, cfg->plot))
 		rc = EXIT_FAIL;
 	fflush(stdout);
 	return rc;
+}
+
+/* --fail-if and --baseline over the finished rows; true if one failed. */
+static bool check_limits(const struct bench_cfg *cfg, const struct bench_report *rep)
+{
+	int bad = 0;
+
+	if (!cfg->n_gates && !cfg->baseline)
+		return false;
+	fflush(stdout);
+	bad += bench_gate_check(cfg->gates, cfg->n_gates, rep, stderr);
+	if (cfg->baseline)
+		bad += bench_baseline_check(&cfg->base, (double)cfg->max_regress,
+					    rep, stderr);
+	if (bad)
+		fprintf(stderr, "rdmx bench: %d limit%s exceeded (exit status %d)\n",
+			bad, bad > 1 ? "s" : "", BENCH_GATE_EXIT);
+	return bad > 0;
 }
 
 /* The addresses the self-test listens on, and the device for counters. */
@@ -311,6 +499,59 @@ static int self_test_start(struct run *r)
 	return EXIT_OK;
 }
 
+/* The command line as one string (for the JSON; not shell-quoted). */
+static void join_args(const struct bench_cfg *cfg, char *buf, size_t len)
+{
+	int i;
+
+	snprintf(buf, len, "rdmx");
+	for (i = 0; i < cfg->argc; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), " %s", cfg->argv[i]);
+}
+
+/* The effective settings as a JSON object (names are identifiers). */
+static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
+{
+	size_t n;
+	int i;
+
+	snprintf(buf, len, "{\"protocols\": [");
+	for (i = 0; i < cfg->n_protos; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\"", i ? ", " : "",
+			 cfg->protos[i]);
+	snprintf(buf + strlen(buf), len - strlen(buf), "], \"sizes\": [");
+	for (i = 0; i < cfg->n_sizes; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%llu", i ? ", " : "",
+			 (unsigned long long)cfg->sizes[i]);
+	n = strlen(buf);
+	snprintf(buf + n, len - n, "], \"mode\": \"%s\", \"iters\": %lld, "
+		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
+		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
+		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "
+		 "\"port\": %lld}", cfg->mode, cfg->iters,
+		 (double)cfg->duration_ns / 1e9, cfg->warmup, cfg->outstanding,
+		 cfg->threads, cfg->copts.max_msg_size, cfg->copts.ring_size,
+		 cfg->copts.send_depth, cfg->copts.recv_depth, cfg->timeout, cfg->port);
+}
+
+static void provenance(struct run *r)
+{
+	struct utsname u;
+
+	join_args(r->cfg, r->cmdline, sizeof(r->cmdline));
+	config_json(r->cfg, r->config, sizeof(r->config));
+	if (uname(&u))
+		memset(&u, 0, sizeof(u));
+	snprintf(r->host, sizeof(r->host), "%s", u.nodename);
+	snprintf(r->kernel, sizeof(r->kernel), "%s %s %s", u.sysname, u.release,
+		 u.machine);
+	r->rep.version = RDMX_VERSION_STRING;
+	r->rep.cmdline = r->cmdline;
+	r->rep.config_json = r->config;
+	r->rep.host = r->host;
+	r->rep.kernel = r->kernel;
+}
+
 static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 {
 	struct run r = { .cfg = cfg, .ctx = ctx };
@@ -328,6 +569,9 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 		.peer = cfg->addr ? cfg->addr : "self-test",
 		.outstanding = (int)cfg->outstanding, .n_protos = cfg->n_protos,
 	};
+	r.rep.one_way = !strcmp(cfg->latency, "one-way");
+	r.rep.mbs = !strcmp(cfg->rate, "mbs");
+	provenance(&r);
 	bench_catch_stop();
 	for (i = 0; i < cfg->n_protos && !bench_stopped(); i++)
 		run_protocol(&r, i);
@@ -336,6 +580,8 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 	else if (!r.self)
 		send_shutdown(&r);
 	rc = write_outputs(&r);
+	if (!bench_stopped() && check_limits(cfg, &r.rep) && rc == EXIT_OK)
+		rc = BENCH_GATE_EXIT;
 	bench_report_free(&r.rep);
 	if (bench_stopped()) {
 		fprintf(stderr, "rdmx bench: stopped by signal %d; the tests finished "
@@ -367,10 +613,10 @@ static int run(struct bench_cfg *cfg)
 
 int cmd_bench(int argc, char **argv)
 {
-	struct bench_cfg cfg = { .mode = "both", .sizes_s = DEFAULT_SIZES,
+	struct bench_cfg cfg = { .mode = "both", .latency = "rtt", .rate = "gbps",
 				 .warmup = 100, .outstanding = 16, .threads = 1,
 				 .port = RDMX_DEFAULT_PORT, .gid_index = -1,
-				 .fabric = "verbs" };
+				 .fabric = "verbs", .progress = "auto" };
 	const struct opt table[] = {
 		{ "protocol", 'p', OPT_STRING, &cfg.protocol, 0, 0, NULL, "NAME",
 		  "protocol, 'tcp', 'all' (every protocol and tcp) or a comma list "
@@ -378,7 +624,10 @@ int cmd_bench(int argc, char **argv)
 		{ "mode", 'm', OPT_CHOICE, &cfg.mode, 0, 0, modes, "MODE",
 		  "latency, bandwidth or both" },
 		{ "sizes", 's', OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST",
-		  "message sizes: 64,4K,1M and ranges 8..1M (powers of 2)" },
+		  "message sizes: 64,4K,1M and ranges 8..1M (powers of 2; default: "
+		  DEFAULT_SIZES ")" },
+		{ "all-sizes", 'a', OPT_FLAG, &cfg.all_sizes, 0, 0, NULL, NULL,
+		  "every power of 2 from 2 to 8M, as perftest's -a" },
 		{ "iters", 'n', OPT_INT, &cfg.iters, 1, 1000000000, NULL, "N",
 		  "timed messages per test and connection (default: 1000)" },
 		{ "duration", 'D', OPT_STRING, &cfg.duration_s, 0, 0, NULL, "SEC",
@@ -392,9 +641,16 @@ int cmd_bench(int argc, char **argv)
 		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",
 		  "connections, one thread each: runs 1, 2, 4, ... T" },
 		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
-		  "write every figure as JSON" },
+		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
 		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
-		  "write every figure as CSV" },
+		  "write every figure as CSV ('-': stdout)" },
+		{ "latency", 0, OPT_CHOICE, &cfg.latency, 0, 0, lat_columns, "WHICH",
+		  "the latency table's columns: round trip, or one-way (half of it)" },
+		{ "rate", 0, OPT_CHOICE, &cfg.rate, 0, 0, rate_columns, "UNIT",
+		  "the bandwidth table's throughput: Gb/s (1e9 bits) or MB/s (1e6 bytes)" },
+		{ "progress", 0, OPT_CHOICE, &cfg.progress, 0, 0, progress_modes, "WHEN",
+		  "the progress line on stderr for tests over a second (auto: on a "
+		  "terminal)" },
 		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
 		  "write PNG and SVG charts (gnuplot) into DIR" },
 		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
@@ -409,6 +665,20 @@ int cmd_bench(int argc, char **argv)
 		  "serve benchmark clients until one finishes its run" },
 		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
 		  "verbs: RDMA; fake: in-process test double (self-test only)" },
+		/* perftest spellings (hidden; see the description) */
+		{ "gid", 'x', OPT_INT, &cfg.gid_index, 0, 65535, NULL, "N", NULL },
+		{ "qp", 'q', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "N", NULL },
+		{ "cpu-freq-f", 'F', OPT_FLAG, &cfg.perftest_f, 0, 0, NULL, NULL, NULL },
+		{ "report_gbits", 0, OPT_FLAG, &cfg.report_gbits, 0, 0, NULL, NULL, NULL },
+		{ "out_json", 0, OPT_FLAG, &cfg.out_json, 0, 0, NULL, NULL, NULL },
+		{ "out_json_file", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE", NULL },
+		{ "fail-if", 0, OPT_LIST, &cfg.fail_if, 0, 0, NULL, "EXPR",
+		  "exit 3 if a row passes a limit: PROTO:SIZE:METRIC<VALUE or >VALUE "
+		  "(repeatable)" },
+		{ "baseline", 0, OPT_STRING, &cfg.baseline, 0, 0, NULL, "FILE",
+		  "exit 3 if a row regressed against the same row of an earlier --json" },
+		{ "max-regress", 0, OPT_INT, &cfg.max_regress, 0, 1000, NULL, "PCT",
+		  "--baseline's tolerance in percent (default: 10)" },
 		{ 0 },
 	};
 	const char *pos[1];
@@ -416,12 +686,16 @@ int cmd_bench(int argc, char **argv)
 
 	rdmx_conn_opts_init(&cfg.copts);
 	cfg.timeout = 10000;
+	cfg.max_regress = -1;
+	cfg.argc = argc;
+	cfg.argv = argv;
 	rc = cmd_parse(&bench_page, table, argc, argv, pos, 1, &n_pos);
 	if (rc != CMD_CONTINUE)
 		return rc;
 	cfg.addr = n_pos ? pos[0] : NULL;
 	rc = check_cfg(&cfg);
-	if (rc != CMD_CONTINUE)
-		return rc;
-	return run(&cfg);
+	if (rc == CMD_CONTINUE)
+		rc = run(&cfg);
+	bench_baseline_free(&cfg.base);
+	return rc;
 }

@@ -26,6 +26,7 @@ static const struct opts_page devices_page = {
 		"rdmx devices\n"
 		"rdmx devices --json | jq '.picked.address'\n"
 		"sandbox/run -- rdmx devices",
+	.see_also = "rdmx(1), rdmx-pingpong(1), rdmx-bench(1)",
 };
 
 struct picked {

@@ -51,6 +51,7 @@ static const struct opts_page doctor_page = {
 		"rdmx doctor 10.77.0.2            # with 'rdmx pingpong --server' there\n"
 		"rdmx doctor --json | jq '.checks[] | select(.result != \"ok\")'\n"
 		"sandbox/run -- rdmx doctor",
+	.see_also = "rdmx(1), rdmx-devices(1), rdmx-pingpong(1)",
 };
 
 enum verdict { V_OK, V_WARN, V_FAIL, V_SKIP };

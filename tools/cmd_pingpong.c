@@ -52,7 +52,11 @@ static const struct opts_page pingpong_page = {
 		"(for --size 8 and more) the sequence number are checked.\n"
 		"\n"
 		"A --size above 64K needs the server to allow it: start the server\n"
-		"with at least the same --size.",
+		"with at least the same --size.\n"
+		"\n"
+		"Every failure is one line on stderr, 'rdmx pingpong: WHAT: ERROR\n"
+		"(DETAIL)', ERROR being rdmx_strerror() of the code and DETAIL the\n"
+		"library's detail message.",
 	.exit_status =
 		"0   the run completed (server: the peer disconnected)\n"
 		"1   an rdmx call failed, timed out, or --verify found a mismatch\n"
@@ -64,6 +68,7 @@ static const struct opts_page pingpong_page = {
 		"rdmx pingpong --verify --size 1M --iters 100\n"
 		"rdmx pingpong --fabric fake --verify           # no RDMA device needed\n"
 		"sandbox/run -- rdmx pingpong --verify",
+	.see_also = "rdmx(1), rdmx-devices(1), rdmx-bench(1)",
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };

@@ -172,6 +172,20 @@ static int set_choice(const struct opt *o, const char *val, char *err,
 	return OPTS_ERROR;
 }
 
+static int add_to_list(const struct opt *o, const char *val, char *err,
+		       size_t len)
+{
+	struct opts_list *l = o->dest;
+
+	if (l->n >= OPTS_LIST_MAX) {
+		put(err, len, "--%s: given more than %d times", o->name,
+		    OPTS_LIST_MAX);
+		return OPTS_ERROR;
+	}
+	l->v[l->n++] = val;
+	return OPTS_OK;
+}
+
 static int set_value(const struct opt *o, const char *val, char *err,
 		     size_t len)
 {
@@ -185,11 +199,65 @@ static int set_value(const struct opt *o, const char *val, char *err,
 	case OPT_STRING:
 		*(const char **)o->dest = val;
 		return OPTS_OK;
+	case OPT_LIST:
+		return add_to_list(o, val, err, len);
 	case OPT_FLAG:
 		break;
 	}
 	put(err, len, "--%s: bad option table entry", o->name);
 	return OPTS_ERROR;
+}
+
+
+/* Edit distance (insertions, deletions, substitutions) of two short names;
+ * names longer than 63 characters are only compared in their first 63. */
+static size_t edit_distance(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b), row[64], i, j, diag, up;
+
+	na = na < 63 ? na : 63;
+	nb = nb < 63 ? nb : 63;
+	for (j = 0; j <= nb; j++)
+		row[j] = j;
+	for (i = 1; i <= na; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= nb; j++) {
+			up = row[j];
+			row[j] = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < row[j])
+				row[j] = up + 1;
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			diag = up;
+		}
+	}
+	return row[nb];
+}
+
+/* "unknown option '--sizs'; did you mean '--sizes'?" (close names only; a
+ * '_' is taken as '-', the perftest habit). */
+static void unknown_long(const struct opt *t, const char *name, size_t n,
+			 char *err, size_t len)
+{
+	const struct opt *best = NULL;
+	size_t d, best_d = SIZE_MAX, i;
+	char norm[64];
+
+	for (i = 0; i < n && i < sizeof(norm) - 1; i++)
+		norm[i] = name[i] == '_' ? '-' : name[i];
+	for (; t->name; t++) {
+		d = edit_distance(norm, i, t->name);
+		if (t->help && d < best_d) {
+			best = t;
+			best_d = d;
+		}
+	}
+	if (best && best_d <= (n < 5 ? 1 : 2))
+		put(err, len, "unknown option '--%.*s'; did you mean '--%s'?", (int)n,
+		    name, best->name);
+	else
+		put(err, len, "unknown option '--%.*s'", (int)n, name);
 }
 
 /* --name, --name=value or --name value; advances *i past a separate value. */
@@ -201,9 +269,9 @@ static int parse_long(const struct opt *t, int argc, char **argv, int *i,
 	const struct opt *o = find_long(t, name, n);
 
 	if (!o && n == 4 && !strncmp(name, "help", 4))
-		return OPTS_HELP;
+		return eq && !strcmp(eq, "=man") ? OPTS_MAN : OPTS_HELP;
 	if (!o) {
-		put(err, len, "unknown option '--%.*s'", (int)n, name);
+		unknown_long(t, name, n, err, len);
 		return OPTS_ERROR;
 	}
 	if (o->kind == OPT_FLAG) {
@@ -298,7 +366,7 @@ static const char *metavar(const struct opt *o)
 {
 	static const char *const def[] = {
 		[OPT_FLAG] = "", [OPT_INT] = "N", [OPT_SIZE] = "BYTES",
-		[OPT_STRING] = "STR", [OPT_CHOICE] = "NAME",
+		[OPT_STRING] = "STR", [OPT_CHOICE] = "NAME", [OPT_LIST] = "STR",
 	};
 
 	return o->metavar ? o->metavar : def[o->kind];
@@ -338,15 +406,14 @@ static void default_text(const struct opt *o, char *buf, size_t len)
 			put(buf, len, "%s", *(const char *const *)o->dest);
 		break;
 	case OPT_FLAG:
+	case OPT_LIST:
 		break;
 	}
 }
 
-static void help_text(const struct opt *o, char *buf, size_t len)
+void opts_help_text(const struct opt *o, char *buf, size_t len)
 {
-	char tmp[256];
-
-	char def[64];
+	char tmp[256], def[64];
 
 	put(buf, len, "%s", o->help ? o->help : "");
 	default_text(o, def, sizeof(def));
@@ -407,13 +474,17 @@ void opts_print_help(const struct opt *table, FILE *f)
 	int col = HELP_INDENT + (int)strlen("-h, --help") + 2;
 
 	for (o = table; o->name; o++) {
+		if (!o->help)
+			continue;
 		left_column(o, left, sizeof(left));
 		if ((int)strlen(left) + 2 > col && (int)strlen(left) + 2 <= HELP_MAX_LEFT)
 			col = (int)strlen(left) + 2;
 	}
 	for (o = table; o->name; o++) {
+		if (!o->help)
+			continue;
 		left_column(o, left, sizeof(left));
-		help_text(o, text, sizeof(text));
+		opts_help_text(o, text, sizeof(text));
 		print_entry(f, left, text, col);
 	}
 	left_column(&help, left, sizeof(left));
@@ -445,9 +516,11 @@ void opts_print_page(const struct opts_page *page, const struct opt *table,
 	print_section(f, "NAME", page->name);
 	print_section(f, "SYNOPSIS", page->synopsis);
 	print_section(f, "DESCRIPTION", page->description);
+	print_section(f, "COMMANDS", page->commands);
 	fputs("OPTIONS\n", f);
 	opts_print_help(table, f);
 	fputc('\n', f);
 	print_section(f, "EXIT STATUS", page->exit_status);
 	print_section(f, "EXAMPLES", page->examples);
+	print_section(f, "SEE ALSO", page->see_also);
 }

@@ -22,6 +22,14 @@ enum opt_kind {
 	OPT_SIZE,	/* uint64_t *: bytes, K/M/G binary suffixes, in [min, max] */
 	OPT_STRING,	/* const char **: any string (points into argv) */
 	OPT_CHOICE,	/* const char **: one of choices[] (points into choices) */
+	OPT_LIST,	/* struct opts_list *: repeatable, each value appended */
+};
+
+/* The values of a repeatable option (OPT_LIST), in the order given. */
+#define OPTS_LIST_MAX 32
+struct opts_list {
+	int n;
+	const char *v[OPTS_LIST_MAX];	/* point into argv */
 };
 
 struct opt {
@@ -32,7 +40,9 @@ struct opt {
 	long long min, max;		/* OPT_INT and OPT_SIZE (size: both >= 0) */
 	const char *const *choices;	/* OPT_CHOICE: NULL-terminated list */
 	const char *metavar;		/* value placeholder in help, e.g. "BYTES" */
-	const char *help;		/* one sentence, no trailing period needed */
+	const char *help;		/* one sentence, no trailing period needed;
+					 * NULL: a hidden alias (e.g. a perftest
+					 * spelling), left out of help and man */
 };
 
 /* opts_parse() results. */
@@ -40,6 +50,7 @@ enum {
 	OPTS_ERROR = -1,	/* problem described in @err */
 	OPTS_OK = 0,
 	OPTS_HELP = 1,		/* -h or --help was given */
+	OPTS_MAN = 2,		/* --help=man: the page as roff (rdmx help --man) */
 };
 
 /**
@@ -47,7 +58,8 @@ enum {
  * @argv[0] is skipped (the command name). Options and positional arguments
  * may be mixed; "--" ends the options. Positional arguments are stored in
  * @pos (at most @max_pos of them) and counted in *@n_pos.
- * Returns OPTS_OK, OPTS_HELP or OPTS_ERROR with a one-line message in @err.
+ * Returns OPTS_OK, OPTS_HELP or OPTS_ERROR with a one-line message in @err;
+ * an unknown long option gets the closest known name ("did you mean").
  */
 int opts_parse(const struct opt *table, int argc, char **argv,
 	       const char **pos, int max_pos, int *n_pos,
@@ -68,17 +80,44 @@ const char *opts_format_size(uint64_t v, char *buf, size_t len);
  */
 void opts_print_help(const struct opt *table, FILE *f);
 
-/* The sections of a man-page style --help; NULL sections are omitted. */
+/*
+ * The sections of a man-page style --help; NULL sections are omitted.
+ *
+ * This is the ONE source of each command's documentation: opts_print_page()
+ * writes it as `rdmx CMD --help`, opts_print_man() as the roff man page the
+ * build installs (share/man/man1/rdmx-CMD.1, written by `rdmx help --man
+ * CMD`). It lives in C rather than in a markdown file because the options
+ * table, with its live defaults and choices, is already C and must be in
+ * the binary for --help; generating roff from it needs no converter at build
+ * time (no pandoc), and the two outputs cannot drift.
+ * Text conventions: paragraphs separated by an empty line; synopsis,
+ * commands, exit status, examples and see-also are kept line by line.
+ */
 struct opts_page {
 	const char *name;		/* "rdmx-devices - list RDMA devices" */
 	const char *synopsis;		/* one usage line per line */
 	const char *description;
+	const char *commands;		/* the top-level page's command list */
 	const char *exit_status;
 	const char *examples;
+	const char *see_also;
 };
 
 /** opts_print_page - write a full --help page, OPTIONS generated from @table. */
 void opts_print_page(const struct opts_page *page, const struct opt *table,
 		     FILE *f);
+
+/**
+ * opts_help_text - an option's help sentence with its choices and default,
+ * as --help shows it, into @buf.
+ */
+void opts_help_text(const struct opt *o, char *buf, size_t len);
+
+/**
+ * opts_print_man - write @page and @table as a roff man page (section 1)
+ * of rdmx @version (opts_man.c).
+ */
+void opts_print_man(const struct opts_page *page, const struct opt *table,
+		    const char *version, FILE *f);
 
 #endif /* RDMX_TOOLS_OPTS_H */

@@ -16,59 +16,69 @@
 #define RDMX_VERSION_STRING STR(RDMX_VERSION_MAJOR) "." STR(RDMX_VERSION_MINOR)
 #endif
 
+/* The summaries are in rdmx_page.commands (the one source of the docs). */
 struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
-	const char *summary;
 };
 
 static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "devices", cmd_devices,
-	  "list RDMA devices, ports, GIDs and the address rdmx uses" },
-	{ "pingpong", cmd_pingpong,
-	  "measure message round-trip latency" },
-	{ "bench", cmd_bench,
-	  "latency and bandwidth of every protocol and TCP, with reports" },
-	{ "doctor", cmd_doctor,
-	  "check the RDMA set-up of this host and the way to a peer" },
-	{ "help", cmd_help, "show this help or the help of COMMAND" },
+	{ "devices", cmd_devices },
+	{ "pingpong", cmd_pingpong },
+	{ "bench", cmd_bench },
+	{ "doctor", cmd_doctor },
+	{ "help", cmd_help },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
+static const struct opts_page rdmx_page = {
+	.name = "rdmx - RDMA messaging tool",
+	.synopsis =
+		"rdmx COMMAND [OPTIONS] [ARGS]\n"
+		"rdmx help [COMMAND]\n"
+		"rdmx help --man COMMAND\n"
+		"rdmx --version",
+	.description =
+		"rdmx inspects the RDMA devices of this host and exercises rdmx\n"
+		"connections. Each command has its own options: rdmx COMMAND --help.\n"
+		"'rdmx help --man COMMAND' writes the command's man page as roff\n"
+		"(COMMAND rdmx: this page); the installed rdmx-COMMAND(1) pages are\n"
+		"made that way, from the same text as --help.",
+	.commands =
+		"devices    list RDMA devices, ports, GIDs and the address rdmx uses\n"
+		"pingpong   measure message round-trip latency\n"
+		"bench      latency and bandwidth of every protocol and TCP, with reports\n"
+		"doctor     check the RDMA set-up of this host and the way to a peer\n"
+		"help       show this help, the help of COMMAND or its man page",
+	.exit_status =
+		"0   success\n"
+		"1   the command failed\n"
+		"2   usage error (unknown command or option, bad value, no command)\n"
+		"3   rdmx bench: a --fail-if or --baseline limit was exceeded",
+	.examples =
+		"rdmx devices\n"
+		"rdmx pingpong --server\n"
+		"rdmx pingpong --size 4K --iters 100000 10.0.0.1\n"
+		"rdmx bench -p all --sizes 64,4K,64K\n"
+		"rdmx doctor 10.0.0.1\n"
+		"rdmx help --man bench | man -l -",
+	.see_also = "rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1), rdmx-doctor(1)",
+};
+
+static bool version_flag;
+
+static const struct opt rdmx_table[] = {
+	{ "version", 0, OPT_FLAG, &version_flag, 0, 0, NULL, NULL,
+	  "show the version and the built-in protocols and exit" },
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	size_t i;
-
-	fputs("NAME\n"
-	      "    rdmx - RDMA messaging tool\n\n"
-	      "SYNOPSIS\n"
-	      "    rdmx COMMAND [OPTIONS] [ARGS]\n"
-	      "    rdmx help [COMMAND]\n"
-	      "    rdmx --version\n\n"
-	      "DESCRIPTION\n"
-	      "    rdmx inspects the RDMA devices of this host and exercises rdmx\n"
-	      "    connections. Each command has its own options: rdmx COMMAND --help.\n\n"
-	      "COMMANDS\n", f);
-	for (i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "    %-10s %s\n", commands[i].name, commands[i].summary);
-	fputs("\nOPTIONS\n"
-	      "    -h, --help   show this help and exit\n"
-	      "        --version\n"
-	      "                 show the version and the built-in protocols and exit\n\n"
-	      "EXIT STATUS\n"
-	      "    0 on success, 1 when the command failed, 2 on a usage error\n"
-	      "    (unknown command or option, bad value, or no command at all).\n\n"
-	      "EXAMPLES\n"
-	      "    rdmx devices\n"
-	      "    rdmx pingpong --server\n"
-	      "    rdmx pingpong --size 4K --iters 100000 10.0.0.1\n"
-	      "    rdmx bench -p all --sizes 64,4K,64K\n"
-	      "    rdmx doctor 10.0.0.1\n\n"
-	      "SEE ALSO\n"
-	      "    rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1), rdmx-doctor(1)\n", f);
+	opts_print_page(&rdmx_page, rdmx_table, f);
 }
 
 static const struct command *find_command(const char *name)
@@ -88,6 +98,30 @@ static int unknown_command(const char *name)
 	return EXIT_USAGE;
 }
 
+/* rdmx help --man COMMAND: the man page of COMMAND (or of rdmx) as roff. */
+static int man_page(int argc, char **argv)
+{
+	const struct command *c;
+	char help[] = "--help=man";
+	char *args[3];
+
+	if (argc != 3) {
+		fprintf(stderr, "rdmx help: usage: rdmx help --man COMMAND\n");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[2], "rdmx") || !strcmp(argv[2], "help")) {
+		opts_print_man(&rdmx_page, rdmx_table, RDMX_VERSION_STRING, stdout);
+		return EXIT_OK;
+	}
+	c = find_command(argv[2]);
+	if (!c)
+		return unknown_command(argv[2]);
+	args[0] = argv[2];
+	args[1] = help;
+	args[2] = NULL;
+	return c->fn(2, args);
+}
+
 /* rdmx help [COMMAND]: COMMAND --help. */
 static int cmd_help(int argc, char **argv)
 {
@@ -95,6 +129,8 @@ static int cmd_help(int argc, char **argv)
 	char help[] = "--help";
 	char *args[3];
 
+	if (argc >= 2 && !strcmp(argv[1], "--man"))
+		return man_page(argc, argv);
 	if (argc < 2) {
 		usage(stdout);
 		return EXIT_OK;
@@ -133,6 +169,10 @@ int cmd_parse(const struct opts_page *page, const struct opt *table,
 	rc = opts_parse(table, argc, argv, pos, max_pos, n_pos, err, sizeof(err));
 	if (rc == OPTS_HELP) {
 		opts_print_page(page, table, stdout);
+		return EXIT_OK;
+	}
+	if (rc == OPTS_MAN) {
+		opts_print_man(page, table, RDMX_VERSION_STRING, stdout);
 		return EXIT_OK;
 	}
 	if (rc != OPTS_OK) {

@@ -19,6 +19,16 @@ for p in $names tcp; do
 	[ "$n" -eq 4 ] || fail "$p: $n complete rows, expected 4 (2 sizes x lat, bw)"
 done
 [ "$(jq -r .device "$dir/b.json")" != "verbs" ] || fail "no device named"
+jq -e '.rdmx_version != "" and (.kernel | startswith("Linux")) and .config.iters == 50' \
+	"$dir/b.json" >/dev/null || fail "the JSON lacks its provenance"
+# The CI gate on the device: a violated --fail-if exits 3 and names the row.
+set +e
+timeout 300 "$rdmx" bench -p send_recv --mode lat --sizes 64 --iters 20 --warmup 2 \
+	--fail-if 'send_recv:64:p50>1ns' >"$dir/gate" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 3 ] && grep -q 'send_recv 64 lat conns 1: rtt_us.p50' "$dir/gate" ||
+	{ cat "$dir/gate"; fail "--fail-if on the device: exit $rc, expected 3 naming the row"; }
 
 addr=${RDMX_TEST_ADDR:-${RDMX_SANDBOX_ADDR:-}}
 [ -n "$addr" ] || { echo "ok (no RDMX_SANDBOX_ADDR: server/client split not tested)"; exit 0; }

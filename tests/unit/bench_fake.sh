@@ -2,14 +2,17 @@
 # rdmx bench end to end on the fake fabric (every protocol and tcp on
 # loopback): the JSON parses and has a row per protocol, size and mode with
 # every message counted; the CSV has the same rows; --plot writes every chart
-# (PNG and SVG) without a gnuplot warning; bad input exits 2; SIGINT keeps
-# the finished rows.
+# (PNG and SVG) without a gnuplot warning; bad input exits 2; --fail-if and
+# --baseline exit 3 when a limit is exceeded; SIGINT keeps the finished rows.
 # Usage: bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# RDMX_TEST_QUICK (TSan, valgrind): the option-handling runs below that
+# exercise no threading are skipped; the plain and ASan runs do them all.
+quick=${RDMX_TEST_QUICK:-}
 
 "$rdmx" bench --fabric fake -p all --sizes 8,4K --iters 200 --warmup 20 \
 	--threads 2 --json "$dir/b.json" --csv "$dir/b.csv" --plot "$dir/plots" >"$dir/out" ||
@@ -54,6 +57,96 @@ usage "self-test" --server
 usage "threads" --threads 0
 usage "not a power of 2" --ring-size 100000
 usage "ring-size" --ring-size 1K
+# --fail-if and --baseline are checked before any test (usage, exit 2).
+usage "'p98' is not a metric" --fail-if 'send_recv:64:p98>1us'
+usage "'20xs' is not a limit" --fail-if 'send_recv:64:p99>20xs'
+usage "protocol 'tcp'" -p send_recv --fail-if 'tcp:64:p99>1'
+usage "not in --sizes" --sizes 64 --fail-if 'send_recv:128:p99>1'
+usage "bandwidth" --mode lat --fail-if '*:*:msg_s<1'
+usage "cannot open" --baseline "$dir/none.json"
+usage "needs --baseline" --max-regress 5
+
+# Checked before the first test: output paths, the plot directory, gnuplot,
+# the memory the sizes need.
+usage "same file" --json "$dir/same" --csv "$dir/same"
+usage "cannot write in $dir/nodir" --json "$dir/nodir/x.json"
+usage "is a directory" --csv "$dir"
+touch "$dir/afile"
+usage "not a directory" --plot "$dir/afile"
+usage "only one can go to stdout" --json - --csv -
+usage "GiB" --sizes 1G --outstanding 4096 --threads 64
+set +e; PATH=/nonexistent "$rdmx" bench --fabric fake --plot "$dir/p2" >"$dir/out" 2>"$dir/err"
+rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q "gnuplot-nox" "$dir/err" && [ ! -s "$dir/out" ] ||
+	{ cat "$dir/err"; fail "no gnuplot: exit $rc, expected 2 naming gnuplot-nox before any test"; }
+# --json - : the document alone on stdout (the table on stderr), with the
+# provenance and the effective configuration.
+"$rdmx" bench --fabric fake -p send_recv --sizes 64 --iters 20 --warmup 2 --json - \
+	>"$dir/stdout.json" 2>"$dir/err" || { cat "$dir/err"; fail "--json -"; }
+jq -e '(.results | length) == 2 and .rdmx_version != "" and .host != "" and
+	(.kernel | startswith("Linux")) and (.command_line | endswith("--json -")) and
+	.config.iters == 20 and .config.sizes == [64] and .config.send_depth == 16' \
+	"$dir/stdout.json" >/dev/null || { cat "$dir/stdout.json"; fail "--json -: not the document"; }
+grep -q '^send_recv' "$dir/err" || fail "--json -: the table is not on stderr"
+# --progress always draws the line even off a terminal; auto does not.
+[ -n "$quick" ] || for p in always auto; do
+	"$rdmx" bench --fabric fake -p tcp --sizes 64 --mode lat --duration 1.5 \
+		--warmup 1 --progress $p >/dev/null 2>"$dir/prog.$p"
+done
+if [ -z "$quick" ]; then
+grep -q 'messages' "$dir/prog.always" || fail "--progress always: no progress line"
+! grep -q 'messages' "$dir/prog.auto" || fail "--progress auto: a progress line off a terminal"
+fi
+
+# perftest habits: the spellings map to rdmx's, a clashing letter is refused
+# or noted with the rdmx spelling, an unknown option gets "did you mean".
+usage "did you mean '--sizes'" --sizs 64
+usage "did you mean '--warmup'" --warmpu 5
+usage "perftest's -p (the port) is --port" -p 18515
+usage "exclude each other" -a --sizes 64
+if [ -z "$quick" ]; then
+"$rdmx" bench --fabric fake -p tcp --mode lat -a -k 1 --iters 2 --warmup 0 -x 0 -q 1 -F -t 999 \
+	--out_json >"$dir/a.json" 2>"$dir/err" || { cat "$dir/err"; fail "perftest spellings"; }
+jq -e '[.results[].size] == [range(1; 24) | pow(2; .)] and .config.threads == 1' \
+	"$dir/a.json" >/dev/null || fail "-a: not every power of 2 from 2 to 8M"
+grep -q -- "-F ignored" "$dir/err" || fail "-F: no note"
+grep -q -- "is --outstanding" "$dir/err" || fail "-t 999: no note naming --outstanding"
+# headline columns: one-way latency and MB/s (= Gb/s x 125) on request
+"$rdmx" bench --fabric fake -p send_recv --sizes 4K --iters 100 --warmup 5 --latency one-way \
+	--rate mbs --json "$dir/h.json" >"$dir/out" || fail "--latency one-way --rate mbs"
+grep -q "latency: one-way" "$dir/out" || fail "--latency one-way: not in the table"
+mbs=$(awk '/MB\/s/ { on = 1; next } on && /^send_recv/ { print $6; exit }' "$dir/out")
+want=$(jq '.results[] | select(.mode == "bw") | .gbps * 125' "$dir/h.json")
+awk -v a="$mbs" -v b="$want" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 < (b * 0.01) ^ 2) }' ||
+	fail "--rate mbs: the table says $mbs MB/s, the JSON's Gb/s make $want"
+p50=$(awk '/^protocol/ { n++ } n == 1 && /^send_recv/ { print $6; exit }' "$dir/out")
+want=$(jq '.results[] | select(.mode == "lat") | .one_way_us.p50' "$dir/h.json")
+awk -v a="$p50" -v b="$want" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 < 0.01 ^ 2 + (b * 0.01) ^ 2) }' ||
+	fail "--latency one-way: the table's p50 $p50 is not the JSON's one-way p50 $want"
+fi
+
+# The CI gate: a violated --fail-if exits 3 and names the row; a satisfied
+# one exits 0; a baseline with absurd figures is a regression on every row.
+gate() { # expect exit status $1 from bench with the rest of the arguments
+	local want=$1; shift
+	set +e; "$rdmx" bench --fabric fake -p send_recv,tcp --sizes 64 --iters 50 \
+		--warmup 5 "$@" >"$dir/out" 2>"$dir/err"; rc=$?; set -e
+	[ "$rc" -eq "$want" ] || { cat "$dir/err"; fail "bench $*: exit $rc, expected $want"; }
+}
+gate 3 --fail-if 'send_recv:64:p50>1ns' --fail-if 'tcp:*:msg_s<1'
+grep -q "send_recv:64:p50>1ns'.*send_recv 64 lat conns 1: rtt_us.p50 = " "$dir/err" ||
+	{ cat "$dir/err"; fail "--fail-if: the violated row is not named"; }
+grep -q "1 limit exceeded" "$dir/err" || { cat "$dir/err"; fail "--fail-if: no summary"; }
+grep -q '^send_recv' "$dir/out" || fail "--fail-if: the table is missing"
+[ -n "$quick" ] || {
+gate 0 --fail-if 'send_recv:64:p50>1000s' --fail-if '*:*:msg_s<1' --json "$dir/base.json"
+jq '.results[] |= (.msg_rate = 1e15 | .rtt_us.p50 = 1e-6)' "$dir/base.json" >"$dir/fast.json"
+gate 3 --baseline "$dir/fast.json"
+[ "$(grep -c -- '--baseline: .* was ' "$dir/err")" -eq 4 ] ||
+	{ cat "$dir/err"; fail "--baseline: not every row (4) regressed"; }
+jq '.results[] |= (.msg_rate = 1 | .rtt_us.p50 = 1e9)' "$dir/base.json" >"$dir/slow.json"
+gate 0 --baseline "$dir/slow.json" --max-regress 5
+}
 
 # Every ring protocol at 1 MiB: the ring grows to hold it by default (the
 # default 1 MiB ring cannot hold two 1 MiB records).

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rdmx bench: argument parsing, rate arithmetic, and the JSON/CSV writers. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -341,6 +342,32 @@ static void test_json(void **state)
 	free(s);
 }
 
+/* No inf or nan in JSON: they are null, not a made-up 0; the provenance
+ * fields and the config object are there when given. */
+static void test_json_null_provenance(void **state)
+{
+	struct fixture fx;
+	char *s;
+
+	(void)state;
+	make_report(&fx);
+	fx.res[1].msg_rate = NAN;
+	fx.res[1].gbps = INFINITY;
+	fx.rep.version = "9.9";
+	fx.rep.cmdline = "rdmx bench --json \"x\"";
+	fx.rep.host = "h";
+	fx.rep.kernel = "Linux 6";
+	fx.rep.config_json = "{\"iters\": 5}";
+	s = write_mem(&fx.rep, bench_write_json);
+	assert_true(json_valid(s));
+	assert_non_null(strstr(s, "\"msg_rate\": null, \"gbps\": null"));
+	assert_non_null(strstr(s, "\"rdmx_version\": \"9.9\""));
+	assert_non_null(strstr(s, "\"command_line\": \"rdmx bench --json \\\"x\\\"\""));
+	assert_non_null(strstr(s, "\"kernel\": \"Linux 6\""));
+	assert_non_null(strstr(s, "\"config\": {\"iters\": 5}"));
+	free(s);
+}
+
 static int csv_fields(const char *line, size_t len)
 {
 	int n = 1;
@@ -394,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_duration_mode_sweep),
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_json_null_provenance),
 		cmocka_unit_test(test_csv),
 	};
 

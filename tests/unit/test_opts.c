@@ -24,7 +24,7 @@ struct vals {
 
 struct fixture {
 	struct vals v;
-	struct opt table[6];
+	struct opt table[7];
 	const char *pos[2];
 	int n_pos;
 	char err[256];
@@ -346,6 +346,112 @@ static void test_help_wraps_long_text(void **state)
 	free(h);
 }
 
+/* A repeatable option keeps every value in order, and refuses one too many. */
+static void test_list(void **state)
+{
+	struct fixture *f = *state;
+	struct opts_list l = { 0 };
+	const struct opt t[] = {
+		{ "fail-if", 0, OPT_LIST, &l, 0, 0, NULL, "EXPR", "a limit" },
+		{ 0 },
+	};
+	char *argv[OPTS_LIST_MAX + 3];
+	int i;
+
+	argv[0] = "cmd";
+	argv[1] = "--fail-if=a";
+	argv[2] = "--fail-if";
+	argv[3] = "b";
+	assert_int_equal(opts_parse(t, 4, argv, f->pos, 2, &f->n_pos, f->err,
+				    sizeof(f->err)), OPTS_OK);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.v[0], "a");
+	assert_string_equal(l.v[1], "b");
+	for (i = 1; i <= OPTS_LIST_MAX + 1; i++)
+		argv[i] = "--fail-if=x";
+	l.n = 0;
+	assert_int_equal(opts_parse(t, OPTS_LIST_MAX + 2, argv, f->pos, 2, &f->n_pos,
+				    f->err, sizeof(f->err)), OPTS_ERROR);
+	expect_error(f, "given more than");
+}
+
+/* The man page has every option of the table, with its placeholder and its
+ * help as --help shows it, and escapes what roff would take as requests. */
+static void test_man_page(void **state)
+{
+	struct fixture *f = *state;
+	const struct opts_page page = {
+		.name = "rdmx-x - a test", .synopsis = "rdmx x [OPTIONS]",
+		.description = "first line\n.not a request\n\nback\\slash",
+		.exit_status = "0   fine", .see_also = "rdmx(1)",
+	};
+	const struct opt *o;
+	char *man = NULL, want[256], help[640];
+	size_t len = 0;
+	FILE *m = open_memstream(&man, &len);
+
+	assert_non_null(m);
+	opts_print_man(&page, f->table, "9.9", m);
+	fclose(m);
+	assert_non_null(strstr(man, ".TH RDMX-X 1 \"\" \"rdmx 9.9\""));
+	assert_non_null(strstr(man, "rdmx\\-x \\- a test"));
+	assert_non_null(strstr(man, "\n\\&.not a request\n.PP\nback\\eslash\n"));
+	for (o = f->table; o->name; o++) {
+		snprintf(want, sizeof(want), "\\fB\\-\\-%s\\fR%s", o->name,
+			 o->kind == OPT_FLAG ? "\n" : "=\\fI");
+		if (!strstr(man, want))
+			fail_msg("the man page lacks '%s':\n%s", want, man);
+		opts_help_text(o, help, sizeof(help));
+		if (!strstr(man, help))
+			fail_msg("the man page lacks the help '%s'", help);
+	}
+	assert_non_null(strstr(man, "\\fB\\-h\\fR, \\fB\\-\\-help\\fR\n"));
+	assert_non_null(strstr(man, ".SH EXIT STATUS\n.nf\n0   fine\n.fi\n"));
+	assert_non_null(strstr(man, ".SH SEE ALSO\nrdmx(1)\n"));
+	free(man);
+}
+
+/* An unknown long option names the closest known one, if it is close; a
+ * hidden alias (no help) is accepted but neither suggested nor listed. */
+static void test_did_you_mean_hidden(void **state)
+{
+	struct fixture *f = *state;
+	char *help = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	assert_int_equal(parse(f, "cmd", "--iter", "5", NULL), OPTS_ERROR);
+	expect_error(f, "unknown option '--iter'; did you mean '--iters'?");
+	assert_int_equal(parse(f, "cmd", "--devcie=x", NULL), OPTS_ERROR);
+	expect_error(f, "did you mean '--device'?");
+	assert_int_equal(parse(f, "cmd", "--verfy", NULL), OPTS_ERROR);
+	expect_error(f, "did you mean '--verify'?");
+	assert_int_equal(parse(f, "cmd", "--zzzzzz", NULL), OPTS_ERROR);
+	assert_null(strstr(f->err, "did you mean"));
+	assert_int_equal(parse(f, "cmd", "--size_x", NULL), OPTS_ERROR);
+	f->table[5] = (struct opt){ "count", 'c', OPT_INT, &f->v.iters, 1, 100,
+				    NULL, NULL, NULL };
+	assert_int_equal(parse(f, "cmd", "-c", "7", NULL), OPTS_OK);
+	assert_int_equal(f->v.iters, 7);
+	assert_int_equal(parse(f, "cmd", "--coutn", NULL), OPTS_ERROR);
+	assert_null(strstr(f->err, "--count"));
+	m = open_memstream(&help, &len);
+	assert_non_null(m);
+	opts_print_help(f->table, m);
+	fclose(m);
+	assert_null(strstr(help, "count"));
+	free(help);
+}
+
+/* --help=man asks for the man page. */
+static void test_help_man(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--help=man", NULL), OPTS_MAN);
+	assert_int_equal(parse(f, "cmd", "--help", NULL), OPTS_HELP);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -354,7 +460,8 @@ int main(void)
 		T(test_sizes), T(test_size_errors), T(test_int_errors),
 		T(test_choice_errors), T(test_unknown_and_missing), T(test_help),
 		T(test_positional), T(test_no_positional), T(test_help_generation),
-		T(test_help_page), T(test_help_wraps_long_text),
+		T(test_help_page), T(test_help_wraps_long_text), T(test_list),
+		T(test_man_page), T(test_help_man), T(test_did_you_mean_hidden),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
