@@ -880,5 +880,6 @@ const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.shared_size = sizeof(struct wa_ring),
 	.shared_teardown = wa_shared_teardown,
 	.group_recv = rdmx__wa_group_recv,
+	.group_unlist = rdmx__wa_group_unlist,
 	.mem_estimate = wa_mem_estimate,
 };

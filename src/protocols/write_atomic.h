@@ -73,6 +73,8 @@ struct wa {
 	struct wa_ring *rx;       /* own, or the listener's shared ring */
 	uint32_t rx_id;           /* the peer's sender id on rx */
 	int joined;               /* rx_id is ours in rx's member table */
+	int leaving;              /* rdmx_conn_close began (rx->lock): the
+				   * listener no longer touches it */
 	struct vq parked;         /* records on rx waiting for this conn */
 	/* sending */
 	struct rdmx__cq *cq;
@@ -128,6 +130,8 @@ int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size);
 void rdmx__wa_ring_unmake(struct wa_ring *r);
 int rdmx__wa_ring_join(struct wa_ring *r, rdmx_conn *c, uint32_t *id);
 void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id);
+/* The group_unlist hook: rdmx_conn_close(@c) began. */
+void rdmx__wa_group_unlist(rdmx_conn *c);
 
 /* Milliseconds of a monotonic clock (never 0). */
 int64_t rdmx__wa_now_ms(void);

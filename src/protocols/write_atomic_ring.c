@@ -412,7 +412,8 @@ static rdmx_conn *first_parked(struct wa_ring *r)
 	for (uint32_t i = 0; i < r->nmembers; i++) {
 		rdmx_conn *c = r->members[i];
 
-		if (c && wa_of(c)->parked.n && rdmx__wa_vq_front(&wa_of(c)->parked) < bv) {
+		if (c && !wa_of(c)->leaving && wa_of(c)->parked.n &&
+		    rdmx__wa_vq_front(&wa_of(c)->parked) < bv) {
 			best = c;
 			bv = rdmx__wa_vq_front(&wa_of(c)->parked);
 		}
@@ -434,12 +435,31 @@ static int rx_poll_any(struct wa_ring *r, struct rdmx_msg *m, int *drained)
 		rc = 1;
 	} else {
 		rc = ring_take(r, &v, &owner);
-		if (rc > 0)
+		if (rc > 0 && wa_of(owner)->leaving) {
+			rec_set_flags(r, v, rec_flags(r, v) | WA_F_RELEASED); /* nobody to take it */
+			ring_advance(r);
+			rc = 0;
+		} else if (rc > 0) {
 			deliver(r, owner, v, m);
+		}
 	}
 	*drained = ring_drained(r);
 	pthread_mutex_unlock(&r->lock);
 	return rc;
+}
+
+/* rdmx_conn_close(@c) began (the group's unlist, before its QP goes): from
+ * now on the listener's receive neither delivers @c's records nor looks
+ * at its connection. */
+void rdmx__wa_group_unlist(rdmx_conn *c)
+{
+	struct wa *p = wa_of(c);
+
+	if (!p->joined)
+		return;
+	pthread_mutex_lock(&p->rx->lock);
+	p->leaving = 1;
+	pthread_mutex_unlock(&p->rx->lock);
 }
 
 /* Release @c's records still in the ring and forget @c (its QP is
@@ -537,7 +557,7 @@ static rdmx_conn *gone_member(struct wa_ring *r, int drained, int check,
 	for (uint32_t i = 0; i < r->nmembers; i++) {
 		rdmx_conn *c = r->members[i];
 
-		if (!c || c->reset_reported)
+		if (!c || c->reset_reported || wa_of(c)->leaving)
 			continue;
 		*live = 1;
 		if (check && c->state == RDMX__CONN_UP)
