@@ -29,62 +29,15 @@
 #include "core/internal.h"
 #include "harness.h"
 #include "protocols/write_atomic.h"
+#include "atomic_common.h"
 
-#define SMALL_RING (16u * 1024)
-#define SMALL_MAX 1024u
-
-static struct rdmx_conn_opts small_opts(void)
+/* small_opts() with a 1 s liveness bound: holes are skipped after it. */
+static struct rdmx_conn_opts holes_opts(void)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = small_opts();
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = "write_atomic";
-	o.ring_size = SMALL_RING;
-	o.max_msg_size = SMALL_MAX;
 	o.liveness_ms = 1000;
 	return o;
-}
-
-static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *o)
-{
-	int rc = th_pair_open(p, o, o);
-
-	if (rc)
-		fail_msg("cannot connect a pair: %s (%s)", rdmx_strerror(rc), rdmx_last_error());
-}
-
-/* A second dialer on @p's listener. */
-static void dial_second(struct th_pair *p, const struct rdmx_conn_opts *o,
-			rdmx_conn **client, rdmx_conn **server)
-{
-	struct th_acceptor a = { .lis = p->lis };
-
-	th_accept_start(&a);
-	assert_int_equal(rdmx_dial(p->ctx, th_addr(), rdmx_listener_port(p->lis), o,
-				   client), 0);
-	th_accept_join(&a);
-	assert_int_equal(a.rc, 0);
-	*server = a.conn;
-}
-
-static void send_seq(rdmx_conn *c, size_t size, uint64_t seq)
-{
-	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(c, size, &m, 20000);
-
-	if (rc)
-		fail_msg("alloc: %s (%s)", rdmx_strerror(rc), rdmx_conn_error(c));
-	th_fill(m.data, size, seq);
-	m.len = size;
-	assert_int_equal(rdmx_send(c, &m), 0);
-}
-
-static void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq)
-{
-	assert_int_equal(m->len, size);
-	if (th_check(m->data, m->len, seq) >= 0)
-		fail_msg("message #%llu of %zu bytes differs at %ld", (unsigned long long)seq,
-			 size, th_check(m->data, m->len, seq));
 }
 
 /* ------------------------------- a sender process killed (rxe only) */
@@ -97,7 +50,7 @@ static void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq)
  */
 static void test_send_space_bounded(void **state)
 {
-	struct rdmx_conn_opts o = small_opts();
+	struct rdmx_conn_opts o = holes_opts();
 	struct rdmx_msg m, b[2];
 	rdmx_conn *c2, *s2;
 	struct th_pair p;
@@ -141,7 +94,7 @@ static void test_send_space_bounded(void **state)
 		check_seq(&m, SMALL_MAX, 100);
 		assert_int_equal(rdmx_msg_release(s2, &m), 0);
 	}
-	send_seq(c2, 300, 7);
+	send_seq(c2, 300, 7, 0);
 	assert_int_equal(rdmx_listener_recv(p.lis, &m, 20000), 0);
 	assert_ptr_equal(rdmx_msg_conn(&m), s2);
 	check_seq(&m, 300, 7);
@@ -161,7 +114,7 @@ static void test_send_space_bounded(void **state)
  */
 static void test_closed_member_skipped(void **state)
 {
-	struct rdmx_conn_opts o = small_opts();
+	struct rdmx_conn_opts o = holes_opts();
 	rdmx_conn *c2, *s2;
 	struct rdmx_msg m;
 	struct th_pair p;
@@ -170,10 +123,10 @@ static void test_closed_member_skipped(void **state)
 	o.liveness_ms = 30000;
 	open_pair(&p, &o);
 	dial_second(&p, &o, &c2, &s2);
-	send_seq(p.client, 100, 1);
-	send_seq(p.client, 100, 2);
+	send_seq(p.client, 100, 1, 0);
+	send_seq(p.client, 100, 2, 0);
 	assert_int_equal(rdmx_flush(p.client, 10000), 0);
-	send_seq(c2, 200, 3);
+	send_seq(c2, 200, 3, 0);
 	assert_int_equal(rdmx_flush(c2, 10000), 0);
 	rdmx_conn_close(p.server);
 	assert_int_equal(rdmx_listener_recv(p.lis, &m, 5000), 0);
@@ -211,7 +164,7 @@ static size_t kill_size(uint64_t i)
  * stream @n messages, close. */
 static void kill_child(int fd, uint32_t id, int victim, uint64_t n)
 {
-	struct rdmx_conn_opts o = small_opts();
+	struct rdmx_conn_opts o = holes_opts();
 	struct rdmx_msg m;
 	rdmx_conn *c;
 	rdmx_ctx *ctx;
@@ -314,7 +267,7 @@ static void kill_drain(struct kill_run *k)
  */
 static void test_sender_process_killed(void **state)
 {
-	struct rdmx_conn_opts o = small_opts();
+	struct rdmx_conn_opts o = holes_opts();
 	struct kill_run k = { 0 };
 
 	uint64_t n = th_count(3000), got = 0;

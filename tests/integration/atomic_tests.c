@@ -35,50 +35,7 @@
 #include "core/internal.h"
 #include "harness.h"
 #include "protocols/write_atomic.h"
-
-#define SMALL_RING (16u * 1024)
-#define SMALL_MAX 1024u
-
-static struct rdmx_conn_opts small_opts(void)
-{
-	struct rdmx_conn_opts o;
-
-	rdmx_conn_opts_init(&o);
-	o.protocol = "write_atomic";
-	o.ring_size = SMALL_RING;
-	o.max_msg_size = SMALL_MAX;
-	return o;
-}
-
-static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *o)
-{
-	int rc = th_pair_open(p, o, o);
-
-	if (rc)
-		fail_msg("cannot connect a pair: %s (%s)", rdmx_strerror(rc), rdmx_last_error());
-}
-
-static void send_seq(rdmx_conn *c, size_t size, uint64_t seq, uint32_t flags)
-{
-	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(c, size, &m, 20000);
-
-	if (rc)
-		fail_msg("alloc: %s (%s)", rdmx_strerror(rc), rdmx_conn_error(c));
-	th_fill(m.data, size, seq);
-	m.len = size;
-	m.flags = flags;
-	m.imm = (uint32_t)seq;
-	assert_int_equal(rdmx_send(c, &m), 0);
-}
-
-static void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq)
-{
-	assert_int_equal(m->len, size);
-	if (th_check(m->data, m->len, seq) >= 0)
-		fail_msg("message #%llu of %zu bytes differs at %ld", (unsigned long long)seq,
-			 size, th_check(m->data, m->len, seq));
-}
+#include "atomic_common.h"
 
 /* --------------------------------------------------- record arithmetic */
 
@@ -315,20 +272,6 @@ static void *slow_send_main(void *arg)
 {
 	send_seq(arg, 700, 1000, 0);
 	return NULL;
-}
-
-/* A second dialer on @p's listener. */
-static void dial_second(struct th_pair *p, const struct rdmx_conn_opts *o,
-			rdmx_conn **client, rdmx_conn **server)
-{
-	struct th_acceptor a = { .lis = p->lis };
-
-	th_accept_start(&a);
-	assert_int_equal(rdmx_dial(p->ctx, th_addr(), rdmx_listener_port(p->lis), o,
-				   client), 0);
-	th_accept_join(&a);
-	assert_int_equal(a.rc, 0);
-	*server = a.conn;
 }
 
 /* A pair with small_opts() and a second dialer on its listener. */

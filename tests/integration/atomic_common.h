@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers of write_atomic's two test files (atomic_tests.c, atomic_holes.c). */
+#ifndef RDMX_TESTS_ATOMIC_COMMON_H
+#define RDMX_TESTS_ATOMIC_COMMON_H
+
+#include "harness.h"
+
+#define SMALL_RING (16u * 1024)
+#define SMALL_MAX 1024u
+
+/* write_atomic through a SMALL_RING ring, messages up to SMALL_MAX. */
+struct rdmx_conn_opts small_opts(void);
+/* th_pair_open with @o on both sides; fails the test if it cannot. */
+void open_pair(struct th_pair *p, const struct rdmx_conn_opts *o);
+/* A second dialer on @p's listener. */
+void dial_second(struct th_pair *p, const struct rdmx_conn_opts *o,
+		 rdmx_conn **client, rdmx_conn **server);
+/* Send @size bytes of th_fill's pattern @seq (imm @seq, @flags). */
+void send_seq(rdmx_conn *c, size_t size, uint64_t seq, uint32_t flags);
+/* @m is message @seq of @size bytes. */
+void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq);
+
+#endif /* RDMX_TESTS_ATOMIC_COMMON_H */
