@@ -2,10 +2,13 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef TH_FABRIC
 #define TH_FABRIC "verbs"
@@ -210,4 +213,29 @@ int th_echo_join(struct th_echo *e)
 {
 	pthread_join(e->thread, NULL);
 	return e->rc;
+}
+
+static char watchdog_msg[256];
+
+static void watchdog_fire(int sig)
+{
+	ssize_t n = write(STDOUT_FILENO, watchdog_msg, strlen(watchdog_msg));
+
+	(void)sig;
+	(void)n;
+	_exit(1);
+}
+
+void th_watchdog(unsigned seconds, const char *fmt, ...)
+{
+	va_list ap;
+
+	alarm(0);
+	if (!seconds)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(watchdog_msg, sizeof(watchdog_msg), fmt, ap);
+	va_end(ap);
+	signal(SIGALRM, watchdog_fire);
+	alarm(seconds);
 }

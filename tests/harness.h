@@ -67,4 +67,10 @@ uint64_t th_count(uint64_t n);
 /* Milliseconds on the monotonic clock. */
 double th_now_ms(void);
 
+/* A run that hangs fails instead: after @seconds SIGALRM writes the
+ * formatted message to stdout and the process exits with 1. A second call
+ * re-arms it with a new message; th_watchdog(0, NULL) disarms it. */
+void th_watchdog(unsigned seconds, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #endif /* RDMX_TESTS_HARNESS_H */

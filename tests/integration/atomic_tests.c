@@ -371,13 +371,6 @@ static void test_per_conn_recv_parks_others(void **state)
 
 /* ---------------------------------------- peer-written memory, read once */
 
-static void hang_alarm(int sig)
-{
-	(void)sig;
-	fprintf(stderr, "release spun on a rewritten header (hang)\n");
-	_exit(1);
-}
-
 /*
  * A member rewrites its delivered record's header into a zero-length pad:
  * release and the head advance use the receiver's own record of the span
@@ -397,13 +390,12 @@ static void test_rewrite_after_delivery(void **state)
 	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
 	check_seq(&m, 100, 1);
 	wa_put_hdr((uint8_t *)m.data - WA_HDR, &h);
-	signal(SIGALRM, hang_alarm);
-	alarm(20);
+	th_watchdog(20, "release spun on a rewritten header (hang)\n");
 	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
 	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
 	check_seq(&m, 200, 2);
 	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
-	alarm(0);
+	th_watchdog(0, NULL);
 	assert_int_equal(wa_of(p.server)->rx->pub, wa_rec_size(100) + wa_rec_size(200));
 	th_pair_close(&p);
 }

@@ -32,19 +32,6 @@
 #define WINDOW 16
 #define MAX_MSG 16384
 
-/* A protocol that stops making progress fails the run instead of hanging
- * it: SIGALRM after --stall seconds prints this and exits. */
-static char stall_msg[160];
-
-static void on_stall(int sig)
-{
-	ssize_t n = write(STDOUT_FILENO, stall_msg, strlen(stall_msg));
-
-	(void)sig;
-	(void)n;
-	_exit(1);
-}
-
 struct server {
 	pthread_t thread;
 	rdmx_ctx *ctx;
@@ -181,10 +168,8 @@ static int client_one(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	rdmx_conn *c;
 	int rc;
 
-	snprintf(stall_msg, sizeof(stall_msg),
-		 "FAIL %-14s stalled: not done within %u s\nrun aborted\n", protocol,
-		 stall_s);
-	alarm(stall_s);
+	th_watchdog(stall_s, "FAIL %-14s stalled: not done within %u s\nrun aborted\n",
+		    protocol, stall_s);
 	rc = rdmx_dial(ctx, addr, port, &o, &c);
 
 	if (rc) {
@@ -193,7 +178,7 @@ static int client_one(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	}
 	rc = stream(c, n, why, sizeof(why));
 	rdmx_conn_close(c);
-	alarm(0);
+	th_watchdog(0, NULL);
 	if (rc)
 		printf("FAIL %-14s %s\n", protocol, why);
 	else
@@ -254,7 +239,6 @@ int main(int argc, char **argv)
 	}
 	if (server == !!addr || port < 1 || port > 65000 || !n || !stall_s)
 		goto usage;
-	signal(SIGALRM, on_stall);
 	rc = rdmx_ctx_create(&ctx, NULL);
 	if (rc) {
 		fprintf(stderr, "two_host: %s\n", rdmx_last_error());

@@ -48,18 +48,6 @@
 
 extern char **environ;
 
-/* A case that hangs fails the run instead: SIGALRM prints this and exits. */
-static char stall_msg[160];
-
-static void on_stall(int sig)
-{
-	ssize_t n = write(STDOUT_FILENO, stall_msg, strlen(stall_msg));
-
-	(void)sig;
-	(void)n;
-	_exit(1);
-}
-
 static struct rdmx_conn_opts opts_for(const char *protocol, uint32_t bound_ms)
 {
 	struct rdmx_conn_opts o;
@@ -434,15 +422,13 @@ static int case_idle(struct client *cl, const char *protocol, uint16_t port, uin
 static void one(struct client *cl, const char *protocol, uint16_t port, uint32_t bound,
 		int (*fn)(struct client *, const char *, uint16_t, uint32_t))
 {
-	snprintf(stall_msg, sizeof(stall_msg),
-		 "FAIL %-14s bound %u ms: a case hung for %u s\nrun aborted\n", protocol, bound,
-		 cl->stall_s);
-	alarm(cl->stall_s);
+	th_watchdog(cl->stall_s, "FAIL %-14s bound %u ms: a case hung for %u s\nrun aborted\n",
+		    protocol, bound, cl->stall_s);
 	if (fn(cl, protocol, port, bound))
 		cl->failed++;
 	else
 		cl->passed++;
-	alarm(0);
+	th_watchdog(0, NULL);
 }
 
 static int port_of(const char *protocol, uint16_t base)
@@ -513,7 +499,6 @@ int main(int argc, char **argv)
 	}
 	if (!nb)
 		bounds[nb++] = 10000;
-	signal(SIGALRM, on_stall);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rc = rdmx_ctx_create(&cl.ctx, NULL);
 	if (rc) {
