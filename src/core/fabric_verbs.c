@@ -20,6 +20,7 @@
 
 #include "errors.h"
 #include "fabric.h"
+#include "fabric_verbs.h"
 
 #define MAX_DEVICES 16
 #define POST_CHUNK 16
@@ -778,11 +779,31 @@ static int vf_poll_cq(struct rdmx__cq *cq, struct rdmx__wc *wc, int n)
 			.has_imm = !!(v[i].wc_flags & IBV_WC_WITH_IMM),
 			.qp_num = v[i].qp_num,
 			.vendor_status = v[i].status,
+			.src_qp = v[i].src_qp,
 		};
 		if (wc[i].has_imm)
 			wc[i].imm = ntohl(v[i].imm_data);
 	}
 	return got;
+}
+
+/* ------------------------------------ for fabric_verbs_dgram.c (UD, UC) */
+
+struct ibv_pd *rdmx__verbs_pd(const struct rdmx__ep *ep, struct rdma_cm_id **id)
+{
+	*id = ep->id;
+	return ep->dev ? ep->dev->pd : NULL;
+}
+
+void rdmx__verbs_send_wr(const struct rdmx__wr *w, struct ibv_sge *sge,
+			 struct ibv_send_wr *v)
+{
+	to_send_wr(w, sge, v);
+}
+
+int rdmx__verbs_post_recv(struct ibv_qp *qp, const struct rdmx__wr *wr, int n)
+{
+	return post_recvs(qp, NULL, wr, n);
 }
 
 const struct rdmx__fabric_ops rdmx__fabric_verbs = {
@@ -815,4 +836,5 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.poll_cq = vf_poll_cq,
 	.domain = vf_domain,
 	.addr_str = vf_addr_str,
+	.dgram = &rdmx__dgram_verbs,
 };
