@@ -200,8 +200,8 @@ struct rdmx__fabric_ops {
  *  - UD: SENDs of at most one path MTU (dgram_caps), to an address handle
  *    plus QPN and qkey; unreliable: a SEND meeting no posted receive (or a
  *    wrong qkey) is dropped and the sender still completes OK. A receive
- *    lands with the 40-byte GRH first (RDMX__GRH_LEN; on RoCE it holds the
- *    IP header, on IB it is undefined without a GRH): the payload starts
+ *    lands with the 40-byte GRH first (RDMX__GRH_LEN; RoCEv2 with IPv4 puts
+ *    the IPv4 header in its last 20 bytes, IB without a GRH nothing): the payload starts
  *    at offset 40 and byte_len counts the 40.
  *  - UC: RDMA WRITE into a region of the peer (its rkey, REMOTE WRITE); no
  *    ACKs, no retries: a lost or refused WRITE is silently dropped, the

@@ -12,8 +12,8 @@
  *    (IBV_MTU_1024, as rxe on a 1500-byte link).
  *  - UD SEND (or SEND_IMM): delivered to the UD QP with the remote QPN if
  *    the qkey matches and a receive is posted; the receive gets a 40-byte
- *    GRH (IPv6-style: version 6, payload length, next header 0x1b, hop
- *    limit, source and destination GID), then the payload; byte_len counts
+ *    GRH (as RoCEv2 with IPv4 addresses: bytes 20..39 are the IPv4
+ *    header, addresses 127.0.0.1), then the payload; byte_len counts
  *    both, src_qp names the sender. Otherwise it is dropped and counted in
  *    rdmx__fake_ud_drops. A receive too short for GRH + payload completes
  *    with LOCAL_LENGTH. The sender completes OK either way; a payload over
@@ -32,8 +32,10 @@
 
 #define FAKE_MTU 3 /* IBV_MTU_1024 */
 #define FAKE_MTU_BYTES 1024u
-#define GRH_NEXT_HDR 0x1b
 #define GRH_HOP_LIMIT 64
+#define IPV4_HDR 20
+#define UDP_BTH_DETH (8 + 12 + 8)
+#define IPPROTO_UDP_NUM 17
 
 unsigned long rdmx__fake_ud_drops, rdmx__fake_uc_drops;
 
@@ -169,17 +171,21 @@ static struct rdmx__dqp *dqp_find(uint32_t qpn, enum rdmx__dqp_type type)
 	return NULL;
 }
 
-/* The GRH in front of a UD receive: IPv6-like, as IB and RoCE lay it. */
+/* The GRH in front of a UD receive, as RoCEv2 lays it for IPv4 GIDs (the
+ * fake's): 20 bytes unused, then the IPv4 header (UDP, source and
+ * destination address from the GIDs' last four bytes). */
 static void grh_fill(uint8_t *grh, uint32_t len)
 {
+	uint32_t total = IPV4_HDR + UDP_BTH_DETH + len;
+
 	memset(grh, 0, RDMX__GRH_LEN);
-	grh[0] = 0x60;
-	grh[4] = (uint8_t)(len >> 8);
-	grh[5] = (uint8_t)len;
-	grh[6] = GRH_NEXT_HDR;
-	grh[7] = GRH_HOP_LIMIT;
-	memcpy(grh + 8, fake_gid, 16);
-	memcpy(grh + 24, fake_gid, 16);
+	grh[20] = 0x45;
+	grh[22] = (uint8_t)(total >> 8);
+	grh[23] = (uint8_t)total;
+	grh[28] = GRH_HOP_LIMIT;
+	grh[29] = IPPROTO_UDP_NUM;
+	memcpy(grh + 32, fake_gid + 12, 4);
+	memcpy(grh + 36, fake_gid + 12, 4);
 }
 
 /* Deliver a UD SEND to @dst's next receive (one is posted). */
