@@ -8,6 +8,8 @@
  * verified by checksum, and descriptors from a peer validated.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,11 +69,11 @@ static void end_open(struct end *e, enum rdmx__dqp_type type, uint32_t qkey, siz
 	assert_int_equal(f->resolve(e->fab, addr, PORT, WAIT_MS, &e->ep), 0);
 	if (rdmx__dgram_open(f, e->ep, type, DEPTH, qkey, &e->g))
 		fail_msg("dgram_open: %s", rdmx__last());
-	e->len = len;
-	e->buf = aligned_alloc(64, len);
+	e->len = (len + 63) & ~(size_t)63; /* aligned_alloc: a multiple of 64 */
+	e->buf = aligned_alloc(64, e->len);
 	assert_non_null(e->buf);
-	memset(e->buf, 0, len);
-	assert_int_equal(f->reg_mr(e->ep, e->buf, len, ALL, &e->mr), 0);
+	memset(e->buf, 0, e->len);
+	assert_int_equal(f->reg_mr(e->ep, e->buf, e->len, ALL, &e->mr), 0);
 }
 
 static void end_close(struct end *e)
@@ -339,6 +341,106 @@ static void test_uc_write(void **state)
 	end_close(&b);
 }
 
+/*
+ * HERD's shape, server on its own thread: the client WRITES each request
+ * over UC into its slot of the server's memory (the valid mark, the last
+ * byte, written last), the server polls the slot, reads it once, checks
+ * it and answers over UD; the client waits for each answer.
+ */
+#define HSLOT 64
+
+struct herd {
+	struct end uc_s, uc_c, ud_s, ud_c;
+	uint64_t n;
+	char err[160];
+	pthread_t thread;
+};
+
+static uint8_t mark_of(uint64_t seq)
+{
+	return (uint8_t)(0x80 | (seq & 0x7f));
+}
+
+/* The server's wait for request @seq: its mark in the slot's last byte. */
+static int herd_poll(struct herd *h, uint64_t seq, uint8_t *req)
+{
+	double end = th_now_ms() + WAIT_MS;
+	const uint8_t *slot = h->uc_s.buf;
+
+	while (__atomic_load_n(&slot[HSLOT - 1], __ATOMIC_ACQUIRE) != mark_of(seq)) {
+		if (th_now_ms() > end)
+			return snprintf(h->err, sizeof(h->err), "server: no request %llu in %d ms",
+					(unsigned long long)seq, WAIT_MS);
+		sched_yield(); /* two cores shared: let the client run */
+	}
+	memcpy(req, slot, HSLOT); /* the peer's bytes, read once */
+	return 0;
+}
+
+static void *herd_server(void *arg)
+{
+	struct herd *h = arg;
+	struct end *u = &h->ud_s;
+	uint8_t req[HSLOT];
+	struct rdmx__wc wc;
+
+	for (uint64_t seq = 0; seq < h->n && !h->err[0]; seq++) {
+		if (herd_poll(h, seq, req))
+			break;
+		if (th_check(req, HSLOT - 1, seq) != -1) {
+			snprintf(h->err, sizeof(h->err), "server: request %llu corrupt",
+				 (unsigned long long)seq);
+			break;
+		}
+		memcpy(send_slot(u), req, HSLOT);
+		if (rdmx__ud_send(u->g, u->ah, &u->peer, send_slot(u), HSLOT, u->mr->lkey, seq) ||
+		    rdmx__dgram_wait(u->g, 0, WAIT_MS, "the answer's SEND", &wc))
+			snprintf(h->err, sizeof(h->err), "server: %s", rdmx__last());
+	}
+	return NULL;
+}
+
+static void herd_call(struct herd *h, uint64_t seq)
+{
+	struct end *c = &h->uc_c;
+	struct rdmx__wc wc;
+	uint32_t got;
+
+	th_fill(c->buf, HSLOT - 1, seq);
+	c->buf[HSLOT - 1] = mark_of(seq);
+	if (rdmx__uc_write(c->g, c->buf, HSLOT, c->mr->lkey, (uintptr_t)h->uc_s.buf,
+			   h->uc_s.mr->rkey, seq) ||
+	    rdmx__dgram_wait(c->g, 0, WAIT_MS, "the request's WRITE", &wc))
+		fail_msg("client: %s", rdmx__last());
+	assert_int_equal(th_check(take(&h->ud_c, &h->ud_s, &got), HSLOT - 1, seq), -1);
+	assert_int_equal(got, HSLOT);
+}
+
+static void test_herd_threads(void **state)
+{
+	struct herd h;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	h.n = th_count(1000);
+	end_open(&h.uc_s, RDMX__DQP_UC, 0, HSLOT);
+	end_open(&h.uc_c, RDMX__DQP_UC, 0, HSLOT);
+	exchange(&h.uc_c, &h.uc_s, RDMX__DQP_UC);
+	ud_pair(&h.ud_s, &h.ud_c);
+	for (uint32_t i = 0; i < DEPTH; i++)
+		post_slot(&h.ud_c, i);
+	assert_int_equal(pthread_create(&h.thread, NULL, herd_server, &h), 0);
+	for (uint64_t seq = 0; seq < h.n && !h.err[0]; seq++)
+		herd_call(&h, seq);
+	pthread_join(h.thread, NULL);
+	if (h.err[0])
+		fail_msg("%s", h.err);
+	end_close(&h.uc_s);
+	end_close(&h.uc_c);
+	end_close(&h.ud_s);
+	end_close(&h.ud_c);
+}
+
 static int decode_one(uint8_t *wire, size_t off, uint8_t v)
 {
 	struct rdmx__qp_desc d;
@@ -394,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_ud_drops),
 		cmocka_unit_test(test_ud_mtu),
 		cmocka_unit_test(test_uc_write),
+		cmocka_unit_test(test_herd_threads),
 		cmocka_unit_test(test_bad_desc),
 	};
 
