@@ -23,7 +23,6 @@
 #include "errors.h"
 #include "fabric_verbs.h"
 
-#define POST_CHUNK 16
 #define HOP_LIMIT 64
 
 struct rdmx__dqp {
@@ -295,33 +294,13 @@ static int wr_check(const struct rdmx__dqp *q, const struct rdmx__wr *w)
 
 static int vd_post_send(struct rdmx__dqp *q, const struct rdmx__wr *wr, int n)
 {
-	struct ibv_send_wr v[POST_CHUNK], *bad;
-	struct ibv_sge sge[POST_CHUNK];
+	for (int i = 0; i < n; i++) {
+		int rc = wr_check(q, &wr[i]);
 
-	for (int done = 0; done < n;) {
-		int k = n - done < POST_CHUNK ? n - done : POST_CHUNK;
-
-		for (int i = 0; i < k; i++) {
-			const struct rdmx__wr *w = &wr[done + i];
-			int rc = wr_check(q, w);
-
-			if (rc)
-				return rc;
-			rdmx__verbs_send_wr(w, &sge[i], &v[i]);
-			if (q->type == RDMX__DQP_UD) {
-				v[i].wr.ud.ah = (struct ibv_ah *)w->ah;
-				v[i].wr.ud.remote_qpn = w->remote_qpn;
-				v[i].wr.ud.remote_qkey = w->remote_qkey;
-			}
-			v[i].next = i + 1 < k ? &v[i + 1] : NULL;
-		}
-		int err = ibv_post_send(q->qp, v, &bad);
-
-		if (err)
-			return verbs_failed(err, "ibv_post_send", q);
-		done += k;
+		if (rc)
+			return rc;
 	}
-	return 0;
+	return rdmx__verbs_post_send(q->qp, wr, n, q->type == RDMX__DQP_UD);
 }
 
 static int vd_post_recv(struct rdmx__dqp *q, const struct rdmx__wr *wr, int n)
