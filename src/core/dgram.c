@@ -224,6 +224,9 @@ int rdmx__dgram_wait(struct rdmx__dgram *g, int recv, int timeout_ms,
 	struct rdmx__deadline d;
 	int n;
 
+	if (timeout_ms < 0)
+		return rdmx__fail(-EINVAL, "%s QP %u: a wait for %s without a bound",
+				  t, g->self.qpn, what);
 	rdmx__deadline_start(&d, timeout_ms);
 	while (!(n = g->f->poll_cq(recv ? g->rcq : g->scq, wc, 1))) {
 		if (rdmx__deadline_left_ms(&d) == 0)

@@ -72,8 +72,9 @@ int rdmx__ud_send(struct rdmx__dgram *g, struct rdmx__ah *ah,
 int rdmx__dgram_recv(struct rdmx__dgram *g, void *buf, uint32_t len,
 		     uint32_t lkey, uint64_t wr_id);
 
-/* One completion of the receive (@recv) or send CQ within @timeout_ms;
- * -ETIMEDOUT names @what and the QP; an error completion is -EIO. */
+/* One completion of the receive (@recv) or send CQ within @timeout_ms
+ * (>= 0: every wait has a bound); -ETIMEDOUT names @what and the QP; an
+ * error completion is -EIO. */
 int rdmx__dgram_wait(struct rdmx__dgram *g, int recv, int timeout_ms,
 		     const char *what, struct rdmx__wc *wc);
 

@@ -206,6 +206,7 @@ struct rdmx__fabric_ops {
  *  - UC: RDMA WRITE into a region of the peer (its rkey, REMOTE WRITE); no
  *    ACKs, no retries: a lost or refused WRITE is silently dropped, the
  *    sender completes OK.
+ * Destroy a dqp before its CQs (verbs refuses the CQs with EBUSY).
  */
 #define RDMX__GRH_LEN 40
 

@@ -158,6 +158,7 @@ static void assert_quiet(struct end *e)
 	int rc = rdmx__dgram_wait(e->g, 1, QUIET_MS, "nothing (a dropped SEND)", &wc);
 
 	assert_int_equal(rc, -ETIMEDOUT);
+	assert_non_null(strstr(rdmx__last(), "waiting for nothing (a dropped SEND)"));
 }
 
 /* 1,000 messages each way, 8 B .. the MTU, every byte checked where the
@@ -257,10 +258,12 @@ static void test_ud_drops(void **state)
 	end_close(&b);
 }
 
-/* Over the MTU is refused before anything is posted. */
+/* Over the MTU is refused before anything is posted; a wait needs a
+ * bound. */
 static void test_ud_mtu(void **state)
 {
 	struct end a, b;
+	struct rdmx__wc wc;
 
 	(void)state;
 	memset(&a, 0, sizeof(a));
@@ -268,6 +271,7 @@ static void test_ud_mtu(void **state)
 	ud_pair(&a, &b);
 	assert_int_equal(rdmx__ud_send(a.g, a.ah, &a.peer, a.buf, a.g->dev.ud_max + 1,
 				       a.mr->lkey, 0), -EMSGSIZE);
+	assert_int_equal(rdmx__dgram_wait(a.g, 1, -1, "a message", &wc), -EINVAL);
 	end_close(&a);
 	end_close(&b);
 }
