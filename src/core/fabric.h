@@ -20,6 +20,9 @@ struct rdmx__fabric; /* one implementation instance (owns PDs etc.) */
 struct rdmx__ep;     /* an rdma_cm id: listening, or one end of an RC QP */
 struct rdmx__cq;
 struct rdmx__srq;
+struct rdmx__dqp;    /* a UD or UC QP, made with the verbs, not rdma_cm */
+struct rdmx__ah;     /* a UD address handle: where a SEND goes */
+struct rdmx__dgram_ops;
 
 /* Largest private_data on connect (RC over IB/RoCE: 56) and accept (196). */
 #define RDMX__PDATA_CONNECT_MAX 56
@@ -73,6 +76,9 @@ struct rdmx__wr {
 	uint64_t add;         /* FETCH_ADD operand; old value lands at addr */
 	uint64_t compare;     /* CMP_SWAP: expected value; old lands at addr */
 	uint64_t swap;        /* CMP_SWAP: value stored when it matched */
+	struct rdmx__ah *ah;  /* UD SEND: where to (rdmx__dgram_ops) */
+	uint32_t remote_qpn;  /* UD SEND: the destination QP */
+	uint32_t remote_qkey; /* UD SEND: its qkey */
 };
 
 enum rdmx__wc_status {
@@ -94,6 +100,7 @@ struct rdmx__wc {
 	int has_imm;
 	uint32_t qp_num;      /* which QP (for shared receive queues) */
 	int vendor_status;    /* implementation's own code, for messages */
+	uint32_t src_qp;      /* UD receives: the sender's QP number */
 };
 
 struct rdmx__qp_caps {
@@ -178,7 +185,90 @@ struct rdmx__fabric_ops {
 	/* @ep's local (@peer 0) or remote address as "addr:port" text. */
 	int (*addr_str)(const struct rdmx__ep *ep, int peer, char *buf,
 			size_t len);
+	/* UD and UC queue pairs (below). */
+	const struct rdmx__dgram_ops *dgram;
 };
+
+/*
+ * UD and UC queue pairs (HERD: requests WRITTEN over UC, answers SENT
+ * over UD). rdma_cm connects neither here: a dqp is made on the device and
+ * in the protection domain of an ep (registrations of that domain serve
+ * it), its CQs come from create_cq(), poll_cq() reaps them, and a UC QP is
+ * moved INIT->RTR->RTS by hand from the peer's rdmx__qp_desc, which the
+ * caller exchanges (say over an RC connection; see src/core/dgram.h for
+ * its wire form and validation).
+ *  - UD: SENDs of at most one path MTU (dgram_caps), to an address handle
+ *    plus QPN and qkey; unreliable: a SEND meeting no posted receive (or a
+ *    wrong qkey) is dropped and the sender still completes OK. A receive
+ *    lands with the 40-byte GRH first (RDMX__GRH_LEN; RoCEv2 with IPv4 puts
+ *    the IPv4 header in its last 20 bytes, IB without a GRH nothing): the payload starts
+ *    at offset 40 and byte_len counts the 40.
+ *  - UC: RDMA WRITE into a region of the peer (its rkey, REMOTE WRITE); no
+ *    ACKs, no retries: a lost or refused WRITE is silently dropped, the
+ *    sender completes OK.
+ * Destroy a dqp before its CQs (verbs refuses the CQs with EBUSY).
+ */
+#define RDMX__GRH_LEN 40
+
+enum rdmx__dqp_type {
+	RDMX__DQP_UD = 1,
+	RDMX__DQP_UC = 2,
+};
+
+struct rdmx__dqp_caps {
+	enum rdmx__dqp_type type;
+	struct rdmx__cq *send_cq;
+	struct rdmx__cq *recv_cq;
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_inline;   /* asked for; on return, what the QP got */
+	uint32_t qkey;         /* UD: receives only SENDs carrying it */
+};
+
+/* What a peer needs to address this QP (UD) or connect to it (UC). */
+struct rdmx__qp_desc {
+	uint32_t qpn;          /* 24 bits, not 0 */
+	uint32_t psn;          /* 24 bits: UC's first packet sequence number */
+	uint32_t qkey;         /* UD */
+	uint16_t lid;          /* IB; 0 on RoCE */
+	uint8_t mtu;           /* path MTU as IBV_MTU_*: 1 (256) .. 5 (4096) */
+	uint8_t type;          /* enum rdmx__dqp_type */
+	uint8_t gid[16];       /* all zero: no GRH (IB without routing) */
+};
+
+struct rdmx__dgram_caps {
+	int uc;                /* the device runs UC QPs (rxe: yes, iWARP: no) */
+	uint32_t ud_max;       /* largest UD SEND payload: the port's MTU */
+	uint8_t mtu;           /* the port's active MTU, IBV_MTU_* */
+};
+
+struct rdmx__dgram_ops {
+	/* What @ep's device and port offer. */
+	int (*caps)(struct rdmx__ep *ep, struct rdmx__dgram_caps *out);
+	/* A UD QP ready to send and receive (RTS), or a UC QP in INIT
+	 * (receives may be posted) for uc_connect(). */
+	int (*create)(struct rdmx__ep *ep, struct rdmx__dqp_caps *caps,
+		      struct rdmx__dqp **out);
+	void (*destroy)(struct rdmx__dqp *qp);
+	/* This side's descriptor, for the peer. */
+	int (*desc)(struct rdmx__dqp *qp, struct rdmx__qp_desc *out);
+	/* UC: RTR and RTS toward the peer's (validated) descriptor. */
+	int (*uc_connect)(struct rdmx__dqp *qp, const struct rdmx__qp_desc *peer);
+	/* UD: an address handle for the peer's (validated) descriptor. */
+	int (*ah_create)(struct rdmx__dqp *qp, const struct rdmx__qp_desc *peer,
+			 struct rdmx__ah **out);
+	void (*ah_destroy)(struct rdmx__ah *ah);
+	/* UD: SEND (wr->ah, remote_qpn, remote_qkey); UC: WRITE. */
+	int (*post_send)(struct rdmx__dqp *qp, const struct rdmx__wr *wr, int n);
+	int (*post_recv)(struct rdmx__dqp *qp, const struct rdmx__wr *wr, int n);
+};
+
+extern const struct rdmx__dgram_ops rdmx__dgram_verbs;
+extern const struct rdmx__dgram_ops rdmx__dgram_fake;
+
+/* The fake's UD SENDs dropped so far (no receive posted, bad qkey, no such
+ * QP) and UC WRITEs dropped (bad rkey or range, peer not connected). */
+extern unsigned long rdmx__fake_ud_drops, rdmx__fake_uc_drops;
 
 extern const struct rdmx__fabric_ops rdmx__fabric_verbs;
 extern const struct rdmx__fabric_ops rdmx__fabric_fake;

@@ -826,6 +826,29 @@ static int ff_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 
+/* --------------------------------- for fabric_fake_dgram.c (UD, UC QPs) */
+
+void rdmx__fake_cq_push(struct rdmx__cq *cq, const struct rdmx__wc *wc,
+			struct rdmx__ep *owner, uint32_t slots)
+{
+	cq_push(cq, wc, owner, slots);
+}
+
+int rdmx__fake_local_ok(uint32_t lkey, const void *addr, uint64_t len,
+			int write)
+{
+	return write ? local_write_ok(lkey, addr, len) : local_ok(lkey, addr, len);
+}
+
+int rdmx__fake_remote_write(const struct rdmx__wr *wr)
+{
+	if (!remote_ok(wr, wr->len, RDMX__ACCESS_WRITE))
+		return 0;
+	if (wr->len)
+		remote_store(wr->remote_addr, wr->addr, wr->len);
+	return 1;
+}
+
 /* ---------------------------------------------------------------- fabric */
 
 static int ff_create(struct rdmx__fabric **out)
@@ -875,4 +898,5 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.poll_cq = ff_poll_cq,
 	.domain = ff_domain,
 	.addr_str = ff_addr_str,
+	.dgram = &rdmx__dgram_fake,
 };

@@ -171,6 +171,15 @@ void rdmx__fake_qp_error(struct rdmx__ep *qp);
 void rdmx__fake_qp_free_rings(struct rdmx__ep *ep);
 void rdmx__fake_qp_release(struct rdmx__ep *qp);
 
+/* fabric_fake.c, for fabric_fake_dgram.c: push a completion; is the
+ * local range readable (@write: writable by the NIC); WRITE @wr into
+ * registered memory (0: the rkey or range is refused, nothing written). */
+void rdmx__fake_cq_push(struct rdmx__cq *cq, const struct rdmx__wc *wc,
+			struct rdmx__ep *owner, uint32_t slots);
+int rdmx__fake_local_ok(uint32_t lkey, const void *addr, uint64_t len,
+			int write);
+int rdmx__fake_remote_write(const struct rdmx__wr *wr);
+
 /* fabric_fake_cm.c: the seam's rdma_cm operations */
 int rdmx__fake_listen(struct rdmx__fabric *fab, const char *addr, uint16_t port,
 		      struct rdmx__ep **out);

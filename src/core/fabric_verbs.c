@@ -20,6 +20,7 @@
 
 #include "errors.h"
 #include "fabric.h"
+#include "fabric_verbs.h"
 
 #define MAX_DEVICES 16
 #define POST_CHUNK 16
@@ -675,7 +676,10 @@ static void to_send_wr(const struct rdmx__wr *w, struct ibv_sge *sge,
 	}
 }
 
-static int vf_post_send(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
+/* Post @n requests on @qp in chains of POST_CHUNK; on a UD QP (@ud) the
+ * SEND's address (rdmx__wr.ah) goes in wr.ud, over the unused wr.rdma. */
+static int post_sends(struct ibv_qp *qp, const struct rdmx__wr *wr, int n,
+		      int ud)
 {
 	struct ibv_send_wr v[POST_CHUNK], *bad;
 	struct ibv_sge sge[POST_CHUNK];
@@ -684,18 +688,32 @@ static int vf_post_send(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
 		int k = n - done < POST_CHUNK ? n - done : POST_CHUNK;
 
 		for (int i = 0; i < k; i++) {
-			if ((unsigned)wr[done + i].op > RDMX__OP_CMP_SWAP)
-				return rdmx__fail(-EINVAL, "bad send opcode %d", wr[done + i].op);
-			to_send_wr(&wr[done + i], &sge[i], &v[i]);
+			const struct rdmx__wr *w = &wr[done + i];
+
+			to_send_wr(w, &sge[i], &v[i]);
+			if (ud) {
+				v[i].wr.ud.ah = (struct ibv_ah *)w->ah;
+				v[i].wr.ud.remote_qpn = w->remote_qpn;
+				v[i].wr.ud.remote_qkey = w->remote_qkey;
+			}
 			v[i].next = i + 1 < k ? &v[i + 1] : NULL;
 		}
-		int rc = ibv_post_send(ep->id->qp, v, &bad);
+		int rc = ibv_post_send(qp, v, &bad);
 
 		if (rc)
-			return rdmx__fail(-rc, "ibv_post_send: %s", strerror(rc));
+			return rdmx__fail(-rc, "ibv_post_send on QP %u: %s", qp->qp_num,
+					  strerror(rc));
 		done += k;
 	}
 	return 0;
+}
+
+static int vf_post_send(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
+{
+	for (int i = 0; i < n; i++)
+		if ((unsigned)wr[i].op > RDMX__OP_CMP_SWAP)
+			return rdmx__fail(-EINVAL, "bad send opcode %d", wr[i].op);
+	return post_sends(ep->id->qp, wr, n, 0);
 }
 
 static void to_recv_wr(const struct rdmx__wr *w, struct ibv_sge *sge,
@@ -778,11 +796,31 @@ static int vf_poll_cq(struct rdmx__cq *cq, struct rdmx__wc *wc, int n)
 			.has_imm = !!(v[i].wc_flags & IBV_WC_WITH_IMM),
 			.qp_num = v[i].qp_num,
 			.vendor_status = v[i].status,
+			.src_qp = v[i].src_qp,
 		};
 		if (wc[i].has_imm)
 			wc[i].imm = ntohl(v[i].imm_data);
 	}
 	return got;
+}
+
+/* ------------------------------------ for fabric_verbs_dgram.c (UD, UC) */
+
+struct ibv_pd *rdmx__verbs_pd(const struct rdmx__ep *ep, struct rdma_cm_id **id)
+{
+	*id = ep->id;
+	return ep->dev ? ep->dev->pd : NULL;
+}
+
+int rdmx__verbs_post_send(struct ibv_qp *qp, const struct rdmx__wr *wr, int n,
+			  int ud)
+{
+	return post_sends(qp, wr, n, ud);
+}
+
+int rdmx__verbs_post_recv(struct ibv_qp *qp, const struct rdmx__wr *wr, int n)
+{
+	return post_recvs(qp, NULL, wr, n);
 }
 
 const struct rdmx__fabric_ops rdmx__fabric_verbs = {
@@ -815,4 +853,5 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.poll_cq = vf_poll_cq,
 	.domain = vf_domain,
 	.addr_str = vf_addr_str,
+	.dgram = &rdmx__dgram_verbs,
 };
