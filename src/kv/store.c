@@ -417,7 +417,7 @@ static int put_found(struct rdmx__kv *kv, const struct kv_found *f,
 	struct rdmx__kv_ehdr h = { .state = RDMX__KV_LIVE, .key_len = (uint16_t)p->klen,
 				   .value_len = (uint32_t)vlen, .flags = p->flags,
 				   .expiry = p->expiry, .ool_off = RDMX__KV_INLINE,
-				   .cas = ++kv->next_cas };
+				   .cas = kv->next_cas + 1 };
 	bool fresh = !f->hit && !f->stale;
 	int rc;
 
@@ -430,6 +430,7 @@ static int put_found(struct rdmx__kv *kv, const struct kv_found *f,
 	}
 	entry_write(kv, f, &h, p->key);
 	ool_release(kv, f);
+	kv->next_cas++;
 	if (fresh)
 		kv->items++;
 	kv->sets++;
@@ -490,6 +491,7 @@ static int value_build(struct rdmx__kv *kv, const struct rdmx__kv_put *p,
 int rdmx__kv_store(struct rdmx__kv *kv, const struct rdmx__kv_put *p,
 		   uint64_t *cas_out)
 {
+	struct rdmx__kv_put q = *p;
 	struct kv_found f;
 	size_t vlen;
 	int rc;
@@ -500,10 +502,14 @@ int rdmx__kv_store(struct rdmx__kv *kv, const struct rdmx__kv_put *p,
 	rc = writer_find(kv, p->key, p->klen, &f);
 	if (!rc)
 		rc = mode_check(p, &f);
+	if (!rc && (p->mode == RDMX__KV_APPEND || p->mode == RDMX__KV_PREPEND)) {
+		q.flags = f.h.flags; /* memcached: the item keeps its flags and expiry */
+		q.expiry = f.h.expiry;
+	}
 	if (!rc)
-		rc = value_build(kv, p, &f, &vlen);
+		rc = value_build(kv, &q, &f, &vlen);
 	if (!rc)
-		rc = put_found(kv, &f, p, vlen, cas_out);
+		rc = put_found(kv, &f, &q, vlen, cas_out);
 	pthread_mutex_unlock(&kv->lock);
 	return rc;
 }
