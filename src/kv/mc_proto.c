@@ -99,6 +99,8 @@ static void reply(struct rdmx__mc_sess *s, const char *line)
 /* Drop @n bytes of the output (the server sent them). */
 void rdmx__mc_out_consume(struct rdmx__mc_sess *s, size_t n)
 {
+	if (!n)
+		return;
 	memmove(s->out, s->out + n, s->out_len - n);
 	s->out_len -= n;
 }
