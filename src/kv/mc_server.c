@@ -16,7 +16,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -46,7 +45,7 @@ struct rdmx_kv_server {
 	struct rdmx_kv_server_opts o;
 	int lfd, port;
 	int wake[2];               /* the stop pipe */
-	volatile sig_atomic_t stop;
+	int stop;                  /* atomic: set by rdmx_kv_server_stop */
 	struct mc_client *clients; /* max_clients */
 	int n_clients;
 	struct pollfd *pfd;        /* 2 + max_clients */
@@ -159,7 +158,7 @@ void rdmx_kv_server_stop(rdmx_kv_server *srv)
 {
 	ssize_t n;
 
-	srv->stop = 1;
+	__atomic_store_n(&srv->stop, 1, __ATOMIC_RELEASE); /* lock-free: signal-safe */
 	n = write(srv->wake[1], "", 1);
 	(void)n;
 }
@@ -299,7 +298,7 @@ int rdmx_kv_server_run(rdmx_kv_server *s)
 
 	if (s->lfd < 0)
 		return rdmx__failo(&s->err, -ENOENT, "kv: no front door to serve");
-	while (!s->stop) {
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		int n = poll_build(s);
 
 		if (poll(s->pfd, (nfds_t)n, MC_POLL_MS) < 0 && errno != EINTR)

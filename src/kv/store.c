@@ -233,7 +233,7 @@ static int reader_room(struct rdmx__kv_reader *r, size_t n)
 {
 	uint8_t *p;
 
-	if (n <= r->value_cap)
+	if (r->value && n <= r->value_cap)
 		return 0;
 	p = alloc64(n + 64);
 	if (!p)
