@@ -396,6 +396,21 @@ static void cmd_delete(struct rdmx__mc_sess *s, const struct mc_line *l)
 	reply(s, rdmx__kv_delete(s->kv, l->t[1].p, l->t[1].len) ? "NOT_FOUND" : "DELETED");
 }
 
+/* The start of incr, decr and touch (KEY ARG [noreply]); false after replying. */
+static bool key_arg_start(struct rdmx__mc_sess *s, const struct mc_line *l)
+{
+	if (l->n != 3 && l->n != 4) {
+		reply(s, "ERROR");
+		return false;
+	}
+	noreply_maybe(s, l);
+	if (!key_ok(&l->t[1])) {
+		reply(s, "CLIENT_ERROR bad command line format");
+		return false;
+	}
+	return true;
+}
+
 /* incr/decr KEY DELTA [noreply] */
 static void cmd_delta(struct rdmx__mc_sess *s, const struct mc_line *l, bool decr)
 {
@@ -403,11 +418,8 @@ static void cmd_delta(struct rdmx__mc_sess *s, const struct mc_line *l, bool dec
 	char num[24];
 	int rc;
 
-	if (l->n != 3 && l->n != 4)
-		return reply(s, "ERROR");
-	noreply_maybe(s, l);
-	if (!key_ok(&l->t[1]))
-		return reply(s, "CLIENT_ERROR bad command line format");
+	if (!key_arg_start(s, l))
+		return;
 	if (!tok_u64(&l->t[2], &delta))
 		return reply(s, "CLIENT_ERROR invalid numeric delta argument");
 	rc = rdmx__kv_delta(s->kv, l->t[1].p, l->t[1].len, delta, decr, &v);
@@ -426,11 +438,8 @@ static void cmd_touch(struct rdmx__mc_sess *s, const struct mc_line *l)
 {
 	int32_t exptime;
 
-	if (l->n != 3 && l->n != 4)
-		return reply(s, "ERROR");
-	noreply_maybe(s, l);
-	if (!key_ok(&l->t[1]))
-		return reply(s, "CLIENT_ERROR bad command line format");
+	if (!key_arg_start(s, l))
+		return;
 	if (!tok_i32(&l->t[2], &exptime))
 		return reply(s, "CLIENT_ERROR invalid exptime argument");
 	if (s->count)
@@ -468,11 +477,6 @@ static void cmd_verbosity(struct rdmx__mc_sess *s, const struct mc_line *l)
 	reply(s, "OK");
 }
 
-static void stat_u64(struct rdmx__mc_sess *s, const char *name, uint64_t v)
-{
-	out_printf(s, "STAT %s %llu\r\n", name, (unsigned long long)v);
-}
-
 /* stats: memcached's general-purpose names where rdmx KV has them. */
 static void cmd_stats(struct rdmx__mc_sess *s, const struct mc_line *l)
 {
@@ -485,25 +489,21 @@ static void cmd_stats(struct rdmx__mc_sess *s, const struct mc_line *l)
 	if (s->count)
 		c = *s->count;
 	rdmx__kv_stats(s->kv, &st);
-	stat_u64(s, "uptime", now - (c.started ? c.started : now));
-	stat_u64(s, "time", now);
+	const struct { const char *name; uint64_t v; } rows[] = {
+		{ "uptime", now - (c.started ? c.started : now) }, { "time", now },
+		{ "curr_connections", c.curr_conns }, { "total_connections", c.total_conns },
+		{ "rejected_connections", c.rejected_conns }, { "cmd_get", c.cmd_get },
+		{ "cmd_set", c.cmd_set }, { "cmd_flush", c.cmd_flush },
+		{ "cmd_touch", c.cmd_touch }, { "get_hits", c.get_hits },
+		{ "get_misses", c.cmd_get - c.get_hits }, { "limit_maxbytes", st.slab_size },
+		{ "curr_items", st.items }, { "rdmx_capacity", st.capacity },
+		{ "rdmx_buckets", st.buckets }, { "rdmx_slab_used", st.slab_used },
+		{ "rdmx_read_retries", st.retries }, { "rdmx_read_fallbacks", st.fallbacks },
+	};
+
 	out_printf(s, "STAT version %s\r\n", s->version);
-	stat_u64(s, "curr_connections", c.curr_conns);
-	stat_u64(s, "total_connections", c.total_conns);
-	stat_u64(s, "rejected_connections", c.rejected_conns);
-	stat_u64(s, "cmd_get", c.cmd_get);
-	stat_u64(s, "cmd_set", c.cmd_set);
-	stat_u64(s, "cmd_flush", c.cmd_flush);
-	stat_u64(s, "cmd_touch", c.cmd_touch);
-	stat_u64(s, "get_hits", c.get_hits);
-	stat_u64(s, "get_misses", c.cmd_get - c.get_hits);
-	stat_u64(s, "limit_maxbytes", st.slab_size);
-	stat_u64(s, "curr_items", st.items);
-	stat_u64(s, "rdmx_capacity", st.capacity);
-	stat_u64(s, "rdmx_buckets", st.buckets);
-	stat_u64(s, "rdmx_slab_used", st.slab_used);
-	stat_u64(s, "rdmx_read_retries", st.retries);
-	stat_u64(s, "rdmx_read_fallbacks", st.fallbacks);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		out_printf(s, "STAT %s %llu\r\n", rows[i].name, (unsigned long long)rows[i].v);
 	reply(s, "END");
 }
 

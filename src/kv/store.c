@@ -368,6 +368,15 @@ static int writer_find(struct rdmx__kv *kv, const void *key, size_t klen,
 	return 0;
 }
 
+/* @key's live entry into @f (lock held): 0, -ENOENT, or -EIO. */
+static int live_find(struct rdmx__kv *kv, const void *key, size_t klen,
+		     struct kv_found *f)
+{
+	int rc = writer_find(kv, key, klen, f);
+
+	return rc ? rc : f->hit ? 0 : -ENOENT;
+}
+
 /* The writer's copy of the value its search found (in kv->wcopy). */
 static const uint8_t *found_value(struct rdmx__kv *kv, const struct kv_found *f)
 {
@@ -596,9 +605,7 @@ int rdmx__kv_delta(struct rdmx__kv *kv, const void *key, size_t klen,
 	if (!klen || klen > RDMX__KV_KEY_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&kv->lock);
-	rc = writer_find(kv, key, klen, &f);
-	if (!rc && !f.hit)
-		rc = -ENOENT;
+	rc = live_find(kv, key, klen, &f);
 	if (!rc && !value_number(found_value(kv, &f), f.h.value_len, &v))
 		rc = -EINVAL;
 	if (!rc) {
@@ -634,9 +641,7 @@ int rdmx__kv_touch(struct rdmx__kv *kv, const void *key, size_t klen,
 	if (!klen || klen > RDMX__KV_KEY_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&kv->lock);
-	rc = writer_find(kv, key, klen, &f);
-	if (!rc && !f.hit)
-		rc = -ENOENT;
+	rc = live_find(kv, key, klen, &f);
 	if (!rc)
 		expiry_set(kv, &f, expiry);
 	pthread_mutex_unlock(&kv->lock);

@@ -67,29 +67,59 @@ static const char *run(struct fix *f, const char *in)
 	return f->out;
 }
 
+/* One input and the exact replies it must get. */
+struct exch {
+	const char *in, *want;
+};
+
+static void exchanges(struct fix *f, const struct exch *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(run(f, x[i].in), x[i].want);
+}
+
+static const struct exch storage[] = {
+	{ "set a 5 0 3\r\nabc\r\n", "STORED\r\n" },
+	{ "get a\r\n", "VALUE a 5 3\r\nabc\r\nEND\r\n" },
+	{ "gets a\r\n", "VALUE a 5 3 1\r\nabc\r\nEND\r\n" },
+	{ "add a 0 0 1\r\nx\r\n", "NOT_STORED\r\n" },
+	{ "replace b 0 0 1\r\nx\r\n", "NOT_STORED\r\n" },
+	{ "add b 0 0 1\r\nx\r\n", "STORED\r\n" },
+	{ "replace b 1 0 2\r\nyy\r\n", "STORED\r\n" },
+	{ "append a 9 0 2\r\nde\r\nprepend a 9 0 1\r\n_\r\n", "STORED\r\nSTORED\r\n" },
+	{ "get a b zz\r\n", "VALUE a 5 6\r\n_abcde\r\nVALUE b 1 2\r\nyy\r\nEND\r\n" },
+	{ "cas a 0 0 1 99\r\nq\r\n", "EXISTS\r\n" },
+	{ "cas zz 0 0 1 1\r\nq\r\n", "NOT_FOUND\r\n" },
+	{ "cas a 0 0 1 5\r\nq\r\nget a\r\n", "STORED\r\nVALUE a 0 1\r\nq\r\nEND\r\n" },
+	{ "set a 0 0 1 noreply\r\nz\r\nadd a 0 0 1 noreply\r\nz\r\n", "" },
+	{ "set a 0 0 5\nhello\r\nget a\n", "STORED\r\nVALUE a 0 5\r\nhello\r\nEND\r\n" },
+};
+
+static const struct exch others[] = {
+	{ "set n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 7\r\nget n\r\n",
+	  "STORED\r\n15\r\n8\r\nVALUE n 0 2\r\n8 \r\nEND\r\n" },
+	{ "incr n x\r\nincr zz 1\r\nincr n 1 noreply\r\n",
+	  "CLIENT_ERROR invalid numeric delta argument\r\nNOT_FOUND\r\n" },
+	{ "set s 0 0 1\r\nx\r\nincr s 1\r\n",
+	  "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n" },
+	{ "touch n 100\r\ntouch zz 1\r\ntouch n x\r\n",
+	  "TOUCHED\r\nNOT_FOUND\r\nCLIENT_ERROR invalid exptime argument\r\n" },
+	{ "delete n\r\ndelete n\r\ndelete s 0\r\ndelete s 5\r\n",
+	  "DELETED\r\nNOT_FOUND\r\nDELETED\r\n"
+	  "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n" },
+	{ "set t 0 0 1\r\n1\r\nflush_all\r\nget t\r\n", "STORED\r\nOK\r\nEND\r\n" },
+	{ "flush_all x\r\nflush_all 0 noreply\r\n", "CLIENT_ERROR invalid exptime argument\r\n" },
+	{ "verbosity 1\r\nverbosity\r\nverbosity x\r\nversion\r\n",
+	  "OK\r\nERROR\r\nCLIENT_ERROR bad command line format\r\nVERSION test\r\n" },
+	{ "stats nope\r\n", "ERROR\r\n" },
+};
+
 static void test_storage(void **state)
 {
 	struct fix *f = fix_new(16, 1024);
 
 	(void)state;
-	assert_string_equal(run(f, "set a 5 0 3\r\nabc\r\n"), "STORED\r\n");
-	assert_string_equal(run(f, "get a\r\n"), "VALUE a 5 3\r\nabc\r\nEND\r\n");
-	assert_string_equal(run(f, "gets a\r\n"), "VALUE a 5 3 1\r\nabc\r\nEND\r\n");
-	assert_string_equal(run(f, "add a 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
-	assert_string_equal(run(f, "replace b 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
-	assert_string_equal(run(f, "add b 0 0 1\r\nx\r\n"), "STORED\r\n");
-	assert_string_equal(run(f, "replace b 1 0 2\r\nyy\r\n"), "STORED\r\n");
-	assert_string_equal(run(f, "append a 9 0 2\r\nde\r\nprepend a 9 0 1\r\n_\r\n"),
-			    "STORED\r\nSTORED\r\n");
-	assert_string_equal(run(f, "get a b zz\r\n"),
-			    "VALUE a 5 6\r\n_abcde\r\nVALUE b 1 2\r\nyy\r\nEND\r\n");
-	assert_string_equal(run(f, "cas a 0 0 1 99\r\nq\r\n"), "EXISTS\r\n");
-	assert_string_equal(run(f, "cas zz 0 0 1 1\r\nq\r\n"), "NOT_FOUND\r\n");
-	assert_string_equal(run(f, "cas a 0 0 1 5\r\nq\r\nget a\r\n"),
-			    "STORED\r\nVALUE a 0 1\r\nq\r\nEND\r\n");
-	assert_string_equal(run(f, "set a 0 0 1 noreply\r\nz\r\nadd a 0 0 1 noreply\r\nz\r\n"), "");
-	assert_string_equal(run(f, "set a 0 0 5\nhello\r\nget a\n"),
-			    "STORED\r\nVALUE a 0 5\r\nhello\r\nEND\r\n");
+	exchanges(f, storage, sizeof(storage) / sizeof(storage[0]));
 	fix_free(f);
 }
 
@@ -98,26 +128,9 @@ static void test_other_commands(void **state)
 	struct fix *f = fix_new(16, 1024);
 
 	(void)state;
-	assert_string_equal(run(f, "set n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 7\r\nget n\r\n"),
-			    "STORED\r\n15\r\n8\r\nVALUE n 0 2\r\n8 \r\nEND\r\n");
-	assert_string_equal(run(f, "incr n x\r\nincr zz 1\r\nincr n 1 noreply\r\n"),
-			    "CLIENT_ERROR invalid numeric delta argument\r\nNOT_FOUND\r\n");
-	assert_string_equal(run(f, "set s 0 0 1\r\nx\r\nincr s 1\r\n"),
-			    "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
-	assert_string_equal(run(f, "touch n 100\r\ntouch zz 1\r\ntouch n x\r\n"),
-			    "TOUCHED\r\nNOT_FOUND\r\nCLIENT_ERROR invalid exptime argument\r\n");
-	assert_string_equal(run(f, "delete n\r\ndelete n\r\ndelete s 0\r\ndelete s 5\r\n"),
-			    "DELETED\r\nNOT_FOUND\r\nDELETED\r\n"
-			    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
-	assert_string_equal(run(f, "set t 0 0 1\r\n1\r\nflush_all\r\nget t\r\n"),
-			    "STORED\r\nOK\r\nEND\r\n");
-	assert_string_equal(run(f, "flush_all x\r\nflush_all 0 noreply\r\n"),
-			    "CLIENT_ERROR invalid exptime argument\r\n");
-	assert_string_equal(run(f, "verbosity 1\r\nverbosity\r\nverbosity x\r\nversion\r\n"),
-			    "OK\r\nERROR\r\nCLIENT_ERROR bad command line format\r\nVERSION test\r\n");
+	exchanges(f, others, sizeof(others) / sizeof(others[0]));
 	assert_non_null(strstr(run(f, "set t 0 0 1\r\n1\r\nstats\r\n"), "STAT curr_items 1\r\n"));
 	assert_string_equal(f->out + strlen(f->out) - 5, "END\r\n");
-	assert_string_equal(run(f, "stats nope\r\n"), "ERROR\r\n");
 	assert_string_equal(run(f, "quit\r\nget t\r\n"), ""); /* the rest is never run */
 	assert_true(f->s.closing);
 	fix_free(f);
