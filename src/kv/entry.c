@@ -63,6 +63,18 @@ uint64_t rdmx__kv_hash(const void *p, size_t n, uint64_t seed)
 	return fmix64(mix_word(h, w ^ (uint64_t)n << 56));
 }
 
+/* Where slot @i starts, from the start of the table region. */
+uint64_t rdmx__kv_slot_offset(const struct rdmx__kv_layout *l, uint64_t i)
+{
+	return sizeof(struct rdmx__kv_header) + i * l->entry_size;
+}
+
+/* The first slot of @key's probe window (RDMX__KV_PROBE_MAX slots). */
+uint64_t rdmx__kv_bucket(const struct rdmx__kv_layout *l, const void *key, size_t klen)
+{
+	return rdmx__kv_hash(key, klen, l->seed) % l->buckets;
+}
+
 /* A table header as a remote reader gets it, checked into @l. */
 int rdmx__kv_layout_from(const void *hdr, size_t n, struct rdmx__kv_layout *l)
 {

@@ -106,6 +106,8 @@ enum rdmx__kv_verdict {
 /* entry.c: the format, shared by the local and the remote read paths. */
 uint64_t rdmx__kv_hash(const void *p, size_t n, uint64_t seed);
 int rdmx__kv_layout_from(const void *hdr, size_t n, struct rdmx__kv_layout *l);
+uint64_t rdmx__kv_slot_offset(const struct rdmx__kv_layout *l, uint64_t i);
+uint64_t rdmx__kv_bucket(const struct rdmx__kv_layout *l, const void *key, size_t klen);
 void rdmx__kv_load(void *dst, const void *src, size_t n);
 void rdmx__kv_store_words(void *dst, const void *src, size_t n);
 uint64_t rdmx__kv_entry_sum(const struct rdmx__kv_ehdr *h, const uint8_t *entry);

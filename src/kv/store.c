@@ -40,6 +40,7 @@ struct rdmx__kv {
 	uint8_t *image, *wcopy; /* an entry being built, one copied */
 	uint8_t *vbuf;          /* a value being built (item_max + 8) */
 	uint64_t items, next_cas;
+	uint64_t swept;         /* store clock of the last expired sweep */
 	uint64_t gets, hits, sets, retries, fallbacks; /* atomic counters */
 };
 
@@ -48,6 +49,7 @@ struct kv_found {
 	uint64_t slot;  /* the key's slot, or the slot to put it in */
 	bool hit;       /* the key is live at slot */
 	bool stale;     /* the key is at slot, expired */
+	bool reclaim;   /* slot holds another key, expired: reused for this one */
 	bool space;     /* there is a slot to put it in */
 	struct rdmx__kv_ehdr h; /* slot's header (hit or stale) */
 	uint64_t version;       /* slot's current version */
@@ -69,7 +71,7 @@ uint64_t rdmx__kv_now(const struct rdmx__kv *kv)
 
 static uint8_t *slot_at(const struct rdmx__kv *kv, uint64_t i)
 {
-	return kv->table + sizeof(struct rdmx__kv_header) + i * kv->l.entry_size;
+	return kv->table + rdmx__kv_slot_offset(&kv->l, i);
 }
 
 static uint64_t probe_len(const struct rdmx__kv *kv)
@@ -266,7 +268,7 @@ static int read_value(struct rdmx__kv *kv, struct rdmx__kv_reader *r)
 static int lookup_once(struct rdmx__kv *kv, struct rdmx__kv_reader *r,
 		       const void *key, size_t klen, uint64_t now)
 {
-	uint64_t b = rdmx__kv_hash(key, klen, kv->l.seed) % kv->l.buckets;
+	uint64_t b = rdmx__kv_bucket(&kv->l, key, klen);
 
 	for (uint64_t i = 0; i < probe_len(kv); i++) {
 		uint8_t *s = slot_at(kv, (b + i) % kv->l.buckets);
@@ -332,12 +334,20 @@ int rdmx__kv_get(struct rdmx__kv *kv, struct rdmx__kv_reader *r,
 
 /* ---------------------------------------------------------------- writes */
 
-/* The writer's search for @key (lock held); -EIO if a slot is damaged. */
+static bool expired(const struct rdmx__kv_ehdr *h, uint64_t now)
+{
+	return h->expiry && h->expiry <= now;
+}
+
+/*
+ * The writer's search for @key (lock held): its slot, or the first slot
+ * free for it (empty, a tombstone, or another key's expired entry, which
+ * is reclaimed); -EIO if a slot is damaged.
+ */
 static int writer_find(struct rdmx__kv *kv, const void *key, size_t klen,
 		       struct kv_found *f)
 {
-	uint64_t b = rdmx__kv_hash(key, klen, kv->l.seed) % kv->l.buckets;
-	uint64_t now = rdmx__kv_now(kv);
+	uint64_t b = rdmx__kv_bucket(&kv->l, key, klen), now = rdmx__kv_now(kv);
 
 	memset(f, 0, sizeof(*f));
 	for (uint64_t i = 0; i < probe_len(kv); i++) {
@@ -357,9 +367,11 @@ static int writer_find(struct rdmx__kv *kv, const void *key, size_t klen,
 						.version = h.version };
 			return 0;
 		}
-		if (!f->space && h.state != RDMX__KV_LIVE) {
+		if (!f->space && (h.state != RDMX__KV_LIVE || expired(&h, now))) {
 			f->space = true;
+			f->reclaim = h.state == RDMX__KV_LIVE;
 			f->slot = at;
+			f->h = h;
 			f->version = h.version;
 		}
 		if (v == RDMX__KV_V_EMPTY)
@@ -387,7 +399,7 @@ static const uint8_t *found_value(struct rdmx__kv *kv, const struct kv_found *f)
 
 static void ool_release(struct rdmx__kv *kv, const struct kv_found *f)
 {
-	if ((f->hit || f->stale) && f->h.ool_off != RDMX__KV_INLINE)
+	if ((f->hit || f->stale || f->reclaim) && f->h.ool_off != RDMX__KV_INLINE)
 		rdmx__kv_slab_free(kv->alloc, f->h.ool_off, f->h.value_len);
 }
 
@@ -427,7 +439,7 @@ static int put_found(struct rdmx__kv *kv, const struct kv_found *f,
 				   .value_len = (uint32_t)vlen, .flags = p->flags,
 				   .expiry = p->expiry, .ool_off = RDMX__KV_INLINE,
 				   .cas = kv->next_cas + 1 };
-	bool fresh = !f->hit && !f->stale;
+	bool fresh = !f->hit && !f->stale && !f->reclaim;
 	int rc;
 
 	if (!f->space || (fresh && kv->items >= kv->o.capacity))
@@ -491,6 +503,29 @@ static int value_build(struct rdmx__kv *kv, const struct rdmx__kv_put *p,
 	return 0;
 }
 
+static bool slot_live(struct rdmx__kv *kv, uint64_t i, struct kv_found *f);
+static void slot_clear(struct rdmx__kv *kv, const struct kv_found *f, bool empty);
+
+/*
+ * At capacity: turn every expired entry into a tombstone, at most once per
+ * store-clock second (a table full of live keys is not scanned per store).
+ */
+static void expired_sweep(struct rdmx__kv *kv)
+{
+	uint64_t now = rdmx__kv_now(kv);
+	struct kv_found f;
+
+	if (kv->swept == now)
+		return;
+	kv->swept = now;
+	for (uint64_t i = 0; i < kv->l.buckets; i++) {
+		if (slot_live(kv, i, &f) && expired(&f.h, now)) {
+			slot_clear(kv, &f, false);
+			kv->items--;
+		}
+	}
+}
+
 /*
  * rdmx__kv_store - set, add, replace, append, prepend or cas @p. 0 (and
  * the new cas in *@cas_out), -EEXIST (add: present; cas: changed since),
@@ -508,6 +543,8 @@ int rdmx__kv_store(struct rdmx__kv *kv, const struct rdmx__kv_put *p,
 	if (!p->klen || p->klen > RDMX__KV_KEY_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&kv->lock);
+	if (kv->items >= kv->o.capacity)
+		expired_sweep(kv);
 	rc = writer_find(kv, p->key, p->klen, &f);
 	if (!rc)
 		rc = mode_check(p, &f);

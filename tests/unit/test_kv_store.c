@@ -181,6 +181,7 @@ static void test_ttl_touch_flush(void **state)
 	struct rdmx__kv *kv = mk(8, 4096, 64);
 	struct rdmx__kv_put p = { .mode = RDMX__KV_SET, .key = "t", .klen = 1,
 				  .value = "v", .vlen = 1, .expiry = 1010 };
+	struct rdmx__kv_layout l;
 
 	(void)state;
 	fake_now = 1000;
@@ -197,12 +198,45 @@ static void test_ttl_touch_flush(void **state)
 	expect(kv, "t", NULL);
 	assert_int_equal(put(kv, RDMX__KV_SET, "u", "1", 0, NULL), 0);
 	rdmx__kv_flush(kv, 1030); /* delayed */
+	assert_int_equal(rdmx__kv_layout_from(rdmx__kv_table(kv, &(size_t){ 0 }), 64, &l), 0);
+	assert_int_equal(l.buckets, rdmx__kv_layout(kv)->buckets);
 	expect(kv, "u", "1");
 	fake_now = 1030;
 	expect(kv, "u", NULL);
 	assert_int_equal(put(kv, RDMX__KV_SET, "u", "2", 0, NULL), 0);
 	rdmx__kv_flush(kv, 0);
 	expect(kv, "u", NULL);
+	fake_now = 1000;
+	rdmx__kv_destroy(kv);
+}
+
+/* Expired entries of other keys make room: the table is not full of them. */
+static void test_expired_reclaimed(void **state)
+{
+	struct rdmx__kv *kv = mk(2, 1024, 16);
+	struct rdmx__kv_put p = { .mode = RDMX__KV_SET, .klen = 2, .vlen = 40,
+				  .value = "0123456789012345678901234567890123456789",
+				  .expiry = 1005 };
+	struct rdmx__kv_stats st;
+
+	(void)state;
+	fake_now = 1000;
+	p.key = "e1";
+	assert_int_equal(rdmx__kv_store(kv, &p, NULL), 0);
+	p.key = "e2";
+	assert_int_equal(rdmx__kv_store(kv, &p, NULL), 0);
+	assert_int_equal(put(kv, RDMX__KV_SET, "e3", "v", 0, NULL), -ENOSPC);
+	fake_now = 1005;
+	for (int i = 0; i < 8; i++) { /* room again, and out-of-line chunks back */
+		char k[8];
+
+		snprintf(k, sizeof(k), "n%d", i);
+		assert_int_equal(put(kv, RDMX__KV_SET, k, "v", 0, NULL), 0);
+		assert_int_equal(rdmx__kv_delete(kv, k, strlen(k)), 0);
+	}
+	rdmx__kv_stats(kv, &st);
+	assert_int_equal(st.slab_used, 0);
+	expect(kv, "e1", NULL);
 	fake_now = 1000;
 	rdmx__kv_destroy(kv);
 }
@@ -411,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_delete_tombstone),
 		cmocka_unit_test(test_incr_decr),
 		cmocka_unit_test(test_ttl_touch_flush),
+		cmocka_unit_test(test_expired_reclaimed),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_entry_check),
 		cmocka_unit_test(test_torture),
