@@ -12,7 +12,7 @@ CMAKE_GEN  := -G Ninja
 SANDBOX    := sandbox/run
 VALGRIND   := RDMX_TEST_QUICK=1 valgrind --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --quiet
 
-.PHONY: all deps build asan tsan fuzz check unit-check valgrind-check integration-check twohost-check twohost-live demo clean
+.PHONY: soak all deps build asan tsan fuzz check unit-check valgrind-check integration-check twohost-check twohost-live demo clean
 
 all: build
 
@@ -79,6 +79,10 @@ twohost-live: build
 
 check: unit-check valgrind-check integration-check twohost-check
 	@echo "make check: all suites passed"
+
+# Long volume runs, not in make check: the KV torture test for 30 s.
+soak: build
+	RDMX_KV_TORTURE_SECONDS=$${RDMX_KV_TORTURE_SECONDS:-30} $(BUILD)/bin/test_kv_store
 
 # rdmx bench -p all in the sandbox; report, charts and data in results/<UTC>/.
 demo: build
