@@ -10,6 +10,7 @@
  * a new connection never delays a message by more than a slice.
  */
 #include <errno.h>
+#include <stdatomic.h>
 
 #include "internal.h"
 
@@ -25,7 +26,7 @@
  */
 static void announce_first(rdmx_listener *lis, struct rdmx_event *ev)
 {
-	if (__atomic_load_n(&ev->conn->state, __ATOMIC_ACQUIRE) != RDMX__CONN_SETUP ||
+	if (atomic_load_explicit(&ev->conn->state, memory_order_acquire) != RDMX__CONN_SETUP ||
 	    rdmx__accept_promote(lis, ev->conn))
 		return;
 	lis->held_ev = *ev;
