@@ -12,7 +12,7 @@ CMAKE_GEN  := -G Ninja
 SANDBOX    := sandbox/run
 VALGRIND   := RDMX_TEST_QUICK=1 valgrind --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --quiet
 
-.PHONY: all deps build asan tsan fuzz check unit-check valgrind-check integration-check twohost-check twohost-live twohost-pcap demo clean
+.PHONY: all deps build asan tsan fuzz check unit-check valgrind-check integration-check twohost-check twohost-live twohost-pcap deb deb-check demo clean
 
 all: build
 
@@ -82,7 +82,16 @@ twohost-live: build
 twohost-pcap: build
 	tests/integration/pcap_rxe.sh $(BUILD)
 
-check: unit-check valgrind-check integration-check twohost-check twohost-pcap
+# Debian packages (debian/: librdmx0, librdmx-dev, rdmx-tools) into
+# $(BUILD)/deb from the tracked files; deb-check also checks their contents
+# (about 2 min under load here, so in check).
+deb:
+	@scripts/build-deb $(BUILD)/deb
+
+deb-check: deps
+	tests/deb-check $(BUILD)/deb
+
+check: unit-check valgrind-check integration-check twohost-check twohost-pcap deb-check
 	@echo "make check: all suites passed"
 
 # rdmx bench -p all in the sandbox; report, charts and data in results/<UTC>/.
