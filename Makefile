@@ -12,7 +12,7 @@ CMAKE_GEN  := -G Ninja
 SANDBOX    := sandbox/run
 VALGRIND   := RDMX_TEST_QUICK=1 valgrind --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --quiet
 
-.PHONY: soak all deps build asan tsan fuzz check unit-check valgrind-check integration-check twohost-check twohost-live demo clean
+.PHONY: soak all deps build asan tsan fuzz check unit-check valgrind-check integration-check twohost-check twohost-live twohost-pcap deb deb-check demo clean
 
 all: build
 
@@ -77,7 +77,21 @@ twohost-check: build
 twohost-live: build
 	tests/two-host-live $(BUILD)
 
-check: unit-check valgrind-check integration-check twohost-check
+# rdmx bench --pcap between two VMs (about 1 min): tshark finds the RDMA
+# WRITE and READ packets of write_simplex and read in B's capture.
+twohost-pcap: build
+	tests/integration/pcap_rxe.sh $(BUILD)
+
+# Debian packages (debian/: librdmx0, librdmx-dev, rdmx-tools) into
+# $(BUILD)/deb from the tracked files; deb-check also checks their contents
+# (about 2 min under load here, so in check).
+deb:
+	@scripts/build-deb $(BUILD)/deb
+
+deb-check: deps
+	tests/deb-check $(BUILD)/deb
+
+check: unit-check valgrind-check integration-check twohost-check twohost-pcap deb-check
 	@echo "make check: all suites passed"
 
 # Long volume runs, not in make check: the KV torture test for 30 s.

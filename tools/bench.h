@@ -109,6 +109,7 @@ struct bench_report {
 	const char *timestamp, *device, *fabric, *peer;
 	const char *version, *cmdline, *host, *kernel;	/* provenance */
 	const char *config_json;	/* the effective settings, a JSON object */
+	const char *pcap;		/* --pcap's file, or NULL */
 	bool one_way;			/* table: one-way latency (rtt / 2) */
 	bool mbs;			/* table: MB/s (1e6 bytes) instead of Gb/s */
 	int outstanding;

@@ -16,6 +16,8 @@ struct bench_cfg {
 	struct opts_list fail_if;		/* --fail-if, repeatable */
 	const char *baseline;
 	long long max_regress;
+	const char *pcap;			/* --pcap FILE */
+	char tcpdump[4096];			/* --pcap: its path */
 	const char *progress;			/* never, auto, always */
 	const char *latency, *rate;		/* the table's headline columns */
 	bool all_sizes;				/* -a */

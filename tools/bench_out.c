@@ -283,6 +283,8 @@ int bench_write_json(const struct bench_report *r, FILE *f)
 	json_kv_str(f, "command_line", r->cmdline, false);
 	json_kv_str(f, "host", r->host, false);
 	json_kv_str(f, "kernel", r->kernel, false);
+	if (r->pcap)
+		json_kv_str(f, "pcap", r->pcap, false);
 	if (r->config_json) {
 		json_key(f, "config", false);
 		fputs(r->config_json, f);

@@ -88,21 +88,27 @@ static int check_plot_dir(const char *dir, char *err, size_t len)
 	return 0;
 }
 
-bool bench_have_program(const char *name)
+int bench_find_program(const char *name, char *buf, size_t len)
 {
 	const char *path = getenv("PATH"), *p;
-	char file[PATH_MAX];
 	size_t n;
 
 	for (p = path ? path : "/usr/bin:/bin"; *p; p += n + (p[n] == ':')) {
 		n = strcspn(p, ":");
-		if ((size_t)snprintf(file, sizeof(file), "%.*s/%s", (int)n,
-				     n ? p : ".", name) >= sizeof(file))
+		if ((size_t)snprintf(buf, len, "%.*s/%s", (int)n, n ? p : ".",
+				     name) >= len)
 			continue;
-		if (!access(file, X_OK))
-			return true;
+		if (!access(buf, X_OK))
+			return 0;
 	}
-	return false;
+	return -ENOENT;
+}
+
+bool bench_have_program(const char *name)
+{
+	char file[PATH_MAX];
+
+	return bench_find_program(name, file, sizeof(file)) == 0;
 }
 
 int bench_check_outputs(const char *json, const char *csv, const char *plot,

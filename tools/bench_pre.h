@@ -17,6 +17,12 @@
 int bench_check_outputs(const char *json, const char *csv, const char *plot,
 			char *err, size_t len);
 
+/**
+ * bench_find_program - the first executable @name in $PATH, into @buf.
+ * Returns 0, or -ENOENT.
+ */
+int bench_find_program(const char *name, char *buf, size_t len);
+
 /** bench_have_program - whether @name is an executable in $PATH. */
 bool bench_have_program(const char *name);
 

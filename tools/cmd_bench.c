@@ -15,6 +15,7 @@
 #include <sys/utsname.h>
 
 #include "bench_client.h"
+#include "bench_pcap.h"
 #include "bench_pre.h"
 #include "bench_server.h"
 #include "cmds.h"
@@ -75,6 +76,16 @@ static const struct opts_page bench_page = {
 		"fails the run. The violations are listed at the end, on stderr. Both\n"
 		"are checked before the first test: a bad expression is a usage error.\n"
 		"\n"
+		"--pcap FILE runs tcpdump on the RDMA device's network interface\n"
+		"(its gid_attrs/ndevs) with the filter 'udp port 4791' from before\n"
+		"the first test until after the last (or SIGINT/SIGTERM), writing\n"
+		"RoCEv2 packets to FILE for tshark or wireshark (see README,\n"
+		"\"Reading RoCEv2 on the wire\"); the JSON names FILE. It needs\n"
+		"tcpdump (Debian: tcpdump) and root or CAP_NET_RAW; InfiniBand has\n"
+		"no such interface (use ibdump). Traffic between two addresses of\n"
+		"one host (the self-test) stays inside the device and is not on the\n"
+		"interface: capture a client talking to a --server on another host.\n"
+		"\n"
 		"perftest spellings are understood: -a (every size from 2 to 8M,\n"
 		"same as --all-sizes), -x N (GID index, --gid-index), -q N\n"
 		"(connections, --threads; rdmx runs 1, 2, 4, ... N of them),\n"
@@ -127,9 +138,12 @@ static int check_roles(const struct bench_cfg *cfg)
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
 		return usage_err("%s", "--fabric fake runs only the self-test "
 				 "(no --server, no ADDR)");
-	if (cfg->server && (cfg->json || cfg->csv || cfg->plot))
-		return usage_err("%s", "--json, --csv and --plot are for the client "
-				 "or the self-test, not --server");
+	if (cfg->server && (cfg->json || cfg->csv || cfg->plot || cfg->pcap))
+		return usage_err("%s", "--json, --csv, --plot and --pcap are for the "
+				 "client or the self-test, not --server");
+	if (cfg->pcap && strcmp(cfg->fabric, "verbs"))
+		return usage_err("%s", "--pcap captures an RDMA device's packets: "
+				 "not with --fabric fake");
 	if (!cfg->server && cfg->addr && (cfg->device || cfg->gid_index >= 0))
 		return usage_err("%s", "--device and --gid-index choose a local "
 				 "address: they apply to --server and the self-test");
@@ -207,6 +221,9 @@ static int check_preflight(struct bench_cfg *cfg)
 	if (cfg->json && cfg->csv && !strcmp(cfg->json, "-") && !strcmp(cfg->csv, "-"))
 		return usage_err("%s", "--json - and --csv -: only one can go to stdout");
 	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
+		return usage_err("%s", err);
+	if (cfg->pcap && bench_pcap_find_tcpdump(cfg->tcpdump, sizeof(cfg->tcpdump),
+						 err, sizeof(err)))
 		return usage_err("%s", err);
 	if (avail && need > avail)
 		return usage_err("the message buffers need about %s (%s side%s x %llu "
@@ -363,6 +380,8 @@ struct run {
 	char local[64], device[64], stamp[32];
 	char cmdline[2048], config[4096], host[128], kernel[256];
 	struct bench_report rep;
+	struct bench_pcap pcap;		/* --pcap's tcpdump */
+	bool pcap_failed;		/* it did not start: no test runs */
 	int failures;
 };
 
@@ -552,6 +571,55 @@ static void provenance(struct run *r)
 	r->rep.kernel = r->kernel;
 }
 
+/* --pcap: tcpdump on the device's interface before the first test. */
+static int pcap_start(struct run *r)
+{
+	const char *dev = r->cfg->device ? r->cfg->device : r->device;
+	char netdev[64], err[PATH_MAX + 256];
+
+	if (!r->cfg->pcap)
+		return EXIT_OK;
+	if (!dev[0]) {
+		fprintf(stderr, "rdmx bench: --pcap: no RDMA device to capture on\n");
+		r->pcap_failed = true;
+		return EXIT_FAIL;
+	}
+	if (bench_pcap_netdev("/sys", dev, netdev, sizeof(netdev), err, sizeof(err)) ||
+	    bench_pcap_start(&r->pcap, r->cfg->tcpdump, netdev, r->cfg->pcap, err,
+			     sizeof(err))) {
+		fprintf(stderr, "rdmx bench: %s\n", err);
+		r->pcap_failed = true;
+		return EXIT_FAIL;
+	}
+	fprintf(stderr, "rdmx bench: capturing RoCEv2 (%s) on %s (%s) into %s\n",
+		BENCH_PCAP_FILTER, netdev, dev, r->cfg->pcap);
+	r->rep.pcap = r->cfg->pcap;
+	return EXIT_OK;
+}
+
+/* --pcap: stop tcpdump (it flushes) and say what it caught. */
+static void pcap_stop(struct run *r)
+{
+	char err[PATH_MAX + 256];
+	long n;
+
+	if (!r->rep.pcap)
+		return;
+	n = bench_pcap_stop(&r->pcap, err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "rdmx bench: %s\n", err);
+		r->failures++;
+		return;
+	}
+	fprintf(stderr, "rdmx bench: --pcap: %ld packet%s captured on %s into %s\n",
+		n, n == 1 ? "" : "s", r->pcap.netdev, r->rep.pcap);
+	if (!n && r->self)
+		fprintf(stderr, "rdmx bench: --pcap: note: the self-test talks to an "
+			"address of this host, which the RDMA device delivers "
+			"internally, never on %s; run the client against a --server "
+			"on another host to capture the wire\n", r->pcap.netdev);
+}
+
 static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 {
 	struct run r = { .cfg = cfg, .ctx = ctx };
@@ -573,8 +641,11 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 	r.rep.mbs = !strcmp(cfg->rate, "mbs");
 	provenance(&r);
 	bench_catch_stop();
-	for (i = 0; i < cfg->n_protos && !bench_stopped(); i++)
+	if (pcap_start(&r))
+		r.failures++;
+	for (i = 0; i < cfg->n_protos && !bench_stopped() && !r.pcap_failed; i++)
 		run_protocol(&r, i);
+	pcap_stop(&r);
 	if (r.self && bench_server_stop(r.self))
 		r.failures++;
 	else if (!r.self)
@@ -653,6 +724,9 @@ int cmd_bench(int argc, char **argv)
 		  "terminal)" },
 		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
 		  "write PNG and SVG charts (gnuplot) into DIR" },
+		{ "pcap", 0, OPT_STRING, &cfg.pcap, 0, 0, NULL, "FILE",
+		  "capture the RoCEv2 packets (tcpdump, udp port 4791) on the "
+		  "device's network interface into FILE" },
 		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
 		  "base port: protocol i on PORT + i (--server: 0 picks free ones)" },
 		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",

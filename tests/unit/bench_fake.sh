@@ -79,6 +79,15 @@ set +e; PATH=/nonexistent "$rdmx" bench --fabric fake --plot "$dir/p2" >"$dir/ou
 rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "gnuplot-nox" "$dir/err" && [ ! -s "$dir/out" ] ||
 	{ cat "$dir/err"; fail "no gnuplot: exit $rc, expected 2 naming gnuplot-nox before any test"; }
+# --pcap (tcpdump on the device's netdev): not on the fake fabric, not for
+# --server; tcpdump missing is a usage error naming the package, before any
+# test (the verbs fabric; the device is looked for only after this check).
+usage "not with --fabric fake" --pcap "$dir/x.pcap"
+usage "and --pcap are for the client" --fabric verbs --server --pcap "$dir/x.pcap"
+set +e; PATH=/nonexistent "$rdmx" bench --pcap "$dir/x.pcap" >"$dir/out" 2>"$dir/err"
+rc=$?; set -e
+[ "$rc" -eq 2 ] && grep -q "apt install tcpdump" "$dir/err" && [ ! -s "$dir/out" ] ||
+	{ cat "$dir/err"; fail "no tcpdump: exit $rc, expected 2 naming tcpdump before any test"; }
 # --json - : the document alone on stdout (the table on stderr), with the
 # provenance and the effective configuration.
 "$rdmx" bench --fabric fake -p send_recv --sizes 64 --iters 20 --warmup 2 --json - \
