@@ -124,8 +124,10 @@ void rdmx_rpc_server_stop(rdmx_rpc_server *srv);
 
 /**
  * rdmx_rpc_server_destroy - close every connection and free the server
- * (rdmx_rpc_server_run has returned; deferred calls not yet answered are
- * dropped and their requests void).
+ * (rdmx_rpc_server_run has returned). Requests queued to the workers are
+ * served first; deferred requests not yet answered are dropped (their
+ * callers fail with -ECONNRESET) and their handles are void: no thread
+ * may answer them after this call has begun.
  */
 void rdmx_rpc_server_destroy(rdmx_rpc_server *srv);
 

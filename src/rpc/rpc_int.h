@@ -172,7 +172,8 @@ struct rdmx_rpc_req {
 	struct rpc_rx rx;
 	struct rpc_buf out;
 	bool has_out;
-	struct rdmx_rpc_req *next;
+	struct rdmx_rpc_req *next;          /* a worker's queue */
+	struct rdmx_rpc_req *oprev, *onext; /* the server's outstanding */
 };
 
 struct rpc_worker {
@@ -200,6 +201,7 @@ struct rdmx_rpc_server {
 	unsigned next_worker;
 	pthread_mutex_t lock;         /* conns, pending, closing, stats */
 	struct rpc_sconn *conns, *to_close;
+	struct rdmx_rpc_req *outstanding; /* handed out, not answered */
 	struct rdmx_rpc_server_stats st;
 	atomic_int stop;
 	struct rdmx__err err;

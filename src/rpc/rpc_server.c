@@ -202,6 +202,10 @@ static int on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 	*req = (struct rdmx_rpc_req){ .srv = s, .sc = sc, .m = m, .h = *h, .rx = *rx };
 	pthread_mutex_lock(&s->lock);
 	sc->pending++;
+	req->onext = s->outstanding;
+	if (s->outstanding)
+		s->outstanding->oprev = req;
+	s->outstanding = req;
 	pthread_mutex_unlock(&s->lock);
 	dispatch(s, req);
 	return 0;
@@ -243,6 +247,16 @@ static void on_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, struct rpc
 		on_hello(s, sc, hash, count);
 }
 
+static void outstanding_unlink(struct rdmx_rpc_server *s, struct rdmx_rpc_req *req)
+{
+	if (req->oprev)
+		req->oprev->onext = req->onext;
+	else
+		s->outstanding = req->onext;
+	if (req->onext)
+		req->onext->oprev = req->oprev;
+}
+
 /* The request is done: give its frame back, and the connection if it
  * was the last one pending on a connection whose client is gone. */
 static void req_finish(struct rdmx_rpc_req *req, bool answered)
@@ -252,6 +266,7 @@ static void req_finish(struct rdmx_rpc_req *req, bool answered)
 
 	s->ops->release(sc->t, &req->rx);
 	pthread_mutex_lock(&s->lock);
+	outstanding_unlink(s, req);
 	sc->pending--;
 	if (answered)
 		s->st.calls++;
@@ -485,11 +500,24 @@ free_server:
 	return rc;
 }
 
+/* Deferred requests nobody answered: give back their buffers. */
+static void drop_outstanding(struct rdmx_rpc_server *s)
+{
+	while (s->outstanding) {
+		struct rdmx_rpc_req *req = s->outstanding;
+
+		if (req->has_out)
+			s->ops->drop(req->sc->t, &req->out);
+		req_finish(req, false);
+	}
+}
+
 void rdmx_rpc_server_destroy(rdmx_rpc_server *s)
 {
 	if (!s)
 		return;
 	workers_stop(s);
+	drop_outstanding(s);
 	reap_closing(s);
 	while (s->conns)
 		sc_close(s, s->conns);
