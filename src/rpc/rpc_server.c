@@ -106,7 +106,8 @@ static int send_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, uint8_t k
 	if (rc)
 		return rc;
 	rdmx__rpc_hdr_put(b.data, &h);
-	memcpy((char *)b.data + RPC_HDR, payload, len);
+	if (len)
+		memcpy((char *)b.data + RPC_HDR, payload, len);
 	rc = s->ops->send(sc->t, &b, RPC_HDR + len);
 	if (rc)
 		s->ops->drop(sc->t, &b);
