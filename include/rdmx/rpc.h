@@ -156,8 +156,9 @@ uint16_t rdmx_rpc_req_method(const rdmx_rpc_req *req);
  */
 const void *rdmx_rpc_req_data(const rdmx_rpc_req *req, size_t *len);
 
-/** rdmx_rpc_req_resp - the response buffer; its capacity (the method's
- * max_resp) in *@cap. */
+/** rdmx_rpc_req_resp - the response buffer, the request's own (it holds
+ * no send buffer while a response is deferred; rdmx_rpc_respond copies it
+ * once into one); its capacity (the method's max_resp) in *@cap. */
 void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap);
 
 /**

@@ -160,6 +160,7 @@ struct rpc_sconn {
 	void *t;
 	unsigned worker;
 	unsigned pending;      /* requests handed out, not yet answered */
+	pthread_mutex_t send_lock; /* one response at a time: alloc, copy, send */
 	bool ready, gone, closing;
 	struct rpc_sconn *prev, *next, *close_next;
 };
@@ -170,10 +171,9 @@ struct rdmx_rpc_req {
 	const struct rpc_method *m;
 	struct rpc_hdr h;      /* the request's validated header copy */
 	struct rpc_rx rx;
-	struct rpc_buf out;
-	bool has_out;
 	struct rdmx_rpc_req *next;          /* a worker's queue */
 	struct rdmx_rpc_req *oprev, *onext; /* the server's outstanding */
+	unsigned char resp[];               /* the response, m->max_resp bytes */
 };
 
 struct rpc_worker {

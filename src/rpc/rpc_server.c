@@ -41,6 +41,7 @@ static void sc_close(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
 		s->st.open--;
 	pthread_mutex_unlock(&s->lock);
 	s->ops->close(sc->t);
+	pthread_mutex_destroy(&sc->send_lock);
 	free(sc);
 }
 
@@ -83,6 +84,7 @@ static void on_conn(struct rdmx_rpc_server *s, void *t)
 		return;
 	}
 	sc->t = t;
+	pthread_mutex_init(&sc->send_lock, NULL);
 	sc->worker = s->o.workers ? s->next_worker++ % s->o.workers : 0;
 	s->ops->set_user(t, sc);
 	pthread_mutex_lock(&s->lock);
@@ -197,7 +199,7 @@ static int on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 	if (m && h->len > m->max_req)
 		return rdmx__fail(-EPROTO, "rpc: method %u '%s': request of %u bytes, "
 				  "above its largest %u", m->id, m->name, h->len, m->max_req);
-	req = calloc(1, sizeof(*req));
+	req = calloc(1, sizeof(*req) + (m ? m->max_resp : 0));
 	if (!req)
 		return rdmx__fail(-ENOMEM, "rpc: out of memory for a request");
 	*req = (struct rdmx_rpc_req){ .srv = s, .sc = sc, .m = m, .h = *h, .rx = *rx };
@@ -283,15 +285,8 @@ static void req_finish(struct rdmx_rpc_req *req, bool answered)
 static void req_run(struct rdmx_rpc_req *req)
 {
 	struct rdmx_rpc_server *s = req->srv;
-	size_t cap = req->m ? req->m->max_resp : 0;
-	struct rpc_handler *h;
+	struct rpc_handler *h = req->m ? &s->h[rdmx__rpc_contract_index(&s->k, req->m)] : NULL;
 
-	if (s->ops->alloc(req->sc->t, RPC_HDR + cap, &req->out, s->o.timeout_ms)) {
-		req_finish(req, false); /* the client is gone */
-		return;
-	}
-	req->has_out = true;
-	h = req->m ? &s->h[rdmx__rpc_contract_index(&s->k, req->m)] : NULL;
 	if (!h || !h->fn)
 		rdmx_rpc_respond(req, -ENOSYS, 0);
 	else
@@ -318,7 +313,31 @@ void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap)
 		return NULL;
 	if (cap)
 		*cap = req->m ? req->m->max_resp : 0;
-	return (char *)req->out.data + RPC_HDR;
+	return req->resp;
+}
+
+/* Send @h and @h->len bytes of @req's response. The protocols lend one
+ * send buffer at a time (the ring ones), so a connection's responders take
+ * turns, and a deferred request holds no send buffer meanwhile. */
+static int resp_send(struct rdmx_rpc_req *req, const struct rpc_hdr *h)
+{
+	struct rdmx_rpc_server *s = req->srv;
+	struct rpc_sconn *sc = req->sc;
+	struct rpc_buf b;
+	int rc;
+
+	pthread_mutex_lock(&sc->send_lock);
+	rc = s->ops->alloc(sc->t, RPC_HDR + h->len, &b, s->o.timeout_ms);
+	if (!rc) {
+		rdmx__rpc_hdr_put(b.data, h);
+		if (h->len)
+			memcpy((char *)b.data + RPC_HDR, req->resp, h->len);
+		rc = s->ops->send(sc->t, &b, RPC_HDR + h->len);
+		if (rc)
+			s->ops->drop(sc->t, &b);
+	}
+	pthread_mutex_unlock(&sc->send_lock);
+	return rc;
 }
 
 int rdmx_rpc_respond(rdmx_rpc_req *req, int status, size_t len)
@@ -334,10 +353,7 @@ int rdmx_rpc_respond(rdmx_rpc_req *req, int status, size_t len)
 	over = len > (req->m ? req->m->max_resp : 0);
 	h = (struct rpc_hdr){ .kind = RPC_RESP, .method = req->h.method, .call = req->h.call,
 		.status = over ? -EMSGSIZE : status, .len = over ? 0 : (uint32_t)len };
-	rdmx__rpc_hdr_put(req->out.data, &h);
-	rc = req->srv->ops->send(req->sc->t, &req->out, RPC_HDR + h.len);
-	if (rc)
-		req->srv->ops->drop(req->sc->t, &req->out);
+	rc = resp_send(req, &h);
 	req_finish(req, !rc);
 	if (over)
 		return rdmx__fail(-EMSGSIZE, "rpc: a response of %zu bytes, above the "
@@ -505,11 +521,7 @@ free_server:
 static void drop_outstanding(struct rdmx_rpc_server *s)
 {
 	while (s->outstanding) {
-		struct rdmx_rpc_req *req = s->outstanding;
-
-		if (req->has_out)
-			s->ops->drop(req->sc->t, &req->out);
-		req_finish(req, false);
+		req_finish(s->outstanding, false);
 	}
 }
 
