@@ -21,7 +21,10 @@
  *
  * Transports are chosen by name (struct rdmx_rpc_opts.transport): "msg"
  * carries each call as one rdmx message over any rdmx protocol
- * (@protocol, default send_recv).
+ * (@protocol, default send_recv); "rfp" (RFP, EuroSys'17) has the client
+ * RDMA-WRITE its request into a slot of server memory and RDMA-READ the
+ * response the server leaves in its own memory, asking the server to push
+ * it (a SEND) after @fetch_retries reads that found nothing.
  *
  * Conventions as in rdmx.h: 0 or a negative errno, a readable message on
  * the object (rdmx_rpc_server_error(), rdmx_rpc_client_error()) and in the
@@ -61,10 +64,15 @@ struct rdmx_rpc_opts {
 	uint32_t size;          /* sizeof(struct rdmx_rpc_opts) of the caller */
 	const char *transport;  /* "msg" (default) */
 	const char *protocol;   /* msg: the rdmx protocol, default "send_recv" */
-	uint32_t window;        /* client: calls in flight, default 16, <= 4096 */
+	uint32_t window;        /* client: calls in flight, default 16, <= 4096;
+				 * rfp server: request slots per client (a
+				 * client's window must not be larger) */
 	uint32_t workers;       /* server: worker threads, default 1; 0: the
 				 * handlers run in rdmx_rpc_server_run's thread */
 	int timeout_ms;         /* connect and contract check bound, default 5000 */
+	uint32_t fetch_retries; /* rfp client: RDMA READs of a response not yet
+				 * there before it asks the server to push it
+				 * (RFP's hybrid R), default 8, 0: push at once */
 };
 
 /** rdmx_rpc_opts_init - fill @opts with the defaults listed above. */
@@ -190,8 +198,9 @@ void rdmx_rpc_client_destroy(rdmx_rpc_client *cl);
 /** rdmx_rpc_client_error - detail message of the last failure on @cl. */
 const char *rdmx_rpc_client_error(const rdmx_rpc_client *cl);
 
-/** rdmx_rpc_client_conn - the rdmx connection under @cl ("msg"), for its
- * stats and addresses. */
+/** rdmx_rpc_client_conn - the rdmx connection under @cl, for its stats and
+ * addresses (rfp: the control connection; its msgs_recv counts the
+ * server's SENDs to this client: the set-up and pushed responses). */
 rdmx_conn *rdmx_rpc_client_conn(const rdmx_rpc_client *cl);
 
 /**

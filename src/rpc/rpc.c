@@ -44,12 +44,14 @@ void rdmx_rpc_opts_init(struct rdmx_rpc_opts *o)
 	o->window = WINDOW_DEFAULT;
 	o->workers = 1;
 	o->timeout_ms = TIMEOUT_DEFAULT;
+	o->fetch_retries = 8;
 }
 
 const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name)
 {
 	static const struct rpc_transport_ops *const all[] = {
 		&rdmx__rpc_transport_msg,
+		&rdmx__rpc_transport_rfp,
 	};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

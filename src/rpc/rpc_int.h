@@ -110,6 +110,7 @@ struct rpc_rx {
 	const void *data;
 	size_t len;
 	struct rdmx_msg msg;
+	int slot;          /* rfp: the slot it is in, -1 in a message */
 };
 
 enum rpc_sev_type { RPC_SEV_CONN = 1, RPC_SEV_FRAME, RPC_SEV_CLOSED };
@@ -146,10 +147,12 @@ struct rpc_transport_ops {
 	const char *(*error)(const void *t);
 	void (*set_user)(void *t, void *user);
 	void *(*get_user)(const void *t);
+	rdmx_conn *(*conn)(const void *t);   /* the rdmx connection under @t */
 	void (*close)(void *t);
 };
 
 extern const struct rpc_transport_ops rdmx__rpc_transport_msg;
+extern const struct rpc_transport_ops rdmx__rpc_transport_rfp;
 const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name);
 int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *out,
 		  const struct rpc_transport_ops **ops);

@@ -144,6 +144,11 @@ static void *msg_get_user(const void *t)
 	return rdmx_conn_get_user(t);
 }
 
+static rdmx_conn *msg_conn(const void *t)
+{
+	return (rdmx_conn *)t;
+}
+
 static void msg_close(void *t)
 {
 	rdmx_conn_close(t);
@@ -165,5 +170,6 @@ const struct rpc_transport_ops rdmx__rpc_transport_msg = {
 	.error = msg_error,
 	.set_user = msg_set_user,
 	.get_user = msg_get_user,
+	.conn = msg_conn,
 	.close = msg_close,
 };
