@@ -7,7 +7,7 @@
  * slot index (rpc_client.c), the hello's slot 0.
  *
  *   client: WRITE the frame into its request slot, then WRITE the slot's
- *           trailer (u32 len | u32 seq << 32, the slot's last 8 bytes):
+ *           trailer (len and seq, the slot's last 8 bytes, trailer_word):
  *           the validity mark is written last, by a second WRITE that RC
  *           places after the first.
  *   server: polls the trailers of every slot (one 8-byte acquire load,
@@ -44,6 +44,8 @@
 #define RFP_SETUP_LEN (12u + 2 * RDMX_REGION_DESC_LEN)
 #define RFP_PUSH_LEN 8u
 #define RFP_ALIGN 64u
+#define RFP_LEN_MASK 0xffffffu
+#define RFP_SLOT_MAX (1u << 24)
 
 enum { SLOT_FREE = 0, SLOT_WAIT, SLOT_PUSHED };
 
@@ -86,16 +88,33 @@ static unsigned char *slot_at(struct rfp_conn *r, int resp, uint32_t s)
 	return r->mem + ((size_t)resp * r->slots + s) * r->ssize;
 }
 
-static uint64_t trailer_load(const unsigned char *slot, uint32_t ssize)
+/*
+ * The trailer: u32 seq << 32 | (seq & 0xff) << 24 | len (len < 16 MiB).
+ * An 8-byte store is not one 8-byte placement for every NIC (rxe's READ
+ * showed a new seq with the old len): the seq byte beside len makes a
+ * torn trailer read as "not yet", not as a wrong length.
+ */
+static uint64_t trailer_word(uint32_t len, uint32_t seq)
 {
-	return __atomic_load_n((const uint64_t *)(const void *)(slot + ssize - RFP_TRAILER),
-			       __ATOMIC_ACQUIRE);
+	return (uint64_t)seq << 32 | (uint64_t)(seq & 0xff) << 24 | len;
+}
+
+/* 1 with the length in *@len when the trailer carries @seq whole. */
+static int trailer_load(const unsigned char *slot, uint32_t ssize, uint32_t seq,
+			uint32_t *len)
+{
+	uint64_t t = __atomic_load_n((const uint64_t *)(const void *)(slot + ssize -
+								      RFP_TRAILER),
+				     __ATOMIC_ACQUIRE);
+
+	*len = (uint32_t)t & RFP_LEN_MASK;
+	return (uint32_t)(t >> 32) == seq && ((uint32_t)t >> 24) == (seq & 0xff);
 }
 
 static void trailer_store(unsigned char *slot, uint32_t ssize, uint32_t len, uint32_t seq)
 {
 	__atomic_store_n((uint64_t *)(void *)(slot + ssize - RFP_TRAILER),
-			 len | (uint64_t)seq << 32, __ATOMIC_RELEASE);
+			 trailer_word(len, seq), __ATOMIC_RELEASE);
 }
 
 /* The slot a frame of ours goes to: its call id's slot index. */
@@ -183,6 +202,11 @@ static int rfp_listen(struct rdmx_rpc_server *s, const char *addr, uint16_t port
 
 	if (!l)
 		return rdmx__fail(-ENOMEM, "rpc rfp: out of memory");
+	if (slot_size(&s->k) > RFP_SLOT_MAX) {
+		free(l);
+		return rdmx__fail(-EMSGSIZE, "rpc rfp: slots of %u bytes, at most %u",
+				  slot_size(&s->k), RFP_SLOT_MAX);
+	}
 	ctl_opts(&s->o, &s->k, &co);
 	rc = rdmx_listen(s->ctx, addr, port, &co, &l->lis);
 	if (rc) {
@@ -259,10 +283,13 @@ static struct rfp_conn *server_conn(struct rdmx_rpc_server *s, rdmx_conn *c)
 static int push_send(struct rfp_conn *r, uint32_t s)
 {
 	unsigned char *slot = slot_at(r, 1, s);
-	uint32_t len = (uint32_t)trailer_load(slot, r->ssize), head[2] = { s, r->seq[s] };
+	uint32_t len, head[2] = { s, r->seq[s] };
 	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(r->c, RFP_PUSH_LEN + len, &m, r->timeout_ms);
+	int rc;
 
+	if (!trailer_load(slot, r->ssize, r->seq[s], &len))
+		return -EIO; /* not answered: cannot happen under r->lock */
+	rc = rdmx_msg_alloc(r->c, RFP_PUSH_LEN + len, &m, r->timeout_ms);
 	if (rc)
 		return rc;
 	memcpy(m.data, head, sizeof(head));
@@ -305,13 +332,12 @@ static int slots_scan(struct rfp_lis *l, struct rpc_sev *ev)
 	for (struct rfp_conn *r = l->conns; r; r = r->next)
 		for (uint32_t s = 0; s < r->slots; s++) {
 			unsigned char *slot = slot_at(r, 0, s);
-			uint64_t t = trailer_load(slot, r->ssize);
-			uint32_t len = (uint32_t)t, seq = (uint32_t)(t >> 32);
+			uint32_t len;
 
-			if (seq != r->seq[s] + 1)
+			if (!trailer_load(slot, r->ssize, r->seq[s] + 1, &len))
 				continue;
 			pthread_mutex_lock(&r->lock);
-			r->seq[s] = seq;
+			r->seq[s]++;
 			pthread_mutex_unlock(&r->lock);
 			if (len > r->ssize - RFP_TRAILER) {
 				bad_record(r, ev);
@@ -463,7 +489,7 @@ static int client_setup(struct rdmx_rpc_client *c, rdmx_conn *conn, struct rfp_c
 		return rc;
 	memcpy(head, setup, sizeof(head));
 	if (head[0] != RFP_MAGIC || head[1] < 1 || head[1] > RPC_WINDOW_MAX ||
-	    head[2] < RPC_HDR + RPC_HELLO_LEN + RFP_TRAILER || head[2] > (1u << 30) ||
+	    head[2] < RPC_HDR + RPC_HELLO_LEN + RFP_TRAILER || head[2] > RFP_SLOT_MAX ||
 	    head[2] % RFP_ALIGN)
 		return rdmx__fail(-EPROTO, "rpc rfp: a set-up of %u slots of %u bytes "
 				  "(magic %08x)", head[1], head[2], head[0]);
@@ -563,15 +589,12 @@ static int fetch(struct rfp_conn *r, uint32_t s, struct rpc_rx *rx)
 {
 	size_t roff = (size_t)s * r->ssize, off = (size_t)(1 + s) * r->ssize;
 	size_t tr = r->ssize - RFP_TRAILER;
-	uint64_t t;
 	uint32_t len;
 	int rc = onesided(r, 0, r->rresp, roff + tr, off + tr, RFP_TRAILER);
 
 	if (rc)
 		return rc;
-	t = trailer_load(r->mem + off, r->ssize);
-	len = (uint32_t)t;
-	if ((uint32_t)(t >> 32) != r->seq[s]) {
+	if (!trailer_load(r->mem + off, r->ssize, r->seq[s], &len)) {
 		if (++r->fails[s] >= r->retries)
 			return push_ask(r, s);
 		return 0;

@@ -200,11 +200,13 @@ static void echo_once(rdmx_rpc_client *c, size_t n, uint64_t seq)
 {
 	static unsigned char in[MAX_ECHO], out[MAX_ECHO];
 	size_t len = 0;
-	int status = 1;
+	int status = 1, rc;
 
 	th_fill(in, n, seq);
-	assert_int_equal(rdmx_rpc_call(c, M_ECHO, in, n, out, sizeof(out), &len, &status,
-				       WAIT_MS), 0);
+	rc = rdmx_rpc_call(c, M_ECHO, in, n, out, sizeof(out), &len, &status, WAIT_MS);
+	if (rc)
+		fprintf(stderr, "echo of %zu bytes: %s\n", n, rdmx_rpc_client_error(c));
+	assert_int_equal(rc, 0);
 	assert_int_equal(status, 0);
 	assert_int_equal(len, n);
 	assert_int_equal(th_check(out, n, seq), -1);
@@ -535,7 +537,8 @@ static void *thr_main(void *arg)
 		t->calls++;
 	}
 	if (t->rc)
-		fprintf(stderr, "client %d: %s\n", t->id, rdmx_last_error());
+		fprintf(stderr, "client %d: %s (%s)\n", t->id, rdmx_strerror(t->rc),
+			rdmx_last_error());
 	else
 		rdmx_rpc_client_destroy(c);
 	return NULL;
