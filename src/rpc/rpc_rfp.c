@@ -393,7 +393,8 @@ static int rfp_next(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_m
 	struct rdmx_event e;
 
 	for (unsigned i = 0;; i++) {
-		int rc = rdmx_listener_next(l->lis, &e, 0);
+		/* a wait, now and then, is where departures are noticed */
+		int rc = rdmx_listener_next(l->lis, &e, i % 128 == 127 ? 1 : 0);
 
 		if (!rc && lis_event(s, l, &e, ev))
 			return 0;
