@@ -22,6 +22,7 @@ int cmd_pingpong(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_kv(int argc, char **argv);
+int cmd_rpc(int argc, char **argv);
 
 /**
  * cmd_parse - parse a subcommand's arguments; on --help print @page and

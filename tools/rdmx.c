@@ -30,6 +30,7 @@ static const struct command commands[] = {
 	{ "bench", cmd_bench },
 	{ "doctor", cmd_doctor },
 	{ "kv", cmd_kv },
+	{ "rpc", cmd_rpc },
 	{ "help", cmd_help },
 };
 
@@ -54,6 +55,7 @@ static const struct opts_page rdmx_page = {
 		"bench      latency and bandwidth of every protocol and TCP, with reports\n"
 		"doctor     check the RDMA set-up of this host and the way to a peer\n"
 		"kv         the rdmx key-value server (memcached front door)\n"
+		"rpc        serve and call rdmx RPC's echo method (rdmx/rpc.h)\n"
 		"help       show this help, the help of COMMAND or its man page",
 	.exit_status =
 		"0   success\n"
@@ -67,7 +69,8 @@ static const struct opts_page rdmx_page = {
 		"rdmx bench -p all --sizes 64,4K,64K\n"
 		"rdmx doctor 10.0.0.1\n"
 		"rdmx help --man bench | man -l -",
-	.see_also = "rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1), rdmx-doctor(1), rdmx-kv(1)",
+	.see_also = "rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1), rdmx-doctor(1), rdmx-kv(1), "
+		    "rdmx-rpc(1)",
 };
 
 static bool version_flag;

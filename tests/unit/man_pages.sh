@@ -8,7 +8,7 @@ set -euo pipefail
 rdmx=$1
 mandir=$2
 fail() { echo "FAIL: $*"; exit 1; }
-for cmd in rdmx devices pingpong bench doctor kv; do
+for cmd in rdmx devices pingpong bench doctor kv rpc; do
 	page=$mandir/rdmx-$cmd.1
 	[ "$cmd" = rdmx ] && page=$mandir/rdmx.1
 	[ -s "$page" ] || fail "no $page"

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RPC frame, in one place: the header (layout in rpc_int.h), the
+ * hello and the table a rejection carries. Everything read from a frame
+ * is peer-written: each field is read once into a local and checked
+ * there, and only the local is used.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rpc/rpc_int.h"
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	put16(p, (uint16_t)v);
+	put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return get16(p) | (uint32_t)get16(p + 2) << 16;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+void rdmx__rpc_hdr_put(void *buf, const struct rpc_hdr *h)
+{
+	unsigned char *p = buf;
+
+	put32(p, RPC_MAGIC);
+	p[4] = h->kind;
+	p[5] = 0;
+	put16(p + 6, h->method);
+	put32(p + 8, (uint32_t)h->status);
+	put32(p + 12, h->len);
+	put64(p + 16, h->call);
+}
+
+int rdmx__rpc_hdr_get(const void *buf, size_t n, struct rpc_hdr *h)
+{
+	unsigned char c[RPC_HDR];
+
+	if (n < RPC_HDR)
+		return rdmx__fail(-EPROTO, "rpc: a frame of %zu bytes, shorter than "
+				  "its %u-byte header", n, RPC_HDR);
+	memcpy(c, buf, RPC_HDR);
+	if (get32(c) != RPC_MAGIC || c[5] != 0)
+		return rdmx__fail(-EPROTO, "rpc: not an rpc frame (magic 0x%08x)", get32(c));
+	*h = (struct rpc_hdr){ .kind = c[4], .method = get16(c + 6),
+		.status = (int32_t)get32(c + 8), .len = get32(c + 12), .call = get64(c + 16) };
+	if (h->kind < RPC_HELLO || h->kind > RPC_RESP)
+		return rdmx__fail(-EPROTO, "rpc: unknown frame kind %u", h->kind);
+	if (h->len != n - RPC_HDR)
+		return rdmx__fail(-EPROTO, "rpc: frame says %u payload bytes, %zu came",
+				  h->len, n - RPC_HDR);
+	if (h->status > 0 || h->status < RPC_STATUS_MIN)
+		return rdmx__fail(-EPROTO, "rpc: status %d is not 0 or -1..%d",
+				  h->status, RPC_STATUS_MIN);
+	return 0;
+}
+
+void rdmx__rpc_hello_put(void *buf, const struct rpc_contract *k)
+{
+	put64(buf, k->hash);
+	put32((unsigned char *)buf + 8, (uint32_t)k->n);
+}
+
+int rdmx__rpc_hello_get(const void *buf, size_t n, uint64_t *hash, uint32_t *count)
+{
+	unsigned char c[RPC_HELLO_LEN];
+
+	if (n != RPC_HELLO_LEN)
+		return rdmx__fail(-EPROTO, "rpc: a hello of %zu bytes, want %u", n,
+				  RPC_HELLO_LEN);
+	memcpy(c, buf, sizeof(c));
+	*hash = get64(c);
+	*count = get32(c + 8);
+	return 0;
+}
+
+static void entry_put(unsigned char *p, const struct rpc_method *m)
+{
+	memset(p, 0, RPC_TABLE_ENTRY);
+	put16(p, m->id);
+	put32(p + 4, m->max_req);
+	put32(p + 8, m->max_resp);
+	put32(p + 12, m->flags);
+	memcpy(p + 16, m->name, strlen(m->name));
+}
+
+size_t rdmx__rpc_table_put(void *buf, size_t cap, const struct rpc_contract *k)
+{
+	unsigned char *p = buf;
+	size_t fit = cap < 4 ? 0 : (cap - 4) / RPC_TABLE_ENTRY;
+
+	if (cap < 4)
+		return 0;
+	if (fit > k->n)
+		fit = k->n;
+	put32(p, (uint32_t)k->n);
+	for (size_t i = 0; i < fit; i++)
+		entry_put(p + 4 + i * RPC_TABLE_ENTRY, &k->m[i]);
+	return 4 + fit * RPC_TABLE_ENTRY;
+}
+
+/* Read entry @i of a peer's table into @m (a NUL-terminated name). */
+static void entry_get(const unsigned char *tab, size_t i, struct rpc_method *m)
+{
+	unsigned char c[RPC_TABLE_ENTRY];
+
+	memcpy(c, tab + 4 + i * RPC_TABLE_ENTRY, sizeof(c));
+	*m = (struct rpc_method){ .id = get16(c), .max_req = get32(c + 4),
+		.max_resp = get32(c + 8), .flags = get32(c + 12) };
+	memcpy(m->name, c + 16, RDMX_RPC_NAME_MAX);
+	m->name[RDMX_RPC_NAME_MAX] = 0;
+	for (char *s = m->name; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			*s = '?';
+}
+
+/* The first field where @a (here) and @b (server) differ, or 0. */
+static int entry_diff(const struct rpc_method *a, const struct rpc_method *b,
+		      char *out, size_t len)
+{
+	if (strcmp(a->name, b->name))
+		return snprintf(out, len, "method %u: named '%s' here, '%s' on the server",
+				a->id, a->name, b->name);
+	if (a->max_req != b->max_req)
+		return snprintf(out, len, "method %u '%s': largest request %u here, %u on "
+				"the server", a->id, a->name, a->max_req, b->max_req);
+	if (a->max_resp != b->max_resp)
+		return snprintf(out, len, "method %u '%s': largest response %u here, %u on "
+				"the server", a->id, a->name, a->max_resp, b->max_resp);
+	if (a->flags != b->flags)
+		return snprintf(out, len, "method %u '%s': flags 0x%x here, 0x%x on the "
+				"server", a->id, a->name, a->flags, b->flags);
+	return 0;
+}
+
+/* Walk both id-sorted tables together up to the first difference. */
+static int tables_walk(const struct rpc_contract *here, const unsigned char *tab,
+		       size_t got, char *out, size_t len)
+{
+	struct rpc_method b;
+	size_t i = 0, j = 0;
+
+	for (; i < here->n && j < got; i++, j++) {
+		entry_get(tab, j, &b);
+		if (here->m[i].id < b.id)
+			return snprintf(out, len, "method %u '%s' is not on the server",
+					here->m[i].id, here->m[i].name);
+		if (here->m[i].id > b.id)
+			return snprintf(out, len, "method %u '%s' of the server is not here",
+					b.id, b.name);
+		if (entry_diff(&here->m[i], &b, out, len))
+			return 1;
+	}
+	if (i < here->n && j == got)
+		return 0; /* the rest may be beyond what the server could send */
+	if (j < got) {
+		entry_get(tab, j, &b);
+		return snprintf(out, len, "method %u '%s' of the server is not here",
+				b.id, b.name);
+	}
+	return 0;
+}
+
+void rdmx__rpc_table_diff(const struct rpc_contract *here, const void *buf, size_t n,
+		    char *out, size_t outlen)
+{
+	const unsigned char *tab = buf;
+	uint32_t total;
+	size_t got;
+
+	if (n < 4 || (n - 4) % RPC_TABLE_ENTRY) {
+		snprintf(out, outlen, "the server's table is malformed (%zu bytes)", n);
+		return;
+	}
+	total = get32(tab);
+	got = (n - 4) / RPC_TABLE_ENTRY;
+	if (got > total) {
+		snprintf(out, outlen, "the server's table is malformed (%zu of %u entries)",
+			 got, total);
+		return;
+	}
+	if (tables_walk(here, tab, got, out, outlen))
+		return;
+	if (total != here->n)
+		snprintf(out, outlen, "%zu methods here, %u on the server", here->n, total);
+	else
+		snprintf(out, outlen, "the tables differ beyond the %zu methods the server "
+			 "could send", got);
+}
+
+size_t rdmx__rpc_frame_max(const struct rpc_contract *k)
+{
+	size_t m = k->max_req > k->max_resp ? k->max_req : k->max_resp;
+	size_t tab = 4 + k->n * RPC_TABLE_ENTRY;
+
+	if (tab > m)
+		m = tab;
+	return RPC_HDR + m;
+}

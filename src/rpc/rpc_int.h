@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdmx RPC internals: the contract, the frame (one place), the transport
+ * ops table and the server and client objects. src/rpc sits above the
+ * protocols and uses librdmx's public API; the one core hook it takes is
+ * core/errors.h, so its objects keep their messages the way rdmx's do.
+ */
+#ifndef RDMX_RPC_INT_H
+#define RDMX_RPC_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmx/rpc.h>
+
+#include "core/errors.h"
+
+/* ------------------------------------------------------------- contract */
+
+struct rpc_method {
+	uint16_t id;
+	char name[RDMX_RPC_NAME_MAX + 1];
+	uint32_t max_req, max_resp, flags;
+};
+
+/* A checked copy of a method table, sorted by id, and its hash. */
+struct rpc_contract {
+	struct rpc_method *m;
+	size_t n;
+	uint64_t hash;
+	uint32_t max_req, max_resp; /* largest of all methods */
+};
+
+int rdmx__rpc_contract_load(struct rpc_contract *k, const struct rdmx_rpc_method *m,
+		      size_t n);
+void rdmx__rpc_contract_free(struct rpc_contract *k);
+const struct rpc_method *rdmx__rpc_contract_find(const struct rpc_contract *k, uint16_t id);
+size_t rdmx__rpc_contract_index(const struct rpc_contract *k, const struct rpc_method *m);
+
+/* --------------------------------------------------------------- frames */
+
+/*
+ * Every frame starts with this header (little-endian on the wire):
+ *
+ *   off size field
+ *     0    4  magic   RPC_MAGIC ("RPC1")
+ *     4    1  kind    enum rpc_kind
+ *     5    1  flags   0
+ *     6    2  method  method id (REQ, RESP), 0 otherwise
+ *     8    4  status  RESP: the handler's status, 0 or -1..-4095
+ *    12    4  len     payload bytes after the header
+ *    16    8  call    the client's call id (REQ, RESP), 0 otherwise
+ *
+ * HELLO's payload: u64 contract hash, u32 methods. HELLO_REJECT's: the
+ * server's table (u32 methods in it, then RPC_TABLE_ENTRY bytes each:
+ * u16 id, u16 0, u32 max_req, u32 max_resp, u32 flags, name[32]
+ * NUL-padded); as many entries as fit in the connection's messages.
+ */
+#define RPC_MAGIC 0x31435052u
+#define RPC_HDR 24u
+#define RPC_HELLO_LEN 12u
+#define RPC_TABLE_ENTRY 48u
+#define RPC_STATUS_MIN (-4095)
+
+enum rpc_kind {
+	RPC_HELLO = 1,
+	RPC_HELLO_OK = 2,
+	RPC_HELLO_REJECT = 3,
+	RPC_REQ = 4,
+	RPC_RESP = 5,
+};
+
+struct rpc_hdr {
+	uint8_t kind;
+	uint16_t method;
+	int32_t status;
+	uint32_t len;
+	uint64_t call;
+};
+
+void rdmx__rpc_hdr_put(void *buf, const struct rpc_hdr *h);
+/* Copy the header out of @buf (@n bytes, peer-written: read once) and
+ * check it against @n; 0 or -EPROTO with the reason recorded. */
+int rdmx__rpc_hdr_get(const void *buf, size_t n, struct rpc_hdr *h);
+void rdmx__rpc_hello_put(void *buf, const struct rpc_contract *k);
+int rdmx__rpc_hello_get(const void *buf, size_t n, uint64_t *hash, uint32_t *count);
+/* Write as much of @k's table as fits in @cap bytes; returns the bytes. */
+size_t rdmx__rpc_table_put(void *buf, size_t cap, const struct rpc_contract *k);
+/* Name the first difference between @here and the table in @buf (@n
+ * bytes, peer-written) in @out. */
+void rdmx__rpc_table_diff(const struct rpc_contract *here, const void *buf, size_t n,
+		    char *out, size_t outlen);
+/* The largest frame a side of @k sends or takes. */
+size_t rdmx__rpc_frame_max(const struct rpc_contract *k);
+
+/* ----------------------------------------------------------- transports */
+
+/* A buffer to send a frame from (the transport owns it until sent). */
+struct rpc_buf {
+	void *data;
+	size_t cap;
+	struct rdmx_msg msg;
+};
+
+/* A frame received (in place until released). */
+struct rpc_rx {
+	const void *data;
+	size_t len;
+	struct rdmx_msg msg;
+};
+
+enum rpc_sev_type { RPC_SEV_CONN = 1, RPC_SEV_FRAME, RPC_SEV_CLOSED };
+
+struct rpc_sev {
+	enum rpc_sev_type type;
+	void *t;          /* the transport's connection */
+	struct rpc_rx rx; /* RPC_SEV_FRAME */
+};
+
+struct rpc_server;
+struct rpc_client;
+
+/*
+ * A transport: one file per transport, ending in its table. A
+ * connection is the transport's void * (@t); frames go out of buffers it
+ * lends (alloc, then send or drop) and come in as rpc_rx it takes back
+ * (release). One thread calls next(); alloc/send/release/drop come from
+ * the workers too.
+ */
+struct rpc_transport_ops {
+	const char *name;
+	int (*listen)(struct rdmx_rpc_server *s, const char *addr, uint16_t port);
+	uint16_t (*port)(const struct rdmx_rpc_server *s);
+	int (*next)(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_ms);
+	void (*unlisten)(struct rdmx_rpc_server *s);
+	int (*dial)(struct rdmx_rpc_client *c, const char *addr, uint16_t port);
+	int (*alloc)(void *t, size_t size, struct rpc_buf *b, int timeout_ms);
+	int (*send)(void *t, struct rpc_buf *b, size_t len);
+	void (*drop)(void *t, struct rpc_buf *b);
+	int (*recv)(void *t, struct rpc_rx *rx, int timeout_ms);
+	void (*release)(void *t, struct rpc_rx *rx);
+	int (*flush)(void *t, int timeout_ms);
+	const char *(*error)(const void *t);
+	void (*set_user)(void *t, void *user);
+	void *(*get_user)(const void *t);
+	void (*close)(void *t);
+};
+
+extern const struct rpc_transport_ops rdmx__rpc_transport_msg;
+const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name);
+int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *out,
+		  const struct rpc_transport_ops **ops);
+
+/* ---------------------------------------------------------------- server */
+
+struct rpc_sconn {
+	void *t;
+	unsigned worker;
+	unsigned pending;      /* requests handed out, not yet answered */
+	pthread_mutex_t send_lock; /* one response at a time: alloc, copy, send */
+	bool ready, gone, closing;
+	struct rpc_sconn *prev, *next, *close_next;
+};
+
+struct rdmx_rpc_req {
+	struct rdmx_rpc_server *srv;
+	struct rpc_sconn *sc;
+	const struct rpc_method *m;
+	struct rpc_hdr h;      /* the request's validated header copy */
+	struct rpc_rx rx;
+	struct rdmx_rpc_req *next;          /* a worker's queue */
+	struct rdmx_rpc_req *oprev, *onext; /* the server's outstanding */
+	unsigned char resp[];               /* the response, m->max_resp bytes */
+};
+
+struct rpc_worker {
+	struct rdmx_rpc_server *srv;
+	pthread_t t;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	struct rdmx_rpc_req *head, *tail;
+	bool stop, started;
+};
+
+struct rpc_handler {
+	rdmx_rpc_handler fn;
+	void *arg;
+};
+
+struct rdmx_rpc_server {
+	rdmx_ctx *ctx;
+	struct rdmx_rpc_opts o;
+	const struct rpc_transport_ops *ops;
+	struct rpc_contract k;
+	struct rpc_handler *h;        /* by contract index */
+	void *tstate;                 /* the transport's listener */
+	struct rpc_worker *w;
+	unsigned next_worker;
+	pthread_mutex_t lock;         /* conns, pending, closing, stats */
+	struct rpc_sconn *conns, *to_close;
+	struct rdmx_rpc_req *outstanding; /* handed out, not answered */
+	struct rdmx_rpc_server_stats st;
+	atomic_int stop;
+	struct rdmx__err err;
+};
+
+/* ---------------------------------------------------------------- client */
+
+enum rpc_call_state { CALL_FREE = 0, CALL_SENT, CALL_DONE, CALL_ABANDONED };
+
+struct rpc_call {
+	uint64_t id;
+	enum rpc_call_state state;
+	uint16_t method;
+	void *resp;
+	size_t cap, len;
+	int status, rc;
+};
+
+struct rdmx_rpc_client {
+	rdmx_ctx *ctx;
+	struct rdmx_rpc_opts o;
+	const struct rpc_transport_ops *ops;
+	struct rpc_contract k;
+	void *t;
+	struct rpc_call *calls;       /* o.window of them */
+	uint32_t inflight;            /* SENT, DONE or ABANDONED */
+	uint64_t seq;
+	int dead;                     /* 0, or the error every call gets */
+	struct rdmx__err err;
+};
+
+/* Call ids: a sequence number above the slot's index. */
+#define RPC_SLOT_BITS 12u
+#define RPC_WINDOW_MAX (1u << RPC_SLOT_BITS)
+
+#endif /* RDMX_RPC_INT_H */

@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RPC server. One thread runs rdmx_rpc_server_run(): it takes the
+ * transport's events (a client came, a frame, a client left), answers
+ * the contract check itself and hands each request to the worker its
+ * connection belongs to (round robin at connect), so a connection's
+ * requests run in order on one thread and connections spread over the
+ * workers. A request holds its frame in place and a response buffer
+ * until rdmx_rpc_respond(), from the worker or any thread (deferred).
+ *
+ * Lifetime of a connection (struct rpc_sconn): only the run thread frees
+ * it. @pending counts its requests handed out and not yet answered; when
+ * the client is gone (or wrote a malformed frame) the connection is
+ * closed at once if nothing is pending, else the last answer queues it on
+ * @to_close and the run thread closes it on its next turn. So no worker
+ * ever uses a closed connection and the run thread never sees a freed one.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_int.h"
+
+#define RUN_POLL_MS 100
+
+static void req_run(struct rdmx_rpc_req *req);
+
+/* ------------------------------------------------------------ connections */
+
+static void sc_close(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
+{
+	pthread_mutex_lock(&s->lock);
+	if (sc->prev)
+		sc->prev->next = sc->next;
+	else
+		s->conns = sc->next;
+	if (sc->next)
+		sc->next->prev = sc->prev;
+	if (sc->ready)
+		s->st.open--;
+	pthread_mutex_unlock(&s->lock);
+	s->ops->close(sc->t);
+	pthread_mutex_destroy(&sc->send_lock);
+	free(sc);
+}
+
+/* The client left or failed: close now, or when its last answer is out. */
+static void sc_gone(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
+{
+	bool now;
+
+	pthread_mutex_lock(&s->lock);
+	sc->gone = true;
+	now = !sc->pending && !sc->closing;
+	if (now)
+		sc->closing = true;
+	pthread_mutex_unlock(&s->lock);
+	if (now)
+		sc_close(s, sc);
+}
+
+static void reap_closing(struct rdmx_rpc_server *s)
+{
+	struct rpc_sconn *sc, *next;
+
+	pthread_mutex_lock(&s->lock);
+	sc = s->to_close;
+	s->to_close = NULL;
+	pthread_mutex_unlock(&s->lock);
+	for (; sc; sc = next) {
+		next = sc->close_next;
+		sc_close(s, sc);
+	}
+}
+
+static void on_conn(struct rdmx_rpc_server *s, void *t)
+{
+	struct rpc_sconn *sc = calloc(1, sizeof(*sc));
+
+	if (!sc) {
+		rdmx__failo(&s->err, -ENOMEM, "rpc: out of memory for a connection");
+		s->ops->close(t);
+		return;
+	}
+	sc->t = t;
+	pthread_mutex_init(&sc->send_lock, NULL);
+	sc->worker = s->o.workers ? s->next_worker++ % s->o.workers : 0;
+	s->ops->set_user(t, sc);
+	pthread_mutex_lock(&s->lock);
+	sc->next = s->conns;
+	if (s->conns)
+		s->conns->prev = sc;
+	s->conns = sc;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ------------------------------------------------------------------ hello */
+
+/* Send a frame of @kind with @len payload bytes from @payload. */
+static int send_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, uint8_t kind,
+		      const void *payload, size_t len)
+{
+	struct rpc_hdr h = { .kind = kind, .len = (uint32_t)len };
+	struct rpc_buf b;
+	int rc = s->ops->alloc(sc->t, RPC_HDR + len, &b, s->o.timeout_ms);
+
+	if (rc)
+		return rc;
+	rdmx__rpc_hdr_put(b.data, &h);
+	if (len)
+		memcpy((char *)b.data + RPC_HDR, payload, len);
+	rc = s->ops->send(sc->t, &b, RPC_HDR + len);
+	if (rc)
+		s->ops->drop(sc->t, &b);
+	return rc;
+}
+
+static void hello_reject(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
+			 uint64_t hash, uint32_t count)
+{
+	size_t cap = rdmx__rpc_frame_max(&s->k) - RPC_HDR;
+	void *tab = malloc(cap);
+
+	rdmx__failo(&s->err, -EPROTO, "rpc: a client's contract differs (hash %016llx, "
+		    "%u methods; here %016llx, %zu): refused", (unsigned long long)hash,
+		    count, (unsigned long long)s->k.hash, s->k.n);
+	pthread_mutex_lock(&s->lock);
+	s->st.rejected++;
+	pthread_mutex_unlock(&s->lock);
+	if (tab && !send_frame(s, sc, RPC_HELLO_REJECT, tab, rdmx__rpc_table_put(tab, cap, &s->k)))
+		s->ops->flush(sc->t, s->o.timeout_ms);
+	free(tab);
+	sc_gone(s, sc);
+}
+
+/* Copy the hello out of a frame (peer-written, read once). */
+static int hello_read(const struct rpc_hdr *h, const struct rpc_rx *rx,
+		      uint64_t *hash, uint32_t *count)
+{
+	if (h->kind != RPC_HELLO)
+		return rdmx__fail(-EPROTO, "rpc: frame kind %u before the hello", h->kind);
+	return rdmx__rpc_hello_get((const char *)rx->data + RPC_HDR, h->len, hash, count);
+}
+
+static void on_hello(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
+		     uint64_t hash, uint32_t count)
+{
+	int rc;
+
+	if (hash != s->k.hash || count != s->k.n) {
+		hello_reject(s, sc, hash, count);
+		return;
+	}
+	rc = send_frame(s, sc, RPC_HELLO_OK, NULL, 0);
+	if (rc) {
+		rdmx__failo(&s->err, rc, "rpc: answering a client's hello: %s",
+			    s->ops->error(sc->t));
+		sc_gone(s, sc);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	sc->ready = true;
+	s->st.conns++;
+	s->st.open++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* --------------------------------------------------------------- requests */
+
+static void dispatch(struct rdmx_rpc_server *s, struct rdmx_rpc_req *req)
+{
+	struct rpc_worker *w;
+
+	if (!s->o.workers) {
+		req_run(req);
+		return;
+	}
+	w = &s->w[req->sc->worker];
+	pthread_mutex_lock(&w->lock);
+	if (w->tail)
+		w->tail->next = req;
+	else
+		w->head = req;
+	w->tail = req;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
+		      const struct rpc_hdr *h, struct rpc_rx *rx)
+{
+	const struct rpc_method *m = rdmx__rpc_contract_find(&s->k, h->method);
+	struct rdmx_rpc_req *req;
+
+	if (h->kind != RPC_REQ)
+		return rdmx__fail(-EPROTO, "rpc: frame kind %u where a request was due",
+				  h->kind);
+	if (m && h->len > m->max_req)
+		return rdmx__fail(-EPROTO, "rpc: method %u '%s': request of %u bytes, "
+				  "above its largest %u", m->id, m->name, h->len, m->max_req);
+	req = calloc(1, sizeof(*req) + (m ? m->max_resp : 0));
+	if (!req)
+		return rdmx__fail(-ENOMEM, "rpc: out of memory for a request");
+	*req = (struct rdmx_rpc_req){ .srv = s, .sc = sc, .m = m, .h = *h, .rx = *rx };
+	pthread_mutex_lock(&s->lock);
+	sc->pending++;
+	req->onext = s->outstanding;
+	if (s->outstanding)
+		s->outstanding->oprev = req;
+	s->outstanding = req;
+	pthread_mutex_unlock(&s->lock);
+	dispatch(s, req);
+	return 0;
+}
+
+/* A malformed frame fails the connection that wrote it. */
+static void bad_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int rc)
+{
+	rdmx__keep(&s->err, rc);
+	pthread_mutex_lock(&s->lock);
+	s->st.bad_frames++;
+	pthread_mutex_unlock(&s->lock);
+	sc_gone(s, sc);
+}
+
+static void on_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, struct rpc_rx *rx)
+{
+	struct rpc_hdr h;
+	uint64_t hash;
+	uint32_t count;
+	int rc;
+
+	if (sc->gone) {
+		s->ops->release(sc->t, rx);
+		return;
+	}
+	rc = rdmx__rpc_hdr_get(rx->data, rx->len, &h);
+	if (!rc && sc->ready) {
+		rc = on_request(s, sc, &h, rx);
+		if (!rc)
+			return; /* the request holds the frame */
+	} else if (!rc) {
+		rc = hello_read(&h, rx, &hash, &count);
+	}
+	s->ops->release(sc->t, rx);
+	if (rc)
+		bad_frame(s, sc, rc);
+	else if (!sc->ready)
+		on_hello(s, sc, hash, count);
+}
+
+static void outstanding_unlink(struct rdmx_rpc_server *s, struct rdmx_rpc_req *req)
+{
+	if (req->oprev)
+		req->oprev->onext = req->onext;
+	else
+		s->outstanding = req->onext;
+	if (req->onext)
+		req->onext->oprev = req->oprev;
+}
+
+/* The request is done: give its frame back, and the connection if it
+ * was the last one pending on a connection whose client is gone. */
+static void req_finish(struct rdmx_rpc_req *req, bool answered)
+{
+	struct rdmx_rpc_server *s = req->srv;
+	struct rpc_sconn *sc = req->sc;
+
+	s->ops->release(sc->t, &req->rx);
+	pthread_mutex_lock(&s->lock);
+	outstanding_unlink(s, req);
+	sc->pending--;
+	if (answered)
+		s->st.calls++;
+	if (sc->gone && !sc->pending && !sc->closing) {
+		sc->closing = true;
+		sc->close_next = s->to_close;
+		s->to_close = sc;
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(req);
+}
+
+static void req_run(struct rdmx_rpc_req *req)
+{
+	struct rdmx_rpc_server *s = req->srv;
+	struct rpc_handler *h = req->m ? &s->h[rdmx__rpc_contract_index(&s->k, req->m)] : NULL;
+
+	if (!h || !h->fn)
+		rdmx_rpc_respond(req, -ENOSYS, 0);
+	else
+		h->fn(req, h->arg);
+}
+
+uint16_t rdmx_rpc_req_method(const rdmx_rpc_req *req)
+{
+	return req ? req->h.method : 0;
+}
+
+const void *rdmx_rpc_req_data(const rdmx_rpc_req *req, size_t *len)
+{
+	if (!req)
+		return NULL;
+	if (len)
+		*len = req->h.len;
+	return (const char *)req->rx.data + RPC_HDR;
+}
+
+void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap)
+{
+	if (!req)
+		return NULL;
+	if (cap)
+		*cap = req->m ? req->m->max_resp : 0;
+	return req->resp;
+}
+
+/* Send @h and @h->len bytes of @req's response. The protocols lend one
+ * send buffer at a time (the ring ones), so a connection's responders take
+ * turns, and a deferred request holds no send buffer meanwhile. */
+static int resp_send(struct rdmx_rpc_req *req, const struct rpc_hdr *h)
+{
+	struct rdmx_rpc_server *s = req->srv;
+	struct rpc_sconn *sc = req->sc;
+	struct rpc_buf b;
+	int rc;
+
+	pthread_mutex_lock(&sc->send_lock);
+	rc = s->ops->alloc(sc->t, RPC_HDR + h->len, &b, s->o.timeout_ms);
+	if (!rc) {
+		rdmx__rpc_hdr_put(b.data, h);
+		if (h->len)
+			memcpy((char *)b.data + RPC_HDR, req->resp, h->len);
+		rc = s->ops->send(sc->t, &b, RPC_HDR + h->len);
+		if (rc)
+			s->ops->drop(sc->t, &b);
+	}
+	pthread_mutex_unlock(&sc->send_lock);
+	return rc;
+}
+
+int rdmx_rpc_respond(rdmx_rpc_req *req, int status, size_t len)
+{
+	struct rpc_hdr h;
+	int over, rc;
+
+	if (!req)
+		return rdmx__fail(-EINVAL, "rpc: respond to no request");
+	if (status > 0 || status < RPC_STATUS_MIN)
+		return rdmx__fail(-EINVAL, "rpc: status %d is not 0 or -1..%d", status,
+				  RPC_STATUS_MIN);
+	over = len > (req->m ? req->m->max_resp : 0);
+	h = (struct rpc_hdr){ .kind = RPC_RESP, .method = req->h.method, .call = req->h.call,
+		.status = over ? -EMSGSIZE : status, .len = over ? 0 : (uint32_t)len };
+	rc = resp_send(req, &h);
+	req_finish(req, !rc);
+	if (over)
+		return rdmx__fail(-EMSGSIZE, "rpc: a response of %zu bytes, above the "
+				  "method's largest", len);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- workers */
+
+static void *worker_main(void *arg)
+{
+	struct rpc_worker *w = arg;
+	struct rdmx_rpc_req *req;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->head && !w->stop)
+			pthread_cond_wait(&w->cv, &w->lock);
+		req = w->head;
+		if (!req)
+			break;
+		w->head = req->next;
+		if (!w->head)
+			w->tail = NULL;
+		pthread_mutex_unlock(&w->lock);
+		req_run(req);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* Stop the workers once their queues are empty, and free them. */
+static void workers_stop(struct rdmx_rpc_server *s)
+{
+	for (unsigned i = 0; s->w && i < s->o.workers; i++) {
+		struct rpc_worker *w = &s->w[i];
+
+		if (w->started) {
+			pthread_mutex_lock(&w->lock);
+			w->stop = true;
+			pthread_cond_signal(&w->cv);
+			pthread_mutex_unlock(&w->lock);
+			pthread_join(w->t, NULL);
+		}
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->lock);
+	}
+	free(s->w);
+	s->w = NULL;
+}
+
+static int workers_start(struct rdmx_rpc_server *s)
+{
+	if (!s->o.workers)
+		return 0;
+	s->w = calloc(s->o.workers, sizeof(*s->w));
+	if (!s->w)
+		return rdmx__fail(-ENOMEM, "rpc: out of memory for %u workers", s->o.workers);
+	for (unsigned i = 0; i < s->o.workers; i++) {
+		struct rpc_worker *w = &s->w[i];
+
+		w->srv = s;
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->cv, NULL);
+	}
+	for (unsigned i = 0; i < s->o.workers; i++) {
+		int rc = pthread_create(&s->w[i].t, NULL, worker_main, &s->w[i]);
+
+		if (rc) {
+			workers_stop(s);
+			return rdmx__fail(-rc, "rpc: starting worker %u", i);
+		}
+		s->w[i].started = true;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------- server */
+
+static void on_event(struct rdmx_rpc_server *s, struct rpc_sev *ev)
+{
+	struct rpc_sconn *sc;
+
+	if (ev->type == RPC_SEV_CONN) {
+		on_conn(s, ev->t);
+		return;
+	}
+	sc = s->ops->get_user(ev->t);
+	if (ev->type == RPC_SEV_CLOSED)
+		sc_gone(s, sc);
+	else
+		on_frame(s, sc, &ev->rx);
+}
+
+int rdmx_rpc_server_run(rdmx_rpc_server *s)
+{
+	struct rpc_sev ev;
+	int rc;
+
+	if (!s)
+		return rdmx__fail(-EINVAL, "rpc: no server");
+	while (!atomic_load(&s->stop)) {
+		reap_closing(s);
+		rc = s->ops->next(s, &ev, RUN_POLL_MS);
+		if (rc == -ETIMEDOUT || rc == -EAGAIN || rc == -ENOTCONN)
+			continue;
+		if (rc)
+			return rdmx__keep(&s->err, rc);
+		on_event(s, &ev);
+	}
+	reap_closing(s);
+	return 0;
+}
+
+void rdmx_rpc_server_stop(rdmx_rpc_server *s)
+{
+	if (s)
+		atomic_store(&s->stop, 1);
+}
+
+int rdmx_rpc_server_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
+			   const struct rdmx_rpc_method *methods, size_t n,
+			   const struct rdmx_rpc_opts *opts, rdmx_rpc_server **out)
+{
+	struct rdmx_rpc_server *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return rdmx__fail(-ENOMEM, "rpc: out of memory for a server");
+	s->ctx = ctx;
+	rc = rdmx__rpc_opts_load(opts, &s->o, &s->ops);
+	if (rc)
+		goto free_server;
+	rc = rdmx__rpc_contract_load(&s->k, methods, n);
+	if (rc)
+		goto free_server;
+	s->h = calloc(s->k.n, sizeof(*s->h));
+	if (!s->h) {
+		rc = rdmx__fail(-ENOMEM, "rpc: out of memory for handlers");
+		goto free_contract;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	rc = s->ops->listen(s, addr, port);
+	if (rc)
+		goto free_handlers;
+	rc = workers_start(s);
+	if (rc)
+		goto unlisten;
+	*out = s;
+	return 0;
+unlisten:
+	s->ops->unlisten(s);
+free_handlers:
+	pthread_mutex_destroy(&s->lock);
+	free(s->h);
+free_contract:
+	rdmx__rpc_contract_free(&s->k);
+free_server:
+	free(s);
+	return rc;
+}
+
+/* Deferred requests nobody answered: give back their buffers. */
+static void drop_outstanding(struct rdmx_rpc_server *s)
+{
+	while (s->outstanding) {
+		req_finish(s->outstanding, false);
+	}
+}
+
+void rdmx_rpc_server_destroy(rdmx_rpc_server *s)
+{
+	if (!s)
+		return;
+	workers_stop(s);
+	drop_outstanding(s);
+	reap_closing(s);
+	while (s->conns)
+		sc_close(s, s->conns);
+	s->ops->unlisten(s);
+	pthread_mutex_destroy(&s->lock);
+	free(s->h);
+	rdmx__rpc_contract_free(&s->k);
+	free(s);
+}
+
+uint16_t rdmx_rpc_server_port(const rdmx_rpc_server *s)
+{
+	return s ? s->ops->port(s) : 0;
+}
+
+int rdmx_rpc_server_handle(rdmx_rpc_server *s, uint16_t id, rdmx_rpc_handler fn,
+			   void *arg)
+{
+	const struct rpc_method *m = s ? rdmx__rpc_contract_find(&s->k, id) : NULL;
+
+	if (!m)
+		return rdmx__fail(-ENOENT, "rpc: method %u is not in the contract", id);
+	s->h[rdmx__rpc_contract_index(&s->k, m)] = (struct rpc_handler){ fn, arg };
+	return 0;
+}
+
+const char *rdmx_rpc_server_error(const rdmx_rpc_server *s)
+{
+	return s ? s->err.msg : "no server";
+}
+
+void rdmx_rpc_server_stats(rdmx_rpc_server *s, struct rdmx_rpc_server_stats *st)
+{
+	if (!s || !st)
+		return;
+	pthread_mutex_lock(&s->lock);
+	*st = s->st;
+	pthread_mutex_unlock(&s->lock);
+}

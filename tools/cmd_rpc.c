@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmx rpc: try rdmx RPC by hand (public API only: rdmx/rpc.h).
+ *   serve [ADDR]   an echo server until SIGINT/SIGTERM
+ *   call ADDR      --count echo calls, checked, with their mean time
+ *   neither        self-test: server on a thread, client on this one
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdmx/rpc.h>
+
+#include "cli.h"
+#include "cmds.h"
+
+#define M_ECHO 1
+
+static const struct opts_page rpc_page = {
+	.name = "rdmx-rpc - serve and call rdmx RPC's echo method",
+	.synopsis =
+		"rdmx rpc [OPTIONS] serve [ADDR]\n"
+		"rdmx rpc [OPTIONS] call ADDR\n"
+		"rdmx rpc [OPTIONS]",
+	.description =
+		"The contract of both sides is one method, 1 'echo' (idempotent),\n"
+		"whose largest request and response are --max-size bytes: a client\n"
+		"with another --max-size is refused before its first call, and the\n"
+		"refusal names the difference.\n"
+		"\n"
+		"serve listens on ADDR (default: every address) and --port and\n"
+		"answers echo calls with --workers threads until SIGINT or SIGTERM,\n"
+		"then prints the server's counts.\n"
+		"\n"
+		"call connects to ADDR and --port and makes --count calls of --size\n"
+		"bytes, up to --window in flight; every response is checked byte for\n"
+		"byte. It prints the calls, the mean time per call and calls/s.\n"
+		"\n"
+		"With neither, runs a self-test: serve on the address rdmx would use\n"
+		"(or 'fake' with --fabric fake) on an ephemeral port on a thread,\n"
+		"call on this one.\n"
+		"\n"
+		"Every failure is one line on stderr, 'rdmx rpc: WHAT: ERROR\n"
+		"(DETAIL)'.",
+	.exit_status =
+		"0   the calls completed and checked (serve: stopped by a signal)\n"
+		"1   an rdmx call failed or a response did not match\n"
+		"2   usage error",
+	.examples =
+		"rdmx rpc --fabric fake --count 10000 --window 16  # no RDMA device\n"
+		"rdmx rpc serve                                    # on host A\n"
+		"rdmx rpc --size 4K --count 100000 call HOST_A     # on host B\n"
+		"sandbox/run -- rdmx rpc --protocol write_atomic",
+	.see_also = "rdmx(1), rdmx-pingpong(1), rdmx-bench(1)",
+};
+
+static const char *const fabrics[] = { "verbs", "fake", NULL };
+static const char *const transports[] = { "msg", NULL };
+
+struct rpc_cfg {
+	const char *fabric, *transport, *protocol;
+	uint64_t size, max_size;
+	long long count, window, workers, port, timeout;
+};
+
+static rdmx_rpc_server *volatile serving;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (serving)
+		rdmx_rpc_server_stop(serving);
+}
+
+static void on_echo(rdmx_rpc_req *req, void *arg)
+{
+	size_t len, cap;
+	const void *in = rdmx_rpc_req_data(req, &len);
+	void *out = rdmx_rpc_req_resp(req, &cap);
+
+	(void)arg;
+	memcpy(out, in, len);
+	rdmx_rpc_respond(req, 0, len);
+}
+
+static void contract(const struct rpc_cfg *cfg, struct rdmx_rpc_method *m)
+{
+	*m = (struct rdmx_rpc_method){ M_ECHO, "echo", (uint32_t)cfg->max_size,
+		(uint32_t)cfg->max_size, RDMX_RPC_IDEMPOTENT };
+}
+
+static void rpc_opts(const struct rpc_cfg *cfg, struct rdmx_rpc_opts *o)
+{
+	rdmx_rpc_opts_init(o);
+	o->transport = cfg->transport;
+	o->protocol = cfg->protocol;
+	o->window = (uint32_t)cfg->window;
+	o->workers = (uint32_t)cfg->workers;
+	o->timeout_ms = (int)cfg->timeout;
+}
+
+static int fail(const char *what, int rc, const char *detail)
+{
+	fprintf(stderr, "rdmx rpc: %s: %s (%s)\n", what, rdmx_strerror(rc), detail);
+	return EXIT_FAIL;
+}
+
+static int server_open(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr,
+		       uint16_t port, rdmx_rpc_server **out)
+{
+	struct rdmx_rpc_method m;
+	struct rdmx_rpc_opts o;
+	int rc;
+
+	contract(cfg, &m);
+	rpc_opts(cfg, &o);
+	rc = rdmx_rpc_server_create(ctx, addr, port, &m, 1, &o, out);
+	if (rc)
+		return fail("serve", rc, rdmx_last_error());
+	rc = rdmx_rpc_server_handle(*out, M_ECHO, on_echo, NULL);
+	if (rc) {
+		rdmx_rpc_server_destroy(*out);
+		return fail("serve", rc, rdmx_last_error());
+	}
+	return EXIT_OK;
+}
+
+static void print_server(rdmx_rpc_server *s)
+{
+	struct rdmx_rpc_server_stats st;
+
+	rdmx_rpc_server_stats(s, &st);
+	printf("rdmx rpc: served %llu calls for %llu clients (%llu refused, %llu "
+	       "dropped for malformed frames)\n", (unsigned long long)st.calls,
+	       (unsigned long long)st.conns, (unsigned long long)st.rejected,
+	       (unsigned long long)st.bad_frames);
+}
+
+static int serve(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
+{
+	rdmx_rpc_server *s;
+	int rc = server_open(cfg, ctx, addr, (uint16_t)cfg->port, &s);
+
+	if (rc)
+		return rc;
+	serving = s;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	printf("rdmx rpc: serving echo on %s port %u (transport %s, protocol %s)\n",
+	       addr && *addr ? addr : "*", rdmx_rpc_server_port(s), cfg->transport,
+	       cfg->protocol);
+	fflush(stdout);
+	rc = rdmx_rpc_server_run(s);
+	serving = NULL;
+	if (rc)
+		fail("serve", rc, rdmx_rpc_server_error(s));
+	print_server(s);
+	rdmx_rpc_server_destroy(s);
+	return rc ? EXIT_FAIL : EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ calls */
+
+struct slot {
+	uint64_t id, seq;
+	unsigned char *in, *out;
+	int busy;
+};
+
+static void fill(unsigned char *p, size_t n, uint64_t seq)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seq * 131 + i * 7 + 1);
+}
+
+/* Collect one call; 0, or EXIT_FAIL with the reason printed. */
+static int collect(rdmx_rpc_client *c, struct slot *sl, long long w, size_t size,
+		   int timeout_ms)
+{
+	uint64_t id;
+	size_t len;
+	int status, rc = rdmx_rpc_poll(c, &id, &status, &len, timeout_ms);
+	long long i;
+
+	if (rc)
+		return fail("call", rc, rdmx_rpc_client_error(c));
+	for (i = 0; i < w && !(sl[i].busy && sl[i].id == id); i++)
+		;
+	if (i == w || status || len != size)
+		return fail("call", status ? status : -EPROTO, "unexpected response");
+	sl[i].busy = 0;
+	fill(sl[i].in, size, sl[i].seq);
+	if (memcmp(sl[i].in, sl[i].out, size))
+		return fail("call", -EPROTO, "the echo differs from the request");
+	return 0;
+}
+
+static int call_all(const struct rpc_cfg *cfg, rdmx_rpc_client *c, struct slot *sl)
+{
+	long long w = cfg->window, sent = 0, done = 0;
+	size_t size = cfg->size;
+
+	while (done < cfg->count) {
+		for (long long i = 0; i < w && sent < cfg->count; i++) {
+			int rc;
+
+			if (sl[i].busy)
+				continue;
+			sl[i].seq = (uint64_t)sent;
+			fill(sl[i].in, size, sl[i].seq);
+			rc = rdmx_rpc_call_async(c, M_ECHO, sl[i].in, size, sl[i].out, size,
+						 &sl[i].id);
+			if (rc)
+				return fail("call", rc, rdmx_rpc_client_error(c));
+			sl[i].busy = 1;
+			sent++;
+		}
+		if (collect(c, sl, w, size, (int)cfg->timeout))
+			return EXIT_FAIL;
+		done++;
+	}
+	return EXIT_OK;
+}
+
+static struct slot *slots_new(long long w, size_t size)
+{
+	struct slot *sl = calloc((size_t)w, sizeof(*sl));
+
+	for (long long i = 0; sl && i < w; i++) {
+		sl[i].in = malloc(size ? size : 1);
+		sl[i].out = malloc(size ? size : 1);
+		if (!sl[i].in || !sl[i].out)
+			return NULL; /* the process ends soon: a CLI run */
+	}
+	return sl;
+}
+
+static void slots_free(struct slot *sl, long long w)
+{
+	for (long long i = 0; sl && i < w; i++) {
+		free(sl[i].in);
+		free(sl[i].out);
+	}
+	free(sl);
+}
+
+static int call(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr, uint16_t port)
+{
+	struct rdmx_rpc_method m;
+	struct rdmx_rpc_opts o;
+	struct timespec a, b;
+	rdmx_rpc_client *c;
+	struct slot *sl;
+	double us;
+	int rc;
+
+	contract(cfg, &m);
+	rpc_opts(cfg, &o);
+	rc = rdmx_rpc_client_create(ctx, addr, port, &m, 1, &o, &c);
+	if (rc)
+		return fail("connect", rc, rdmx_last_error());
+	sl = slots_new(cfg->window, cfg->size);
+	if (!sl) {
+		rdmx_rpc_client_destroy(c);
+		return fail("call", -ENOMEM, "buffers");
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	rc = call_all(cfg, c, sl);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	us = (double)cli_elapsed_ns(&a, &b) / 1e3;
+	if (!rc)
+		printf("rdmx rpc: %lld calls of %llu bytes checked, window %lld: %.2f us "
+		       "per call, %.0f calls/s\n", cfg->count, (unsigned long long)cfg->size,
+		       cfg->window, us / (double)cfg->count, (double)cfg->count * 1e6 / us);
+	slots_free(sl, cfg->window);
+	rdmx_rpc_client_destroy(c);
+	return rc;
+}
+
+/* --------------------------------------------------------------- self-test */
+
+static void *serve_main(void *arg)
+{
+	rdmx_rpc_server *s = arg;
+
+	rdmx_rpc_server_run(s);
+	return NULL;
+}
+
+static int self_test(const struct rpc_cfg *cfg, rdmx_ctx *ctx)
+{
+	char addr[64];
+	rdmx_rpc_server *s;
+	pthread_t t;
+	int rc = cli_local_addr("rpc", cfg->fabric, NULL, -1, addr, sizeof(addr));
+
+	if (rc)
+		return rc;
+	rc = server_open(cfg, ctx, addr, 0, &s);
+	if (rc)
+		return rc;
+	if (pthread_create(&t, NULL, serve_main, s)) {
+		rdmx_rpc_server_destroy(s);
+		return fail("self-test", -EAGAIN, "no server thread");
+	}
+	rc = call(cfg, ctx, addr, rdmx_rpc_server_port(s));
+	rdmx_rpc_server_stop(s);
+	pthread_join(t, NULL);
+	print_server(s);
+	rdmx_rpc_server_destroy(s);
+	return rc;
+}
+
+static int run(const struct rpc_cfg *cfg, const char **pos, int npos)
+{
+	struct rdmx_ctx_opts co;
+	rdmx_ctx *ctx;
+	int rc;
+
+	rdmx_ctx_opts_init(&co);
+	co.fabric = cfg->fabric;
+	rc = rdmx_ctx_create(&ctx, &co);
+	if (rc)
+		return fail("context", rc, rdmx_last_error());
+	if (!npos)
+		rc = self_test(cfg, ctx);
+	else if (!strcmp(pos[0], "serve"))
+		rc = serve(cfg, ctx, npos > 1 ? pos[1] : NULL);
+	else
+		rc = call(cfg, ctx, pos[1], (uint16_t)cfg->port);
+	rdmx_ctx_destroy(ctx);
+	return rc;
+}
+
+int cmd_rpc(int argc, char **argv)
+{
+	struct rpc_cfg cfg = { .fabric = "verbs", .transport = "msg",
+		.protocol = "send_recv", .size = 64, .max_size = 65536, .count = 1000,
+		.window = 1, .workers = 1, .port = RDMX_DEFAULT_PORT, .timeout = 5000 };
+	const struct opt table[] = {
+		{ "transport", 'T', OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
+		  "RPC transport" },
+		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
+		  "NAME", "rdmx protocol under transport msg" },
+		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
+		  "verbs, or fake (in-process test double: the self-test only)" },
+		{ "size", 's', OPT_SIZE, &cfg.size, 0, 1 << 30, NULL, "BYTES",
+		  "request (and response) bytes of each call" },
+		{ "max-size", 0, OPT_SIZE, &cfg.max_size, 1, 1 << 30, NULL, "BYTES",
+		  "the echo method's largest request and response: the contract" },
+		{ "count", 'n', OPT_INT, &cfg.count, 1, 1000000000, NULL, "N",
+		  "calls to make" },
+		{ "window", 'w', OPT_INT, &cfg.window, 1, 4096, NULL, "N",
+		  "calls in flight" },
+		{ "workers", 0, OPT_INT, &cfg.workers, 0, 256, NULL, "N",
+		  "server worker threads (0: handlers on the receiving thread)" },
+		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT", "server port" },
+		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
+		  "bound of the connect and of each wait for a response" },
+		{ 0 },
+	};
+	const char *pos[2];
+	int rc, npos = 0;
+
+	rc = cmd_parse(&rpc_page, table, argc, argv, pos, 2, &npos);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	if (npos && strcmp(pos[0], "serve") && strcmp(pos[0], "call")) {
+		fprintf(stderr, "rdmx rpc: '%s' is not serve or call\n", pos[0]);
+		return EXIT_USAGE;
+	}
+	if ((npos && !strcmp(pos[0], "call") && npos != 2) || cfg.size > cfg.max_size) {
+		fprintf(stderr, "rdmx rpc: call needs ADDR, and --size at most --max-size\n");
+		return EXIT_USAGE;
+	}
+	return run(&cfg, pos, npos);
+}
