@@ -15,12 +15,14 @@
  * Retries and fallbacks are counted.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/errors.h"
 #include "core/wire.h"
+#include "kv/kv_door.h"
 #include "kv/kv_internal.h"
 #include "kv/kv_rdma.h"
 
@@ -46,7 +48,10 @@ struct rdmx_kv_client {
 
 static int cfail(struct rdmx_kv_client *c, int rc, const char *what)
 {
-	return rdmx__failo(&c->err, rc, "kv client: %s: %s", what, rdmx_last_error());
+	char why[RDMX__ERRMSG_LEN];
+
+	return rdmx__failo(&c->err, rc, "kv client: %s: %s", what,
+			   rdmx__kv_last(why, sizeof(why)));
 }
 
 /* ------------------------------------------------------------- RPC */
@@ -334,6 +339,7 @@ int rdmx_kv_client_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 			  rdmx_kv_client **out)
 {
 	struct rdmx_kv_client *c = calloc(1, sizeof(*c));
+	char why[RDMX__ERRMSG_LEN];
 	struct rdmx_rpc_opts ro;
 	int rc;
 
@@ -356,7 +362,7 @@ int rdmx_kv_client_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		rc = rdmx_rpc_client_create(ctx, addr, port, rdmx__kv_contract,
 					    KV_NMETHODS, &ro, &c->rpc);
 	if (rc)
-		rc = rdmx__fail(rc, "kv client: %s:%u: %s", addr, port, rdmx_last_error());
+		rc = cfail(c, rc, addr);
 	if (!rc && c->o.get_mode != RDMX_KV_GET_RPC)
 		rc = read_open(c, addr);
 	if (rc)
@@ -364,9 +370,9 @@ int rdmx_kv_client_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	*out = c;
 	return 0;
 destroy_client:
-	rc = rdmx__fail(rc, "%s", c->err.msg[0] ? c->err.msg : rdmx_last_error());
+	snprintf(why, sizeof(why), "%s", c->err.msg);
 	rdmx_kv_client_destroy(c);
-	return rc;
+	return rdmx__fail(rc, "%s", why); /* destroying may have recorded others */
 }
 
 void rdmx_kv_client_destroy(rdmx_kv_client *c)

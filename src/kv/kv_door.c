@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,12 @@ struct rdmx__kv_door {
 	atomic_int stop;
 	int rpc_rc;
 };
+
+const char *rdmx__kv_last(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", rdmx_last_error());
+	return buf;
+}
 
 /* ------------------------------------------------------------ wire */
 
@@ -300,6 +307,7 @@ static int regions_reg(struct rdmx__kv_door *d)
 	size_t tlen, slen;
 	uint8_t *table = (uint8_t *)rdmx__kv_table(d->kv, &tlen);
 	uint8_t *slab = (uint8_t *)rdmx__kv_slab(d->kv, &slen);
+	char why[RDMX__ERRMSG_LEN];
 	int rc = rdmx_mr_reg(d->ctx, table, tlen, RDMX_ACCESS_REMOTE_READ, &d->table_mr);
 
 	/* The slab is allocated 64 bytes longer: never an empty registration. */
@@ -307,7 +315,7 @@ static int regions_reg(struct rdmx__kv_door *d)
 		rc = rdmx_mr_reg(d->ctx, slab, slen + 64, RDMX_ACCESS_REMOTE_READ,
 				 &d->slab_mr);
 	return rc ? rdmx__fail(rc, "kv: cannot register the table (%zu bytes) and "
-			       "slab (%zu bytes): %s", tlen, slen, rdmx_last_error()) : 0;
+			       "slab (%zu bytes): %s", tlen, slen, rdmx__kv_last(why, sizeof(why))) : 0;
 }
 
 static int rpc_open(struct rdmx__kv_door *d, const struct rdmx_kv_server_opts *o)

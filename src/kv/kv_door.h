@@ -14,5 +14,8 @@ int rdmx__kv_door_port(const struct rdmx__kv_door *d);
 int rdmx__kv_door_start(struct rdmx__kv_door *d);
 int rdmx__kv_door_stop(struct rdmx__kv_door *d);
 void rdmx__kv_door_close(struct rdmx__kv_door *d);
+/* The thread's last error copied to @buf (@n bytes): a message may quote
+ * it without formatting the buffer into itself. */
+const char *rdmx__kv_last(char *buf, size_t n);
 
 #endif /* RDMX_KV_DOOR_H */

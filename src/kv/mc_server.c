@@ -328,9 +328,11 @@ int rdmx_kv_server_run(rdmx_kv_server *s)
 		if (s->pfd[1].revents & POLLIN)
 			client_accept(s);
 	}
+	char why[RDMX__ERRMSG_LEN];
+
 	rc = s->door ? rdmx__kv_door_stop(s->door) : 0;
 	return rc ? rdmx__failo(&s->err, rc, "kv: the RPC server failed: %s",
-				rdmx_last_error()) : 0;
+				rdmx__kv_last(why, sizeof(why))) : 0;
 }
 
 void rdmx_kv_server_destroy(rdmx_kv_server *s)
