@@ -290,7 +290,8 @@ static void t_server_gone(void **state)
 struct tort {
 	struct srv *v;
 	int stop; /* atomic */
-	uint64_t torn, gets, hits, misses, puts, retries, fallbacks;
+	uint64_t torn, gets, hits, misses, puts, retries, fallbacks, errors;
+	uint64_t ready, live_puts, live_gets; /* atomic: dialed threads, progress */
 	pthread_mutex_t lock;
 };
 
@@ -315,30 +316,58 @@ static void hot_fill(struct srv *v)
 	rdmx_kv_client_destroy(c);
 }
 
+/* A thread's failure: counted and said (cmocka asserts belong to the main thread). */
+static void thread_fail(struct tort *t, const char *who, int rc, rdmx_kv_client *c)
+{
+	fprintf(stderr, "kv torture %s: %d %s\n", who, rc,
+		c ? rdmx_kv_client_error(c) : rdmx_last_error());
+	__atomic_add_fetch(&t->errors, 1, __ATOMIC_RELAXED);
+}
+
+static rdmx_kv_client *tdial(struct tort *t, enum rdmx_kv_get_mode mode)
+{
+	struct rdmx_kv_client_opts o = { .get_mode = mode, .timeout_ms = WAIT_MS };
+	rdmx_kv_client *c = NULL;
+	int rc = rdmx_kv_client_create(t->v->ctx, th_addr(),
+				       (uint16_t)rdmx_kv_server_rdma_port(t->v->s), &o, &c);
+
+	if (rc)
+		thread_fail(t, "dial", rc, NULL);
+	__atomic_add_fetch(&t->ready, 1, __ATOMIC_RELEASE);
+	return c;
+}
+
 static void *writer_main(void *arg)
 {
 	struct tort *t = arg;
-	rdmx_kv_client *c = dial(t->v, RDMX_KV_GET_RPC);
+	rdmx_kv_client *c = tdial(t, RDMX_KV_GET_RPC);
 	uint64_t rnd = (uint64_t)(uintptr_t)c, puts = 0;
 	static _Thread_local uint8_t val[VMAX];
 	char key[16];
 
-	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+	while (c && !__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
 		unsigned i = (unsigned)(th_rand(&rnd) % HOT);
 		size_t len = 8 + th_rand(&rnd) % (VMAX - 8);
+		int rc;
 		uint64_t seq = (uint64_t)i << 56 | (th_rand(&rnd) >> 8);
 
 		hot_key(key, sizeof(key), i);
 		if (i == 0 && th_rand(&rnd) % 4 == 0) { /* not-found/deleted races */
-			int rc = rdmx_kv_del(c, key, strlen(key));
-
-			assert_true(rc == 0 || rc == -ENOENT);
+			rc = rdmx_kv_del(c, key, strlen(key));
+			if (rc && rc != -ENOENT) {
+				thread_fail(t, "del", rc, c);
+				break;
+			}
 			continue;
 		}
 		th_fill(val, len, seq);
-		assert_int_equal(rdmx_kv_put(c, key, strlen(key), val, len, i,
-					     RDMX_KV_SET, NULL), 0);
+		rc = rdmx_kv_put(c, key, strlen(key), val, len, i, RDMX_KV_SET, NULL);
+		if (rc) {
+			thread_fail(t, "put", rc, c);
+			break;
+		}
 		puts++;
+		__atomic_add_fetch(&t->live_puts, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&t->lock);
 	t->puts += puts;
@@ -350,12 +379,14 @@ static void *writer_main(void *arg)
 static void *reader_main(void *arg)
 {
 	struct tort *t = arg;
-	rdmx_kv_client *c = dial(t->v, RDMX_KV_GET_READ);
+	rdmx_kv_client *c = tdial(t, RDMX_KV_GET_READ);
 	static _Thread_local uint8_t buf[VMAX];
 	uint64_t rnd = (uint64_t)(uintptr_t)c, torn = 0, gets = 0, hits = 0, misses = 0;
 	struct rdmx_kv_client_stats st;
 	char key[16];
 
+	if (!c)
+		return NULL;
 	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
 		unsigned i = (unsigned)(th_rand(&rnd) % HOT);
 		size_t len = 0;
@@ -366,11 +397,15 @@ static void *reader_main(void *arg)
 		hot_key(key, sizeof(key), i);
 		rc = rdmx_kv_get(c, key, strlen(key), buf, sizeof(buf), &len, &fl, NULL);
 		gets++;
+		__atomic_add_fetch(&t->live_gets, 1, __ATOMIC_RELAXED);
 		if (rc == -ENOENT) {
 			misses++;
 			continue;
 		}
-		assert_int_equal(rc, 0);
+		if (rc) {
+			thread_fail(t, "get", rc, c);
+			break;
+		}
 		hits++;
 		memcpy(&seq, buf, sizeof(seq));
 		if (len < 8 || fl != i || seq >> 56 != i || th_check(buf, len, seq) != -1)
@@ -389,6 +424,17 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+#define MIN_PUTS 200
+
+/* Wait (up to 120 s) until *@v >= @n. */
+static void until_at_least(uint64_t *v, uint64_t n)
+{
+	double end = th_now_ms() + 120000;
+
+	while (__atomic_load_n(v, __ATOMIC_ACQUIRE) < n && th_now_ms() < end)
+		usleep(10000);
+}
+
 static void t_torture(void **state)
 {
 	const char *e = getenv("RDMX_KV_RDMA_SECONDS");
@@ -405,8 +451,13 @@ static void t_torture(void **state)
 		assert_int_equal(pthread_create(&w[i], NULL, writer_main, &t), 0);
 	for (int i = 0; i < READERS; i++)
 		assert_int_equal(pthread_create(&r[i], NULL, reader_main, &t), 0);
-	th_watchdog(secs + 120, "kv torture: stuck after %u s\n", secs);
+	th_watchdog(secs + 240, "kv torture: stuck after %u s\n", secs);
+	/* The time counts from when every client is connected, and a loaded
+	 * host still gets MIN_PUTS PUTs against the reads (bounded). */
+	until_at_least(&t.ready, WRITERS + READERS);
 	sleep(secs);
+	until_at_least(&t.live_puts, MIN_PUTS);
+	until_at_least(&t.live_gets, MIN_PUTS);
 	__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < WRITERS; i++)
 		pthread_join(w[i], NULL);
@@ -421,6 +472,7 @@ static void t_torture(void **state)
 	       (unsigned long long)t.retries,
 	       t.gets ? 1e6 * (double)t.retries / (double)t.gets : 0.0,
 	       (unsigned long long)t.fallbacks);
+	assert_int_equal(t.errors, 0);
 	assert_int_equal(t.torn, 0);
 	assert_true(t.hits > 0);
 	assert_true(t.puts > 0);
