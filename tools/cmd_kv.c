@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* rdmx kv: the rdmx KV server (include/rdmx/kv.h). */
+/* rdmx kv: the rdmx KV server and client (include/rdmx/kv.h). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmx/kv.h>
@@ -11,9 +13,13 @@
 
 static const struct opts_page kv_page = {
 	.name = "rdmx-kv - the rdmx key-value server",
-	.synopsis = "rdmx kv serve [--memcached-port PORT] [--memcached-addr ADDR]\n"
+	.synopsis = "rdmx kv serve [ADDR] [--port PORT] [--transport NAME] [--protocol NAME]\n"
+		    "              [--memcached-port PORT] [--memcached-addr ADDR]\n"
 		    "              [--capacity N] [--memory BYTES] [--inline-max BYTES]\n"
-		    "              [--max-clients N]",
+		    "              [--max-clients N]\n"
+		    "rdmx kv get ADDR KEY [--mode rpc|read|auto]\n"
+		    "rdmx kv put ADDR KEY VALUE\n"
+		    "rdmx kv del ADDR KEY",
 	.description =
 		"'rdmx kv serve' runs a key-value store: a hash table of\n"
 		"self-verifying entries in one flat memory region (a version, odd\n"
@@ -27,14 +33,28 @@ static const struct opts_page kv_page = {
 		"over TCP (set, add, replace, append, prepend, cas, get, gets,\n"
 		"delete, incr, decr, touch, flush_all, version, verbosity, stats,\n"
 		"quit), with memcached 1.6's replies, so memcached clients and load\n"
-		"tools work unchanged. The RDMA side (GET by RPC and by one-sided\n"
-		"READ) comes with rdmx RPC. SIGINT or SIGTERM stops the server.",
+		"tools work unchanged.\n"
+		"\n"
+		"The RDMA door (on ADDR, default every address, and --port; --port -1\n"
+		"turns it off) serves the same store to rdmx KV clients: get, put,\n"
+		"delete and cas as rdmx RPC methods (--transport, --protocol), and\n"
+		"the table and the value slab registered for one-sided RDMA READ, so\n"
+		"a client's GET reads the key's entry directly, checks its version,\n"
+		"checksum and key, and falls back to the RPC when a concurrent PUT\n"
+		"keeps tearing it. A value set over TCP is read over RDMA and the\n"
+		"other way round. SIGINT or SIGTERM stops the server.\n"
+		"\n"
+		"'rdmx kv get|put|del ADDR KEY [VALUE]' are such a client: get prints\n"
+		"the value (--mode: rpc, read, or auto, read with the RPC for what\n"
+		"read cannot do), put stores VALUE, del deletes; exit status 1 when\n"
+		"the key is absent or the call failed.",
 	.exit_status =
 		"0   stopped by a signal\n"
 		"1   the server could not start or failed\n"
 		"2   usage error",
 	.examples =
 		"rdmx kv serve --memcached-port 11211 --capacity 1000000 --memory 1G\n"
+		"rdmx kv put 10.0.0.1 greeting hello; rdmx kv get 10.0.0.1 greeting --mode read\n"
 		"printf 'set k 0 0 5\\r\\nhello\\r\\nget k\\r\\n' | nc -q1 localhost 11211",
 	.see_also = "rdmx(1), memcached(1)",
 };
@@ -61,8 +81,10 @@ static int serve(const struct rdmx_kv_server_opts *o)
 	running = srv;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	printf("rdmx kv: serving memcached on %s:%d, %llu entries, %llu bytes of values\n",
+	printf("rdmx kv: serving memcached on %s:%d, RDMA on %s port %d, %llu entries, "
+	       "%llu bytes of values\n",
 	       o->memcached_addr ? o->memcached_addr : "0.0.0.0", rdmx_kv_server_port(srv),
+	       o->rdma_addr ? o->rdma_addr : "*", rdmx_kv_server_rdma_port(srv),
 	       (unsigned long long)o->capacity, (unsigned long long)o->memory);
 	fflush(stdout);
 	rc = rdmx_kv_server_run(srv);
@@ -73,41 +95,167 @@ static int serve(const struct rdmx_kv_server_opts *o)
 	return rc ? EXIT_FAIL : EXIT_OK;
 }
 
+struct kv_cfg {
+	const char *fabric, *transport, *protocol, *mode, *addr;
+	long long port, mport, clients, timeout;
+	uint64_t capacity, memory, inline_max;
+};
+
+static const char *const fabrics[] = { "verbs", "fake", NULL };
+static const char *const transports[] = { "msg", NULL };
+static const char *const modes[] = { "auto", "rpc", "read", NULL };
+
+static int kv_fail(const char *what, int rc, const char *msg)
+{
+	fprintf(stderr, "rdmx kv: %s: %s (%s)\n", what, msg, rdmx_strerror(rc));
+	return EXIT_FAIL;
+}
+
+static int serve_door(const struct kv_cfg *cfg, const char *addr)
+{
+	struct rdmx_kv_server_opts o = {
+		.capacity = cfg->capacity, .memory = cfg->memory,
+		.inline_max = (uint32_t)cfg->inline_max, .memcached_addr = cfg->addr,
+		.memcached_port = (int)cfg->mport, .max_clients = (int)cfg->clients,
+		.rdma_addr = addr, .rdma_port = (int)cfg->port,
+		.transport = cfg->transport, .protocol = cfg->protocol,
+	};
+	struct rdmx_ctx_opts co;
+	rdmx_ctx *ctx = NULL;
+	int rc;
+
+	if (cfg->port >= 0) {
+		rdmx_ctx_opts_init(&co);
+		co.fabric = cfg->fabric;
+		rc = rdmx_ctx_create(&ctx, &co);
+		if (rc)
+			return kv_fail("context", rc, rdmx_last_error());
+		o.ctx = ctx;
+	}
+	rc = serve(&o);
+	if (ctx)
+		rdmx_ctx_destroy(ctx);
+	return rc;
+}
+
+/* One client op: get prints the value. */
+static int client_op(rdmx_kv_client *c, const char **pos, int npos)
+{
+	static char buf[RDMX_KV_RPC_VALUE_MAX + 1];
+	const char *key = pos[2];
+	size_t len = 0;
+	int rc;
+
+	if (!strcmp(pos[0], "put"))
+		rc = rdmx_kv_put(c, key, strlen(key), pos[3], strlen(pos[3]), 0,
+				 RDMX_KV_SET, NULL);
+	else if (!strcmp(pos[0], "del"))
+		rc = rdmx_kv_del(c, key, strlen(key));
+	else
+		rc = rdmx_kv_get(c, key, strlen(key), buf, sizeof(buf) - 1, &len, NULL, NULL);
+	if (rc == -ENOENT) {
+		fprintf(stderr, "rdmx kv: %s: not found\n", key);
+		return EXIT_FAIL;
+	}
+	if (rc)
+		return kv_fail(pos[0], rc, rdmx_kv_client_error(c));
+	if (!strcmp(pos[0], "get"))
+		printf("%.*s\n", (int)len, buf);
+	(void)npos;
+	return EXIT_OK;
+}
+
+static int client_run(const struct kv_cfg *cfg, const char **pos, int npos)
+{
+	struct rdmx_kv_client_opts o = { .transport = cfg->transport,
+					 .protocol = cfg->protocol,
+					 .timeout_ms = (int)cfg->timeout };
+	struct rdmx_ctx_opts co;
+	rdmx_kv_client *c;
+	rdmx_ctx *ctx;
+	int rc;
+
+	o.get_mode = !strcmp(cfg->mode, "rpc") ? RDMX_KV_GET_RPC :
+		     !strcmp(cfg->mode, "read") ? RDMX_KV_GET_READ : RDMX_KV_GET_AUTO;
+	if (strcmp(pos[0], "get"))
+		o.get_mode = RDMX_KV_GET_RPC; /* put and del are RPCs */
+	rdmx_ctx_opts_init(&co);
+	co.fabric = cfg->fabric;
+	rc = rdmx_ctx_create(&ctx, &co);
+	if (rc)
+		return kv_fail("context", rc, rdmx_last_error());
+	rc = rdmx_kv_client_create(ctx, pos[1], (uint16_t)cfg->port, &o, &c);
+	if (rc) {
+		rc = kv_fail("connect", rc, rdmx_last_error());
+	} else {
+		rc = client_op(c, pos, npos);
+		rdmx_kv_client_destroy(c);
+	}
+	rdmx_ctx_destroy(ctx);
+	return rc;
+}
+
+/* Positional arguments: serve [ADDR], get|del ADDR KEY, put ADDR KEY VALUE. */
+static bool usage_ok(const char **pos, int npos)
+{
+	if (!npos)
+		return false;
+	if (!strcmp(pos[0], "serve"))
+		return npos <= 2;
+	if (!strcmp(pos[0], "get") || !strcmp(pos[0], "del"))
+		return npos == 3;
+	return !strcmp(pos[0], "put") && npos == 4;
+}
+
 int cmd_kv(int argc, char **argv)
 {
-	long long port = 11211, clients = 1024;
-	uint64_t capacity = 65536, memory = 64ULL << 20, inline_max = 1024;
-	const char *addr = "0.0.0.0";
+	struct kv_cfg cfg = { .fabric = "verbs", .transport = "msg",
+		.protocol = "send_recv", .mode = "auto", .addr = "0.0.0.0",
+		.port = RDMX_DEFAULT_PORT, .mport = 11211, .clients = 1024,
+		.timeout = 5000, .capacity = 65536, .memory = 64ULL << 20,
+		.inline_max = 1024 };
 	const struct opt table[] = {
-		{ "memcached-port", 0, OPT_INT, &port, 0, 65535, NULL, "PORT",
-		  "TCP port of the memcached front door (default 11211; 0: any free port)" },
-		{ "memcached-addr", 0, OPT_STRING, &addr, 0, 0, NULL, "ADDR",
+		{ "port", 0, OPT_INT, &cfg.port, -1, 65535, NULL, "PORT",
+		  "RDMA door (RPC) port: serve listens, the client dials (default 7471; "
+		  "serve: 0 any free port, -1 no RDMA door)" },
+		{ "transport", 'T', OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
+		  "RPC transport of the RDMA door" },
+		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
+		  "NAME", "rdmx protocol under the RPC transport" },
+		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
+		  "verbs, or fake (in-process test double)" },
+		{ "mode", 'm', OPT_CHOICE, &cfg.mode, 0, 0, modes, "MODE",
+		  "get: auto (default), rpc or read" },
+		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
+		  "client: bound of the connect and of each call" },
+		{ "memcached-port", 0, OPT_INT, &cfg.mport, -1, 65535, NULL, "PORT",
+		  "TCP port of the memcached front door (default 11211; 0: any free port; "
+		  "-1: none)" },
+		{ "memcached-addr", 0, OPT_STRING, &cfg.addr, 0, 0, NULL, "ADDR",
 		  "IPv4 address the front door listens on (default 0.0.0.0)" },
-		{ "capacity", 0, OPT_SIZE, &capacity, 1, 1LL << 32, NULL, "N",
+		{ "capacity", 0, OPT_SIZE, &cfg.capacity, 1, 1LL << 32, NULL, "N",
 		  "keys the store holds at most (default 65536)" },
-		{ "memory", 0, OPT_SIZE, &memory, 0, 1LL << 40, NULL, "BYTES",
+		{ "memory", 0, OPT_SIZE, &cfg.memory, 0, 1LL << 40, NULL, "BYTES",
 		  "bytes for values kept out of line (default 64M)" },
-		{ "inline-max", 0, OPT_SIZE, &inline_max, 8, 65536, NULL, "BYTES",
+		{ "inline-max", 0, OPT_SIZE, &cfg.inline_max, 8, 65536, NULL, "BYTES",
 		  "longest value kept in its entry, a multiple of 8 (default 1024)" },
-		{ "max-clients", 0, OPT_INT, &clients, 1, 65536, NULL, "N",
+		{ "max-clients", 0, OPT_INT, &cfg.clients, 1, 65536, NULL, "N",
 		  "front door connections at once (default 1024)" },
 		{ 0 },
 	};
-	struct rdmx_kv_server_opts o;
-	const char *pos[1];
+	const char *pos[4];
 	int rc, npos = 0;
 
-	rc = cmd_parse(&kv_page, table, argc, argv, pos, 1, &npos);
+	rc = cmd_parse(&kv_page, table, argc, argv, pos, 4, &npos);
 	if (rc != CMD_CONTINUE)
 		return rc;
-	if (npos != 1 || strcmp(pos[0], "serve") || inline_max % 8) {
-		fprintf(stderr, "rdmx kv: usage: rdmx kv serve [OPTIONS] (--inline-max a "
-			"multiple of 8); see 'rdmx kv --help'\n");
+	if (!usage_ok(pos, npos) || cfg.inline_max % 8) {
+		fprintf(stderr, "rdmx kv: usage: rdmx kv serve [ADDR] | get ADDR KEY | "
+			"put ADDR KEY VALUE | del ADDR KEY (--inline-max a multiple of 8); "
+			"see 'rdmx kv --help'\n");
 		return EXIT_USAGE;
 	}
-	o = (struct rdmx_kv_server_opts){ .capacity = capacity, .memory = memory,
-					  .inline_max = (uint32_t)inline_max,
-					  .memcached_addr = addr, .memcached_port = (int)port,
-					  .max_clients = (int)clients };
-	return serve(&o);
+	if (strcmp(pos[0], "serve"))
+		return client_run(&cfg, pos, npos);
+	return serve_door(&cfg, npos > 1 ? pos[1] : NULL);
 }

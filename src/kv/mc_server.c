@@ -25,6 +25,7 @@
 #include <rdmx/rdmx.h>
 
 #include "core/errors.h"
+#include "kv/kv_door.h"
 #include "kv/mc_proto.h"
 
 #define MC_IN_CHUNK 16384
@@ -42,6 +43,7 @@ struct mc_client {
 
 struct rdmx_kv_server {
 	struct rdmx__kv *kv;
+	struct rdmx__kv_door *door; /* the RDMA door, or NULL */
 	struct rdmx_kv_server_opts o;
 	int lfd, port;
 	int wake[2];               /* the stop pipe */
@@ -135,6 +137,8 @@ int rdmx_kv_server_create(const struct rdmx_kv_server_opts *opts,
 	rc = server_alloc(s);
 	if (!rc && s->o.memcached_port >= 0)
 		rc = listen_open(s);
+	if (!rc && s->o.ctx)
+		rc = rdmx__kv_door_open(s->kv, &s->o, &s->door);
 	if (rc)
 		goto destroy_server;
 	*out = s;
@@ -147,6 +151,11 @@ destroy_server:
 int rdmx_kv_server_port(const rdmx_kv_server *srv)
 {
 	return srv->port;
+}
+
+int rdmx_kv_server_rdma_port(const rdmx_kv_server *srv)
+{
+	return srv->door ? rdmx__kv_door_port(srv->door) : -ENOENT;
 }
 
 const char *rdmx_kv_server_error(const rdmx_kv_server *srv)
@@ -295,14 +304,21 @@ static int poll_build(struct rdmx_kv_server *s)
 int rdmx_kv_server_run(rdmx_kv_server *s)
 {
 	char drain[64];
+	int rc;
 
-	if (s->lfd < 0)
-		return rdmx__failo(&s->err, -ENOENT, "kv: no front door to serve");
+	if (s->lfd < 0 && !s->door)
+		return rdmx__failo(&s->err, -ENOENT, "kv: no door to serve");
+	if (s->door && rdmx__kv_door_start(s->door))
+		return rdmx__keep(&s->err, -EAGAIN);
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		int n = poll_build(s);
 
-		if (poll(s->pfd, (nfds_t)n, MC_POLL_MS) < 0 && errno != EINTR)
-			return rdmx__failo(&s->err, -errno, "kv: poll: %s", strerror(errno));
+		if (poll(s->pfd, (nfds_t)n, MC_POLL_MS) < 0 && errno != EINTR) {
+			rc = rdmx__failo(&s->err, -errno, "kv: poll: %s", strerror(errno));
+			if (s->door)
+				rdmx__kv_door_stop(s->door);
+			return rc;
+		}
 		if (s->pfd[0].revents && read(s->wake[0], drain, sizeof(drain)) < 0)
 			continue;
 		/* From the last: closing one moves the last client into its place. */
@@ -312,7 +328,11 @@ int rdmx_kv_server_run(rdmx_kv_server *s)
 		if (s->pfd[1].revents & POLLIN)
 			client_accept(s);
 	}
-	return 0;
+	char why[RDMX__ERRMSG_LEN];
+
+	rc = s->door ? rdmx__kv_door_stop(s->door) : 0;
+	return rc ? rdmx__failo(&s->err, rc, "kv: the RPC server failed: %s",
+				rdmx__kv_last(why, sizeof(why))) : 0;
 }
 
 void rdmx_kv_server_destroy(rdmx_kv_server *s)
@@ -327,6 +347,7 @@ void rdmx_kv_server_destroy(rdmx_kv_server *s)
 		close(s->wake[0]);
 		close(s->wake[1]);
 	}
+	rdmx__kv_door_close(s->door);
 	free(s->pfd);
 	free(s->clients);
 	rdmx__kv_destroy(s->kv);
