@@ -631,11 +631,6 @@ static int wait_room(rdmx_conn *c, uint64_t rsize, int timeout_ms)
 		rc = rdmx__conn_wait(c, &d);
 		if (rc)
 			return rc;
-		/* A sender waiting on its peer gives the CPU away now and
-		 * then: spinning senders must not starve the threads that
-		 * would free their room on a loaded or emulated host. */
-		if ((d.spins & 63) == 63)
-			sched_yield();
 	}
 }
 
