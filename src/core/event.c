@@ -100,6 +100,7 @@ static int next_wait(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
 			return rdmx__fail(-ETIMEDOUT, "no connection, message or departure within %d ms",
 					  timeout_ms);
 		rdmx__wait_idle(&d); /* no member: the message wait returned at once */
+		rdmx__wait_park(&d);
 	}
 }
 

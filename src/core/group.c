@@ -278,5 +278,6 @@ int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		rc = rdmx__deadline_passed(&d);
 		if (rc)
 			return rc;
+		rdmx__wait_park(&d);
 	}
 }

@@ -238,6 +238,7 @@ struct rdmx__deadline {
 	uint32_t spin_us;          /* adaptive: spin this long, then park */
 	int64_t spin_from_us;      /* adaptive: the first empty poll */
 	unsigned park_us;          /* the last park's length, 0: none yet */
+	int parking;               /* past the spin phase: park when idle */
 };
 /* An accepted request whose dialer has not completed the handshake. */
 struct rdmx__pending {
@@ -263,12 +264,15 @@ void rdmx__wait_resolve(const rdmx_ctx *ctx, struct rdmx_conn_opts *o);
 
 /*
  * rdmx__wait_idle - the wait step: call once per empty poll of a wait
- * loop. Spins, yields or parks (sleeps) as the deadline's mode says.
- * Returns 1 when the caller should run its slow checks (peer, deadline,
- * shutdown): every RDMX__WAIT_CHECK_EVERY spins and after every park.
+ * loop. Spins or yields as the deadline's mode says. Returns 1 when the
+ * caller should run its slow checks (peer, deadline, shutdown): every
+ * RDMX__WAIT_CHECK_EVERY spins, and every time once the wait parks;
+ * then, unless a check ends the wait, the caller calls rdmx__wait_park()
+ * (outside its locks), which sleeps once the wait is past its spinning.
  */
 #define RDMX__WAIT_CHECK_EVERY 256u
 int rdmx__wait_idle(struct rdmx__deadline *d);
+void rdmx__wait_park(struct rdmx__deadline *d);
 
 /*
  * rdmx__conn_wait - rdmx__wait_idle() for a wait on one connection, in

@@ -3,10 +3,13 @@
  * Waiting: the one wait step every blocking call of the library takes,
  * and its deadline. A wait loop polls what it waits for (a CQ, a ring, a
  * listener's requests) and, when the poll finds nothing, calls
- * rdmx__wait_idle() once; every RDMX__WAIT_CHECK_EVERY spins, and after
+ * rdmx__wait_idle() once; every RDMX__WAIT_CHECK_EVERY spins, and before
  * every park, it is told to run its slow checks (the peer's liveness, the
- * deadline, a listener's shutdown). rdmx__conn_wait() is that loop step
- * for one connection.
+ * deadline, a listener's shutdown), and then calls rdmx__wait_park(),
+ * outside any lock. The checks come right after the poll and the park
+ * after them: a peer that wrote and left during a park is seen by the
+ * next poll before the check that finds it gone. rdmx__conn_wait() is
+ * that loop step for one connection.
  *
  * Wait modes (enum rdmx_wait_mode):
  *  - spin: busy-poll; past SPIN_FREE polls, yield the CPU every
@@ -58,6 +61,7 @@ void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
 	d->mode = RDMX_WAIT_ADAPTIVE;
 	d->spin_us = RDMX__SPIN_US_DEFAULT;
 	d->park_us = 0;
+	d->parking = 0;
 }
 
 void rdmx__deadline_mode(struct rdmx__deadline *d, uint8_t mode,
@@ -134,10 +138,12 @@ static int spin_over(struct rdmx__deadline *d)
 
 /* Sleep in the kernel; every park twice as long as the last, up to the
  * cap, so an idle waiter settles at PARK_MAX_US between polls. */
-static void park(struct rdmx__deadline *d)
+void rdmx__wait_park(struct rdmx__deadline *d)
 {
 	struct timespec t;
 
+	if (!d->parking)
+		return;
 	d->park_us = d->park_us ? d->park_us * 2 : PARK_MIN_US;
 	if (d->park_us > PARK_MAX_US)
 		d->park_us = PARK_MAX_US;
@@ -152,8 +158,8 @@ int rdmx__wait_idle(struct rdmx__deadline *d)
 		deadline_arm(d);
 	++d->spins;
 	if (d->mode == RDMX_WAIT_BLOCK ||
-	    (d->mode == RDMX_WAIT_ADAPTIVE && (d->park_us || spin_over(d)))) {
-		park(d);
+	    (d->mode == RDMX_WAIT_ADAPTIVE && (d->parking || spin_over(d)))) {
+		d->parking = 1;
 		return 1;
 	}
 	if (d->spins > SPIN_FREE && !(d->spins & (SPIN_YIELD_EVERY - 1)))
@@ -172,7 +178,9 @@ int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
 	if (!rdmx__wait_idle(d))
 		return 0;
 	rc = rdmx__conn_check_peer(c);
-	if (rc)
-		return rc;
-	return rdmx__deadline_passed(d);
+	if (!rc)
+		rc = rdmx__deadline_passed(d);
+	if (!rc)
+		rdmx__wait_park(d);
+	return rc;
 }

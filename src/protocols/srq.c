@@ -797,7 +797,10 @@ static int group_wait(struct rdmx__group *g, struct rdmx__deadline *d)
 		return 0;
 	if (rdmx__group_shut(g))
 		return -ESHUTDOWN;
-	return rdmx__deadline_passed(d);
+	if (rdmx__deadline_passed(d))
+		return -ETIMEDOUT;
+	rdmx__wait_park(d);
+	return 0;
 }
 
 static int srq_group_recv(struct rdmx__group *g, struct rdmx_msg *m,

@@ -595,5 +595,6 @@ int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 			rc = rdmx__group_shut(g);
 		if (rc)
 			return rc;
+		rdmx__wait_park(&d); /* after group_idle's checks, unlocked */
 	}
 }
