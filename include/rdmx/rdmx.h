@@ -154,12 +154,13 @@ struct rdmx_ctx_opts {
  *  - SPIN busy-polls (lowest latency; burns a core while it waits, and
  *    yields it now and then to other runnable threads);
  *  - BLOCK sleeps in the kernel between polls (an idle wait costs almost
- *    no CPU; a message is seen up to about a millisecond late);
- *  - ADAPTIVE spins for spin_us microseconds, then sleeps as BLOCK does:
- *    the latency of SPIN for a message that comes soon, the CPU of BLOCK
- *    for one that does not.
+ *    no CPU; a message is seen up to a few milliseconds late);
+ *  - ADAPTIVE spins for spin_us microseconds (longer where sleeps wake
+ *    late: twice the measured lateness, as on a VM), then sleeps as BLOCK
+ *    does: the latency of SPIN for a message that comes soon, the CPU of
+ *    BLOCK for one that does not.
  * The sleeping is done by the library's one wait step (src/core/wait.c):
- * it sleeps, doubling from 16 us to 1 ms, and polls again.
+ * it sleeps, doubling from 16 us to 4 ms, and polls again.
  */
 enum rdmx_wait_mode {
 	RDMX_WAIT_DEFAULT = 0,  /* the context's mode (rdmx_ctx_opts) */
