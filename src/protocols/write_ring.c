@@ -52,7 +52,6 @@
  * WRITEs to a peer that left fail with a retry error: never a hang.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
