@@ -107,6 +107,7 @@ struct bench_counters {
 /* Everything a run produced, for the writers. */
 struct bench_report {
 	const char *timestamp, *device, *fabric, *peer;
+	const char *wait;		/* --wait */
 	const char *version, *cmdline, *host, *kernel;	/* provenance */
 	const char *config_json;	/* the effective settings, a JSON object */
 	const char *pcap;		/* --pcap's file, or NULL */

@@ -20,6 +20,7 @@ struct bench_cfg {
 	char tcpdump[4096];			/* --pcap: its path */
 	const char *progress;			/* never, auto, always */
 	const char *latency, *rate;		/* the table's headline columns */
+	const char *wait;			/* --wait: a cli_wait_modes name */
 	bool all_sizes;				/* -a */
 	bool perftest_f, report_gbits, out_json; /* perftest spellings */
 	int argc;				/* the command line, for the JSON */

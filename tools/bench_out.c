@@ -88,8 +88,8 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 {
 	int i;
 
-	fprintf(f, "rdmx bench %s  device %s  peer %s\n", r->timestamp, r->device,
-		r->peer);
+	fprintf(f, "rdmx bench %s  device %s  peer %s  wait %s\n", r->timestamp,
+		r->device, r->peer, r->wait ? r->wait : "adaptive");
 	if (has_mode(r, BENCH_LAT)) {
 		fprintf(f, r->one_way ?
 			"\nlatency: one-way (round trip / 2) in microseconds; cpu = "

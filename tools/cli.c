@@ -82,3 +82,14 @@ uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b)
 	return (uint64_t)(b->tv_sec - a->tv_sec) * 1000000000ull +
 	       (uint64_t)b->tv_nsec - (uint64_t)a->tv_nsec;
 }
+
+const char *const cli_wait_modes[] = { "adaptive", "spin", "block", NULL };
+
+uint8_t cli_wait_mode(const char *name)
+{
+	if (name && !strcmp(name, "spin"))
+		return RDMX_WAIT_SPIN;
+	if (name && !strcmp(name, "block"))
+		return RDMX_WAIT_BLOCK;
+	return RDMX_WAIT_ADAPTIVE;
+}

@@ -49,6 +49,15 @@ int cli_local_addr(const char *cmd, const char *fabric, const char *device,
  */
 long long cli_ring_size(const char *cmd, uint64_t given, uint64_t max_msg);
 
+/* --wait: its choices (NULL-terminated) and the help line both
+ * subcommands show. */
+extern const char *const cli_wait_modes[];
+#define CLI_WAIT_HELP "how a waiting call waits: spin (busy-poll), block (sleep " \
+	"between polls) or adaptive (spin 50 us, then as block; the default)"
+
+/** cli_wait_mode - the enum rdmx_wait_mode of a --wait choice. */
+uint8_t cli_wait_mode(const char *name);
+
 /** cli_elapsed_ns - @b - @a in nanoseconds. */
 uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b);
 

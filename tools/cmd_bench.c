@@ -330,6 +330,7 @@ static void conn_opts(struct bench_cfg *cfg)
 	 * keeping K in flight whenever it falls a little behind */
 	cfg->copts.recv_depth = (uint32_t)(cfg->outstanding * RECV_HEADROOM);
 	cfg->copts.connect_timeout_ms = (int)cfg->timeout;
+	cfg->copts.wait_mode = cli_wait_mode(cfg->wait);
 }
 
 /* ------------------------------------------------------------ the server */
@@ -543,11 +544,11 @@ static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 		snprintf(buf + strlen(buf), len - strlen(buf), "%s%llu", i ? ", " : "",
 			 (unsigned long long)cfg->sizes[i]);
 	n = strlen(buf);
-	snprintf(buf + n, len - n, "], \"mode\": \"%s\", \"iters\": %lld, "
+	snprintf(buf + n, len - n, "], \"mode\": \"%s\", \"wait\": \"%s\", \"iters\": %lld, "
 		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
 		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
 		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "
-		 "\"port\": %lld}", cfg->mode, cfg->iters,
+		 "\"port\": %lld}", cfg->mode, cfg->wait, cfg->iters,
 		 (double)cfg->duration_ns / 1e9, cfg->warmup, cfg->outstanding,
 		 cfg->threads, cfg->copts.max_msg_size, cfg->copts.ring_size,
 		 cfg->copts.send_depth, cfg->copts.recv_depth, cfg->timeout, cfg->port);
@@ -634,7 +635,7 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 	r.rep = (struct bench_report){
 		.timestamp = bench_timestamp(r.stamp, sizeof(r.stamp)),
 		.device = r.device[0] ? r.device : cfg->fabric, .fabric = cfg->fabric,
-		.peer = cfg->addr ? cfg->addr : "self-test",
+		.peer = cfg->addr ? cfg->addr : "self-test", .wait = cfg->wait,
 		.outstanding = (int)cfg->outstanding, .n_protos = cfg->n_protos,
 	};
 	r.rep.one_way = !strcmp(cfg->latency, "one-way");
@@ -687,7 +688,8 @@ int cmd_bench(int argc, char **argv)
 	struct bench_cfg cfg = { .mode = "both", .latency = "rtt", .rate = "gbps",
 				 .warmup = 100, .outstanding = 16, .threads = 1,
 				 .port = RDMX_DEFAULT_PORT, .gid_index = -1,
-				 .fabric = "verbs", .progress = "auto" };
+				 .fabric = "verbs", .progress = "auto",
+				 .wait = "adaptive" };
 	const struct opt table[] = {
 		{ "protocol", 'p', OPT_STRING, &cfg.protocol, 0, 0, NULL, "NAME",
 		  "protocol, 'tcp', 'all' (every protocol and tcp) or a comma list "
@@ -719,6 +721,8 @@ int cmd_bench(int argc, char **argv)
 		  "the latency table's columns: round trip, or one-way (half of it)" },
 		{ "rate", 0, OPT_CHOICE, &cfg.rate, 0, 0, rate_columns, "UNIT",
 		  "the bandwidth table's throughput: Gb/s (1e9 bits) or MB/s (1e6 bytes)" },
+		{ "wait", 0, OPT_CHOICE, &cfg.wait, 0, 0, cli_wait_modes, "MODE",
+		  CLI_WAIT_HELP },
 		{ "progress", 0, OPT_CHOICE, &cfg.progress, 0, 0, progress_modes, "WHEN",
 		  "the progress line on stderr for tests over a second (auto: on a "
 		  "terminal)" },

@@ -74,7 +74,7 @@ static const struct opts_page pingpong_page = {
 static const char *const fabrics[] = { "verbs", "fake", NULL };
 
 struct pp_cfg {
-	const char *protocol, *device, *fabric, *addr;
+	const char *protocol, *device, *fabric, *addr, *wait;
 	uint64_t size, ring_size;
 	long long iters, warmup, port, timeout, depth, gid_index;
 	bool verify, server;
@@ -336,6 +336,7 @@ static void print_report(const struct client *cl, const char *peer)
 
 	printf("protocol    %s\n", rdmx_conn_protocol(cl->conn));
 	printf("size        %zu bytes\n", cl->size);
+	printf("wait        %s\n", cl->cfg->wait);
 	printf("iterations  %lld (+%lld warmup)\n", cl->cfg->iters, cl->cfg->warmup);
 	printf("peer        %s\n", peer);
 	printf("verify      %s\n\n", cl->cfg->verify ? "every byte" : "length, sequence");
@@ -435,9 +436,9 @@ static int run_server(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 	}
 	if (listen_on(ctx, cfg, addr, (uint16_t)cfg->port, &s.lis))
 		return EXIT_FAIL;
-	printf("listening on %s port %u (protocol %s)\n", addr ? addr : "any address",
-	       rdmx_listener_port(s.lis),
-	       cfg->copts.protocol ? cfg->copts.protocol : "default");
+	printf("listening on %s port %u (protocol %s, wait %s)\n",
+	       addr ? addr : "any address", rdmx_listener_port(s.lis),
+	       cfg->copts.protocol ? cfg->copts.protocol : "default", cfg->wait);
 	fflush(stdout);
 	rc = serve_one(&s);
 	cli_print_err("pingpong", &s.err);
@@ -538,6 +539,7 @@ static void conn_opts(struct pp_cfg *cfg)
 	cfg->copts.send_depth = (uint32_t)cfg->depth;
 	cfg->copts.recv_depth = (uint32_t)cfg->depth;
 	cfg->copts.connect_timeout_ms = (int)cfg->timeout;
+	cfg->copts.wait_mode = cli_wait_mode(cfg->wait);
 }
 
 static int run(struct pp_cfg *cfg)
@@ -568,7 +570,7 @@ int cmd_pingpong(int argc, char **argv)
 {
 	struct pp_cfg cfg = { .size = 64, .iters = 1000, .warmup = 100,
 			      .port = RDMX_DEFAULT_PORT, .gid_index = -1,
-			      .fabric = "verbs" };
+			      .fabric = "verbs", .wait = "adaptive" };
 	const struct opt table[] = {
 		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
 		  "NAME", "connection protocol; both sides must use the same" },
@@ -586,6 +588,8 @@ int cmd_pingpong(int argc, char **argv)
 		  "fill messages with a per-message pattern and check every byte" },
 		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
 		  "connect timeout and the longest wait for an echo or a send buffer, in ms" },
+		{ "wait", 0, OPT_CHOICE, &cfg.wait, 0, 0, cli_wait_modes, "MODE",
+		  CLI_WAIT_HELP },
 		{ "depth", 0, OPT_INT, &cfg.depth, 1, 65536, NULL, "N",
 		  "send and receive queue depth" },
 		{ "device", 'd', OPT_STRING, &cfg.device, 0, 0, NULL, "DEV",

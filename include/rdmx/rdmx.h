@@ -142,6 +142,31 @@ struct rdmx_ctx_opts {
 			     * 0 (a struct filled by hand, as before
 			     * rdmx_ctx_opts_init existed): @fabric only */
 	const char *fabric; /* NULL or "verbs"; "fake" is the in-process test double */
+	uint8_t wait_mode;  /* enum rdmx_wait_mode of connections that leave
+			     * theirs at RDMX_WAIT_DEFAULT; default adaptive */
+	uint32_t spin_us;   /* adaptive: microseconds to spin before
+			     * sleeping, 0..1000000; 0: 50 */
+};
+
+/*
+ * How a call that has to wait (rdmx_recv, rdmx_msg_alloc, rdmx_flush,
+ * rdmx_listener_recv, rdmx_accept, ... with a non-zero timeout) waits:
+ *  - SPIN busy-polls (lowest latency; burns a core while it waits, and
+ *    yields it now and then to other runnable threads);
+ *  - BLOCK sleeps in the kernel between polls (an idle wait costs almost
+ *    no CPU; a message is seen up to a few milliseconds late);
+ *  - ADAPTIVE spins for spin_us microseconds (longer where sleeps wake
+ *    late: twice the measured lateness, as on a VM), then sleeps as BLOCK
+ *    does: the latency of SPIN for a message that comes soon, the CPU of
+ *    BLOCK for one that does not.
+ * The sleeping is done by the library's one wait step (src/core/wait.c):
+ * it sleeps, doubling from 16 us to 4 ms, and polls again.
+ */
+enum rdmx_wait_mode {
+	RDMX_WAIT_DEFAULT = 0,  /* the context's mode (rdmx_ctx_opts) */
+	RDMX_WAIT_SPIN = 1,
+	RDMX_WAIT_BLOCK = 2,
+	RDMX_WAIT_ADAPTIVE = 3, /* the context's default */
 };
 
 /** rdmx_ctx_opts_init - fill @opts with the defaults and set its size. */
@@ -192,6 +217,10 @@ struct rdmx_conn_opts {
 				  * (it picks the device and port: see
 				  * rdmx_pick_address() for a device's), NULL
 				  * or "": the route's choice */
+	uint8_t wait_mode;       /* enum rdmx_wait_mode, default
+				  * RDMX_WAIT_DEFAULT (the context's) */
+	uint32_t spin_us;        /* adaptive: microseconds to spin before
+				  * sleeping, 0..1000000; 0: the context's */
 };
 
 /* How a ring receiver notices a new message (ring protocols only). */
@@ -249,7 +278,8 @@ int rdmx_listener_set_opts(rdmx_listener *lis,
 uint16_t rdmx_listener_port(const rdmx_listener *lis);
 
 /**
- * rdmx_accept - wait up to @timeout_ms (-1: forever) for a connection.
+ * rdmx_accept - wait up to @timeout_ms (0: poll once, -1: forever) for a
+ * connection.
  * Requests that do not speak rdmx, or that do not match the listener's
  * protocol, version or limits, or that would break its admission caps
  * (rdmx_listener_set_opts), are rejected with a reason the dialer sees;
@@ -257,6 +287,7 @@ uint16_t rdmx_listener_port(const rdmx_listener *lis);
  * requests whose dialer has not completed the handshake are kept (and
  * dropped after connect_timeout_ms) while further requests are taken, and
  * the first connection that is up is returned. Returns 0, -ETIMEDOUT,
+ * -EAGAIN (timeout 0 and no connection up: no error message is recorded),
  * -ESHUTDOWN (rdmx_listener_shutdown), or -errno.
  */
 int rdmx_accept(rdmx_listener *lis, int timeout_ms, rdmx_conn **out);
@@ -448,7 +479,8 @@ struct rdmx_event {
  * connections (between every 64 events), and a new connection delays a
  * message by at most ~1 ms. The threading rules of rdmx_listener_recv()
  * apply; do not mix it with rdmx_accept()/rdmx_listener_recv() in
- * different threads on one listener. Returns 0, -ETIMEDOUT, -ESHUTDOWN
+ * different threads on one listener. Returns 0, -ETIMEDOUT, -EAGAIN
+ * (timeout 0 and nothing ready: no error message is recorded), -ESHUTDOWN
  * (rdmx_listener_shutdown), or -errno (rdmx_listener_error()).
  */
 int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms);

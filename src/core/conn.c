@@ -5,7 +5,6 @@
  * path that dispatch to the connection's protocol.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,8 +16,6 @@
 #define MAX_MSG_LIMIT (1u << 30)
 #define DEPTH_LIMIT 16384u
 #define RING_MIN 4096u
-#define SPIN_FREE 4096u       /* polls before the first yield */
-#define SPIN_YIELD_EVERY 16u  /* then a yield every this many polls */
 #define LIVENESS_MIN 1000u
 #define LIVENESS_MAX 3600000u
 
@@ -80,60 +77,13 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	if (out->notify > RDMX_NOTIFY_IMM)
 		return rdmx__fail(-EINVAL, "notify %u is not an enum rdmx_notify value",
 				  out->notify);
-	return 0;
+	if (out->wait_mode > RDMX_WAIT_ADAPTIVE)
+		return rdmx__fail(-EINVAL, "wait_mode %u is not an enum rdmx_wait_mode value",
+				  out->wait_mode);
+	return check_range("spin_us", out->spin_us, 0, RDMX__SPIN_US_MAX);
 }
 
-/* ------------------------------------------------------------- waiting */
-
-/*
- * The clock is read when a wait first has to wait (deadline_arm), not when
- * it starts: most calls on the fast path find their message or buffer on
- * the first poll, and a clock_gettime() per call was ~15% of send_recv's
- * instructions per message (bench/profile). The clock is the coarse one:
- * timeouts are milliseconds, a tick of resolution is plenty, and where the
- * clocksource is slow to read (hpet in a VM: a system call and an emulated
- * device access each time) the coarse clock still costs a memory read.
- */
-#define DEADLINE_CLOCK CLOCK_MONOTONIC_COARSE
-void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
-{
-	d->forever = timeout_ms < 0;
-	d->once = timeout_ms == 0;
-	d->armed = 0;
-	d->timeout_ms = timeout_ms;
-	d->spins = 0;
-}
-
-static void deadline_arm(struct rdmx__deadline *d)
-{
-	clock_gettime(DEADLINE_CLOCK, &d->end);
-	d->armed = 1;
-	if (d->timeout_ms <= 0)
-		return;
-	d->end.tv_sec += d->timeout_ms / 1000;
-	d->end.tv_nsec += (long)(d->timeout_ms % 1000) * 1000000L;
-	if (d->end.tv_nsec >= 1000000000L) {
-		d->end.tv_sec++;
-		d->end.tv_nsec -= 1000000000L;
-	}
-}
-
-int rdmx__deadline_left_ms(struct rdmx__deadline *d)
-{
-	struct timespec now;
-	int64_t ms;
-
-	if (d->forever)
-		return INT32_MAX;
-	if (!d->armed)
-		deadline_arm(d);
-	clock_gettime(DEADLINE_CLOCK, &now);
-	ms = (int64_t)(d->end.tv_sec - now.tv_sec) * 1000 +
-	     (d->end.tv_nsec - now.tv_nsec) / 1000000;
-	if (ms <= 0)
-		return 0;
-	return ms > INT32_MAX ? INT32_MAX : (int)ms;
-}
+/* ------------------------------------------------- connection down */
 
 /* The reason @c went down, as this thread's error; its down_rc. */
 static int down_reason(rdmx_conn *c)
@@ -218,38 +168,6 @@ int rdmx__conn_check_peer(rdmx_conn *c)
 	if (rc && rc != -ENOBUFS)
 		return rc;
 	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
-}
-
-/*
- * Busy-polling is what keeps latency low, but on a machine with fewer cores
- * than spinning threads (a self-test, a CI box, a VM) a spinner holding the
- * CPU delays the very thread it waits for by a whole time slice. So spin
- * freely for a while, then yield the CPU every few polls: sched_yield()
- * returns at once when nobody else wants the core.
- */
-void rdmx__spin_pause(struct rdmx__deadline *d)
-{
-	if (++d->spins > SPIN_FREE && !(d->spins & (SPIN_YIELD_EVERY - 1)))
-		sched_yield();
-}
-
-int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
-{
-	int rc;
-
-	if (d->once)
-		return rdmx__fail(-EAGAIN, "nothing ready");
-	if (!d->armed)
-		deadline_arm(d);
-	rdmx__spin_pause(d);
-	if (d->spins & 255)
-		return 0;
-	rc = rdmx__conn_check_peer(c);
-	if (rc)
-		return rc;
-	if (!d->forever && rdmx__deadline_left_ms(d) == 0)
-		return rdmx__fail(-ETIMEDOUT, "timed out");
-	return 0;
 }
 
 /*
@@ -344,6 +262,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	c->f = ctx->fops;
 	c->proto = proto;
 	c->opts = *o;
+	rdmx__wait_resolve(ctx, &c->opts);
 	c->max_msg = o->max_msg_size;
 	rdmx__live_init(c);
 	rdmx__os_init(c);
@@ -564,6 +483,9 @@ int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	rc = rdmx__group_create(lis->proto, &lis->group);
 	if (rc)
 		goto free_lis;
+	rdmx__wait_resolve(ctx, &lis->opts);
+	lis->group->wait_mode = lis->opts.wait_mode;
+	lis->group->spin_us = lis->opts.spin_us;
 	rc = ctx->fops->listen(ctx->fab, addr, port, &lis->ep);
 	if (rc)
 		goto put_group;
@@ -832,12 +754,14 @@ static int accept_wait(rdmx_listener *lis, int timeout_ms, rdmx_conn **out)
 		left = rdmx__deadline_left_ms(&d);
 		slice = lis->npending ? PENDING_POLL_MS : ACCEPT_SLICE_MS;
 		rc = take_request(lis, left < slice ? left : slice);
-		if (rc && rc != -ETIMEDOUT)
+		if (rc && rc != -ETIMEDOUT && rc != -EAGAIN)
 			return rdmx__keep(&lis->err, rc);
 		if (!rc || d.forever || rdmx__deadline_left_ms(&d) > 0)
 			continue;
 		if (!pending_reap(lis, out))
 			return 0;
+		if (d.once)
+			return rdmx__again();
 		return rdmx__failo(&lis->err, -ETIMEDOUT,
 				   "no connection came up within %d ms (%zu handshakes in flight)",
 				   timeout_ms, lis->npending);
@@ -861,7 +785,7 @@ int rdmx__accept_step(rdmx_listener *lis, rdmx_conn **out)
 	if (!pending_reap(lis, out))
 		return 0;
 	rc = take_request(lis, 0);
-	if (rc && rc != -ETIMEDOUT)
+	if (rc && rc != -ETIMEDOUT && rc != -EAGAIN)
 		return rdmx__keep(&lis->err, rc);
 	return rc ? -EAGAIN : pending_reap(lis, out);
 }

@@ -26,6 +26,9 @@ int rdmx_ctx_create(rdmx_ctx **out, const struct rdmx_ctx_opts *opts)
 	rc = rdmx__ctx_opts_copy(opts, &o);
 	if (rc)
 		return rc;
+	if (o.wait_mode > RDMX_WAIT_ADAPTIVE || o.spin_us > RDMX__SPIN_US_MAX)
+		return rdmx__fail(-EINVAL, "wait_mode %u / spin_us %u: not an enum rdmx_wait_mode / over %u",
+				  o.wait_mode, o.spin_us, RDMX__SPIN_US_MAX);
 	fops = fabric_by_name(o.fabric);
 	if (!fops)
 		return rdmx__fail(-EINVAL, "unknown fabric '%s' (known: verbs, fake)",
@@ -34,6 +37,8 @@ int rdmx_ctx_create(rdmx_ctx **out, const struct rdmx_ctx_opts *opts)
 	if (!ctx)
 		return rdmx__fail(-ENOMEM, "out of memory for a context");
 	ctx->fops = fops;
+	ctx->wait_mode = o.wait_mode ? o.wait_mode : RDMX_WAIT_ADAPTIVE;
+	ctx->spin_us = o.spin_us ? o.spin_us : RDMX__SPIN_US_DEFAULT;
 	rc = rdmx__slab_create(ctx);
 	if (rc) {
 		free(ctx);

@@ -11,10 +11,12 @@
 #include "fabric.h"
 
 static _Thread_local char last_error[RDMX__ERRMSG_LEN];
+static _Thread_local int quiet; /* the last failure was rdmx__again() */
 
 __attribute__((format(printf, 1, 0)))
 static void vrecord(const char *fmt, va_list ap)
 {
+	quiet = 0;
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 }
 
@@ -28,8 +30,16 @@ int rdmx__fail(int rc, const char *fmt, ...)
 	return rc;
 }
 
+int rdmx__again(void)
+{
+	quiet = 1;
+	return -EAGAIN;
+}
+
 int rdmx__keep(struct rdmx__err *obj, int rc)
 {
+	if (rc == -EAGAIN && quiet)
+		return rc;
 	if (obj && rc < 0)
 		snprintf(obj->msg, sizeof(obj->msg), "%s", last_error);
 	return rc;

@@ -20,6 +20,13 @@ struct rdmx__err {
 int rdmx__fail(int rc, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * -EAGAIN for a poll that found nothing, with no message formatted (a
+ * zero-timeout poll costs no vsnprintf): the thread's last error and the
+ * object's stay what they were; rdmx__keep() copies nothing for it.
+ */
+int rdmx__again(void);
+
 /* When @rc < 0, copy the thread's last error into @obj; returns @rc. */
 int rdmx__keep(struct rdmx__err *obj, int rc);
 

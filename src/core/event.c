@@ -86,6 +86,7 @@ static int next_wait(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
 	int rc, left;
 
 	rdmx__deadline_start(&d, timeout_ms);
+	rdmx__deadline_mode(&d, lis->group->wait_mode, lis->group->spin_us);
 	for (;;) {
 		rc = rdmx__group_shut(lis->group);
 		if (rc)
@@ -94,10 +95,13 @@ static int next_wait(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
 		rc = next_once(lis, ev, left < NEXT_SLICE_MS ? left : NEXT_SLICE_MS);
 		if (rc != -EAGAIN)
 			return rc;
-		if (d.once || left == 0)
+		if (d.once)
+			return rdmx__again();
+		if (left == 0)
 			return rdmx__fail(-ETIMEDOUT, "no connection, message or departure within %d ms",
 					  timeout_ms);
-		rdmx__spin_pause(&d); /* no member: the message wait returned at once */
+		rdmx__wait_idle(&d); /* no member: the message wait returned at once */
+		rdmx__wait_park(&d);
 	}
 }
 

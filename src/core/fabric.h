@@ -127,7 +127,9 @@ struct rdmx__fabric_ops {
 		      struct rdmx__ep **out);
 	uint16_t (*local_port)(const struct rdmx__ep *ep);
 	/* Next connect request on a listening ep; its private data is copied
-	 * to @pdata (RDMX__PDATA_BUF bytes) and its length to @plen. */
+	 * to @pdata (RDMX__PDATA_BUF bytes) and its length to @plen. None
+	 * within @timeout_ms: -ETIMEDOUT, or for 0 rdmx__again() (-EAGAIN,
+	 * no message formatted). */
 	int (*get_request)(struct rdmx__ep *lis, int timeout_ms,
 			   struct rdmx__ep **child, void *pdata, size_t *plen);
 	/* Client side: create an ep and resolve address and route. */

@@ -155,6 +155,8 @@ static int next_event(struct rdmx__ep *ep, int timeout_ms,
 			return rdmx__fail(-errno, "reading rdma_cm events: %s", strerror(errno));
 		int n = poll(&pfd, 1, timeout_ms);
 
+		if (n == 0 && !timeout_ms)
+			return rdmx__again(); /* a poll: no message */
 		if (n == 0)
 			return rdmx__fail(-ETIMEDOUT, "no rdma_cm event within %d ms", timeout_ms);
 		if (n < 0 && errno != EINTR)
@@ -462,7 +464,7 @@ static int vf_accept_poll(struct rdmx__ep *ep)
 {
 	int rc = expect(ep, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL);
 
-	if (rc == -ETIMEDOUT)
+	if (rc == -ETIMEDOUT || rc == -EAGAIN)
 		return -EAGAIN; /* no event yet: the dialer has not completed */
 	return established(ep, rc);
 }

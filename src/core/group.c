@@ -9,7 +9,6 @@
 
 #include "internal.h"
 
-#define PEER_CHECK_ROUNDS 256
 
 int rdmx__group_create(const struct rdmx_protocol_ops *proto,
 		       struct rdmx__group **out)
@@ -263,20 +262,22 @@ int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 	if (g->proto->group_recv)
 		return g->proto->group_recv(g, m, timeout_ms);
 	rdmx__deadline_start(&d, timeout_ms);
+	rdmx__deadline_mode(&d, g->wait_mode, g->spin_us);
 	for (;;) {
 		rc = poll_round(g, m);
 		if (rc != -EAGAIN)
 			return rc;
 		if (d.once)
-			return rdmx__fail(-EAGAIN, "nothing ready");
-		rdmx__spin_pause(&d);
-		if (d.spins % PEER_CHECK_ROUNDS)
+			return rdmx__again();
+		if (!rdmx__wait_idle(&d))
 			continue;
 		check_peers(g);
 		rc = rdmx__group_shut(g);
 		if (rc)
 			return rc;
-		if (!d.forever && rdmx__deadline_left_ms(&d) == 0)
-			return rdmx__fail(-ETIMEDOUT, "timed out");
+		rc = rdmx__deadline_passed(&d);
+		if (rc)
+			return rc;
+		rdmx__wait_park(&d);
 	}
 }

@@ -25,6 +25,8 @@ struct rdmx_ctx {
 	const struct rdmx__fabric_ops *fops;
 	struct rdmx__fabric *fab;
 	struct rdmx__slab *slab;
+	uint8_t wait_mode;         /* resolved: never RDMX_WAIT_DEFAULT */
+	uint32_t spin_us;          /* resolved: never 0 */
 };
 
 struct rdmx_protocol_ops;
@@ -53,6 +55,8 @@ struct rdmx__group {
 	int shut;                /* atomic: rdmx_listener_shutdown() was called */
 	unsigned admitted;       /* connections admitted, not yet freed */
 	uint64_t mem;            /* their proto->mem_estimate() bytes */
+	uint8_t wait_mode;       /* the listener's, resolved (wait.c) */
+	uint32_t spin_us;
 };
 
 /* -ESHUTDOWN with a message once the group's listener is shut down. */
@@ -217,14 +221,24 @@ struct rdmx_protocol_ops {
 const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);
 const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id);
 
-/* A wait bound: timeout_ms < 0 is forever, 0 is "poll once". */
+/*
+ * A wait bound: timeout_ms < 0 is forever, 0 is "poll once"; and how the
+ * wait waits (wait.c): @mode, @spin_us of it, and its park state.
+ */
+#define RDMX__SPIN_US_DEFAULT 50u
+#define RDMX__SPIN_US_MAX 1000000u
 struct rdmx__deadline {
 	struct timespec end;       /* valid once armed */
 	int forever;
 	int once;
 	int armed;
 	int timeout_ms;
-	unsigned spins;
+	unsigned spins;            /* empty polls so far */
+	uint8_t mode;              /* enum rdmx_wait_mode, never DEFAULT */
+	uint32_t spin_us;          /* adaptive: spin this long, then park */
+	int64_t spin_from_us;      /* adaptive: the first empty poll */
+	unsigned park_us;          /* the last park's length, 0: none yet */
+	int parking;               /* past the spin phase: park when idle */
 };
 /* An accepted request whose dialer has not completed the handshake. */
 struct rdmx__pending {
@@ -233,18 +247,38 @@ struct rdmx__pending {
 	int up;                   /* the accept itself saw it established */
 };
 
+/* wait.c: deadlines and the one wait step. */
 void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
+/* Wait in @mode (enum rdmx_wait_mode; DEFAULT is adaptive) spinning
+ * @spin_us first in adaptive mode. rdmx__deadline_start() sets adaptive
+ * with RDMX__SPIN_US_DEFAULT; rdmx__conn_wait() sets the connection's. */
+void rdmx__deadline_mode(struct rdmx__deadline *d, uint8_t mode,
+			 uint32_t spin_us);
 /* Milliseconds left (INT32_MAX when forever, 0 when passed). */
 int rdmx__deadline_left_ms(struct rdmx__deadline *d);
+/* -ETIMEDOUT with a message once @d has passed, else 0. */
+int rdmx__deadline_passed(struct rdmx__deadline *d);
 
-/* Count an empty poll of @d; past a spin budget, yield the CPU now and then. */
-void rdmx__spin_pause(struct rdmx__deadline *d);
+/* Fill @o's wait_mode and spin_us left at their defaults from @ctx. */
+void rdmx__wait_resolve(const rdmx_ctx *ctx, struct rdmx_conn_opts *o);
 
 /*
- * rdmx__conn_wait - call once per empty poll of a wait loop. Every few
- * hundred spins it checks the clock and connection events. Returns 0 to
- * keep polling, -EAGAIN for a zero timeout, -ETIMEDOUT, or the error the
- * connection went down with.
+ * rdmx__wait_idle - the wait step: call once per empty poll of a wait
+ * loop. Spins or yields as the deadline's mode says. Returns 1 when the
+ * caller should run its slow checks (peer, deadline, shutdown): every
+ * RDMX__WAIT_CHECK_EVERY spins, and every time once the wait parks;
+ * then, unless a check ends the wait, the caller calls rdmx__wait_park()
+ * (outside its locks), which sleeps once the wait is past its spinning.
+ */
+#define RDMX__WAIT_CHECK_EVERY 256u
+int rdmx__wait_idle(struct rdmx__deadline *d);
+void rdmx__wait_park(struct rdmx__deadline *d);
+
+/*
+ * rdmx__conn_wait - rdmx__wait_idle() for a wait on one connection, in
+ * the connection's wait mode, with its checks. Returns 0 to keep polling,
+ * -EAGAIN (no message formatted: rdmx__again) for a zero timeout,
+ * -ETIMEDOUT, or the error the connection went down with.
  */
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
 

@@ -789,17 +789,17 @@ static int group_wait(struct rdmx__group *g, struct rdmx__deadline *d)
 		pthread_mutex_unlock(&g->lock);
 		if (idle % PEER_CHECK_IDLE == 0 && check_peers(g))
 			return 0;
-		return rdmx__fail(-EAGAIN, "nothing ready");
+		return rdmx__again();
 	}
-	rdmx__spin_pause(d);
-	if (d->spins & 255)
+	if (!rdmx__wait_idle(d))
 		return 0;
 	if (check_peers(g))
 		return 0;
 	if (rdmx__group_shut(g))
 		return -ESHUTDOWN;
-	if (!d->forever && rdmx__deadline_left_ms(d) == 0)
-		return rdmx__fail(-ETIMEDOUT, "timed out");
+	if (rdmx__deadline_passed(d))
+		return -ETIMEDOUT;
+	rdmx__wait_park(d);
 	return 0;
 }
 
@@ -810,6 +810,7 @@ static int srq_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
+	rdmx__deadline_mode(&d, g->wait_mode, g->spin_us);
 	for (;;) {
 		rc = group_once(g, m);
 		if (rc != NOTHING)

@@ -434,7 +434,7 @@ static int wait_done(rdmx_conn *c, int *done)
 		rc = reap(c);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && (rc = rdmx__wa_idle(c, &d)))
+		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
 			return rc;
 	}
 	return 0;
@@ -511,7 +511,7 @@ static int recover_stale(rdmx_conn *c, uint64_t add, uint64_t *v)
 			return rc;
 		if (tail >= want)
 			break;
-		rc = rdmx__wa_idle(c, &d);
+		rc = rdmx__conn_wait(c, &d);
 		if (rc == -ETIMEDOUT || rc == -EAGAIN)
 			break;
 		if (rc)
@@ -617,7 +617,7 @@ static int wait_space(rdmx_conn *c, uint64_t v, uint64_t len)
 		if (!rc && p->cached_head > v)
 			return skipped(c, v);
 		if (!rc && !wa_fits(v, len, p->cached_head, p->r_size))
-			rc = rdmx__wa_idle(c, &d);
+			rc = rdmx__conn_wait(c, &d);
 		if (rc == -ETIMEDOUT)
 			return rdmx__fail(rc, "write_atomic: waited %u ms for %llu bytes of ring space at the peer (reservation at %llu, head %llu); the message was not sent",
 					  c->opts.liveness_ms, (unsigned long long)len,
@@ -756,7 +756,7 @@ static int wa_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			return rc;
 		if (rc)
 			break;
-		rc = rdmx__wa_idle(c, &d);
+		rc = rdmx__conn_wait(c, &d);
 		if (rc)
 			return rc;
 	}
@@ -831,7 +831,7 @@ static int wa_flush(rdmx_conn *c, int timeout_ms)
 		rc = reap(c);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && (rc = rdmx__wa_idle(c, &d)))
+		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
 			return rc == -EAGAIN ? -ETIMEDOUT : rc;
 	}
 	return 0;

@@ -76,6 +76,7 @@ struct wa {
 	int leaving;              /* rdmx_conn_close began (rx->lock): the
 				   * listener no longer touches it */
 	struct vq parked;         /* records on rx waiting for this conn */
+	int down_seen;            /* the listener saw it down (rx->lock) */
 	/* sending */
 	struct rdmx__cq *cq;
 	uint8_t *sbuf;
@@ -122,8 +123,6 @@ uint64_t rdmx__wa_vq_front(const struct vq *q);
 uint64_t rdmx__wa_vq_pop(struct vq *q);
 void rdmx__wa_vq_free(struct vq *q);
 
-/* rdmx__conn_wait(), then now and then give the CPU away. */
-int rdmx__wa_idle(rdmx_conn *c, struct rdmx__deadline *d);
 
 /* Rings: make (registered on @c's device), free, enter and leave. */
 int rdmx__wa_ring_make(struct wa_ring *r, rdmx_conn *c, uint64_t size);

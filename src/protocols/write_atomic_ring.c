@@ -8,34 +8,11 @@
  * and WRITE placement order, are at the top of write_atomic.c.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "protocols/write_atomic.h"
-
-/*
- * Called once per empty poll of a wait loop, after rdmx__conn_wait():
- * every few polls give the CPU away, so that a spinning receiver does
- * not starve the sender it waits for when there are more threads than
- * cores (a spin on ring memory never blocks, unlike a CQ poll).
- */
-static void backoff(const struct rdmx__deadline *d)
-{
-	if ((d->spins & 15) == 15)
-		sched_yield();
-}
-
-/* rdmx__conn_wait() followed by backoff(). */
-int rdmx__wa_idle(rdmx_conn *c, struct rdmx__deadline *d)
-{
-	int rc = rdmx__conn_wait(c, d);
-
-	if (!rc)
-		backoff(d);
-	return rc;
-}
 
 /* ----------------------------------------------------------- vq helpers */
 
@@ -496,7 +473,7 @@ static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d, int drained)
 			return rdmx__fail(c->down_rc, "%s", c->err.msg);
 		return 0;
 	}
-	return rdmx__wa_idle(c, d);
+	return rdmx__conn_wait(c, d);
 }
 
 int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
@@ -548,7 +525,10 @@ int rdmx__wa_release_rx(struct wa_ring *r, rdmx_conn *c, uint64_t v)
 /*
  * A member whose peer is gone and whose messages were all handed out:
  * reported once with -ECONNRESET. Sets *live when a member is unreported.
- * Locked.
+ * Locked. @drained is from the poll before this call, so a member is
+ * reported only once it was seen down at an earlier call (down_seen):
+ * the peer's records, placed before it left, were all visible to that
+ * poll; one that went down after the poll may have records it missed.
  */
 static rdmx_conn *gone_member(struct wa_ring *r, int drained, int check,
 			      int *live)
@@ -562,8 +542,11 @@ static rdmx_conn *gone_member(struct wa_ring *r, int drained, int check,
 		*live = 1;
 		if (check && c->state == RDMX__CONN_UP)
 			rdmx__conn_check_peer(c);
-		if (drained && c->state == RDMX__CONN_DOWN && !wa_of(c)->parked.n)
+		if (c->state != RDMX__CONN_DOWN)
+			continue;
+		if (drained && wa_of(c)->down_seen && !wa_of(c)->parked.n)
 			return c;
+		wa_of(c)->down_seen = 1;
 	}
 	return NULL;
 }
@@ -572,7 +555,7 @@ static rdmx_conn *gone_member(struct wa_ring *r, int drained, int check,
 static int group_idle(struct wa_ring *r, struct rdmx_msg *m,
 		      struct rdmx__deadline *d, int drained)
 {
-	int check = d->once || !(++d->spins % 256), live;
+	int check = d->once || rdmx__wait_idle(d), live;
 	rdmx_conn *gone = gone_member(r, drained, check, &live);
 
 	if (gone) {
@@ -583,11 +566,8 @@ static int group_idle(struct wa_ring *r, struct rdmx_msg *m,
 	if (!live)
 		return rdmx__fail(-ENOTCONN, "no open connection on this listener");
 	if (d->once)
-		return rdmx__fail(-EAGAIN, "nothing ready");
-	if (check && !d->forever && rdmx__deadline_left_ms(d) == 0)
-		return rdmx__fail(-ETIMEDOUT, "timed out");
-	backoff(d);
-	return 0;
+		return rdmx__again();
+	return check ? rdmx__deadline_passed(d) : 0;
 }
 
 int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
@@ -603,6 +583,7 @@ int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 	if (!made)
 		return rdmx__fail(-ENOTCONN, "no open connection on this listener");
 	rdmx__deadline_start(&d, timeout_ms);
+	rdmx__deadline_mode(&d, g->wait_mode, g->spin_us);
 	for (;;) {
 		rc = rx_poll_any(r, m, &drained);
 		if (rc)
@@ -614,5 +595,6 @@ int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 			rc = rdmx__group_shut(g);
 		if (rc)
 			return rc;
+		rdmx__wait_park(&d); /* after group_idle's checks, unlocked */
 	}
 }

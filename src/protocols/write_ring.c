@@ -52,7 +52,6 @@
  * WRITEs to a peer that left fail with a retry error: never a hang.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,11 +630,6 @@ static int wait_room(rdmx_conn *c, uint64_t rsize, int timeout_ms)
 		rc = rdmx__conn_wait(c, &d);
 		if (rc)
 			return rc;
-		/* A sender waiting on its peer gives the CPU away now and
-		 * then: spinning senders must not starve the threads that
-		 * would free their room on a loaded or emulated host. */
-		if ((d.spins & 63) == 63)
-			sched_yield();
 	}
 }
 

@@ -24,6 +24,7 @@
 #include "many_senders.h"
 
 static const char *protocol; /* the protocol under test */
+static uint8_t wait_mode;     /* and the wait mode (enum rdmx_wait_mode) */
 
 static struct rdmx_conn_opts opts(void)
 {
@@ -31,6 +32,7 @@ static struct rdmx_conn_opts opts(void)
 
 	rdmx_conn_opts_init(&o);
 	o.protocol = protocol;
+	o.wait_mode = wait_mode;
 	return o;
 }
 
@@ -468,17 +470,35 @@ int main(void)
 		cmocka_unit_test(test_receiver_close_midstream),
 		cmocka_unit_test(test_many_senders),
 	};
+	/* the other wait modes: what waits (pingpong, backpressure, the
+	 * peer leaving), kept short for make check */
+	const struct CMUnitTest waits[] = {
+		cmocka_unit_test(test_pingpong_mixed_sizes),
+		cmocka_unit_test(test_backpressure),
+		cmocka_unit_test(test_peer_close_delivers_then_resets),
+	};
+	static const struct { uint8_t mode; const char *name; } modes[] = {
+		{ RDMX_WAIT_DEFAULT, "adaptive (default)" },
+		{ RDMX_WAIT_SPIN, "spin" },
+		{ RDMX_WAIT_BLOCK, "block" },
+	};
 	const char *const *names = rdmx_protocol_names();
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
 	int failed = 0;
 
-	for (int i = 0; names[i]; i++) {
-		if (only && *only && strcmp(only, names[i]))
-			continue;
-		protocol = names[i];
-		print_message("=== protocol %s on the %s fabric ===\n", protocol, th_fabric());
-		failed += _cmocka_run_group_tests(protocol, tests, sizeof(tests) / sizeof(tests[0]),
-						  NULL, NULL);
+	for (size_t w = 0; w < sizeof(modes) / sizeof(modes[0]); w++) {
+		wait_mode = modes[w].mode;
+		for (int i = 0; names[i]; i++) {
+			if (only && *only && strcmp(only, names[i]))
+				continue;
+			protocol = names[i];
+			print_message("=== protocol %s, wait %s, on the %s fabric ===\n",
+				      protocol, modes[w].name, th_fabric());
+			failed += w ? _cmocka_run_group_tests(protocol, waits,
+					sizeof(waits) / sizeof(waits[0]), NULL, NULL) :
+				_cmocka_run_group_tests(protocol, tests,
+					sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+		}
 	}
 	return failed;
 }
