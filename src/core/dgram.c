@@ -229,11 +229,13 @@ int rdmx__dgram_wait(struct rdmx__dgram *g, int recv, int timeout_ms,
 				  t, g->self.qpn, what);
 	rdmx__deadline_start(&d, timeout_ms);
 	while (!(n = g->f->poll_cq(recv ? g->rcq : g->scq, wc, 1))) {
+		if (!rdmx__wait_idle(&d))
+			continue;
 		if (rdmx__deadline_left_ms(&d) == 0)
 			return rdmx__fail(-ETIMEDOUT, "%s QP %u: no %s completion within %d ms "
 					  "waiting for %s", t, g->self.qpn,
 					  recv ? "receive" : "send", timeout_ms, what);
-		rdmx__spin_pause(&d);
+		rdmx__wait_park(&d);
 	}
 	if (n < 0)
 		return n;
