@@ -17,8 +17,9 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-# rdmx on a port the system picks: it prints it.
-"$rdmx" kv serve --memcached-addr 127.0.0.1 --memcached-port 0 --capacity 1000 \
+# rdmx on a port the system picks: it prints it (the TCP door alone: --port -1
+# keeps the RDMA door closed, so no RDMA device is needed).
+"$rdmx" kv serve --port -1 --memcached-addr 127.0.0.1 --memcached-port 0 --capacity 1000 \
   --memory 8M >"$tmp/rdmx.log" 2>&1 &
 pids+=($!)
 # memcached: a free port found by trying (it exits when the port is taken).
