@@ -50,6 +50,7 @@ const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name)
 {
 	static const struct rpc_transport_ops *const all[] = {
 		&rdmx__rpc_transport_msg,
+		&rdmx__rpc_transport_herd,
 	};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

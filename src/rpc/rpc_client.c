@@ -412,5 +412,7 @@ const char *rdmx_rpc_client_error(const rdmx_rpc_client *c)
 
 rdmx_conn *rdmx_rpc_client_conn(const rdmx_rpc_client *c)
 {
-	return c ? c->t : NULL;
+	if (!c)
+		return NULL;
+	return c->ops->conn ? c->ops->conn(c->t) : c->t;
 }

@@ -147,9 +147,15 @@ struct rpc_transport_ops {
 	void (*set_user)(void *t, void *user);
 	void *(*get_user)(const void *t);
 	void (*close)(void *t);
+	/* The rdmx connection under @t, when it is not @t itself (NULL: it is). */
+	rdmx_conn *(*conn)(const void *t);
 };
 
 extern const struct rpc_transport_ops rdmx__rpc_transport_msg;
+extern const struct rpc_transport_ops rdmx__rpc_transport_herd;
+/* herd: the server's responses sent over UD and over the control connection. */
+void rdmx__rpc_herd_counts(const struct rdmx_rpc_server *s, uint64_t *ud_sends,
+			   uint64_t *ctrl_sends);
 const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name);
 int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *out,
 		  const struct rpc_transport_ops **ops);
