@@ -404,7 +404,7 @@ static int on_ctrl(struct herd_srv *hs, struct rdmx_event *e, struct rpc_sev *ev
 	rdmx_msg_release(e->conn, &e->msg);
 	if (!rc)
 		return 0;
-	rdmx__failo(&hs->s->err, rc, "herd: setting up a client: %s", rdmx__last());
+	rdmx__keep(&hs->s->err, rc);
 	return 1; /* CLOSED: the core lets that client go */
 }
 
@@ -602,6 +602,16 @@ static int herd_dial(struct rdmx_rpc_client *c, const char *addr, uint16_t port)
 	return 0;
 }
 
+/* WRITE the first @n bytes of tx so they end on slot @i's last byte. */
+static int slot_put(struct herd_conn *h, uint32_t i, uint32_t n, uint64_t wr_id)
+{
+	struct rdmx__wc wc;
+	int rc = rdmx__uc_write(h->uc, h->tx, n, h->mr->lkey,
+				h->raddr + (uint64_t)(i + 1) * h->slot - n, h->rkey, wr_id);
+
+	return rc ? rc : rdmx__dgram_wait(h->uc, 0, h->timeout_ms, "a request's WRITE", &wc);
+}
+
 /* A request: frame and trailer in one UC WRITE, right-aligned in the
  * slot of its call (the call id's low bits), the mark last. */
 static int slot_write(struct herd_conn *h, size_t len)
@@ -609,17 +619,30 @@ static int slot_write(struct herd_conn *h, size_t len)
 	uint64_t id = get64(h->tx + 16);
 	uint32_t i = (uint32_t)(id & (RPC_WINDOW_MAX - 1));
 	uint32_t n = (uint32_t)len + HERD_TRAILER;
-	struct rdmx__wc wc;
-	int rc;
 
 	if (i >= h->window || n > h->slot)
 		return rdmx__fail(-EMSGSIZE, "herd: a request of %zu bytes for slot %u: "
 				  "%u slots of %u bytes", len, i, h->window, h->slot);
 	put32(h->tx + len, (uint32_t)len);
 	h->tx[len + 4] = (uint8_t)(1 + (id >> RPC_SLOT_BITS) % 255);
-	rc = rdmx__uc_write(h->uc, h->tx, n, h->mr->lkey,
-			    h->raddr + (uint64_t)(i + 1) * h->slot - n, h->rkey, id);
-	return rc ? rc : rdmx__dgram_wait(h->uc, 0, h->timeout_ms, "a request's WRITE", &wc);
+	return slot_put(h, i, n, id);
+}
+
+int rdmx__rpc_herd_poke(struct rdmx_rpc_client *c, uint32_t i, const void *bytes,
+			size_t n)
+{
+	struct herd_conn *h = c->t;
+
+	if (c->ops != &rdmx__rpc_transport_herd || i >= h->window || n > h->slot ||
+	    n > (size_t)(h->rx - h->tx))
+		return rdmx__fail(-EINVAL, "herd: no slot %u of %zu bytes to poke", i, n);
+	memcpy(h->tx, bytes, n);
+	return slot_put(h, i, (uint32_t)n, 0);
+}
+
+uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c)
+{
+	return ((const struct herd_conn *)c->t)->slot;
 }
 
 /* Take a UD response if one is there: 1, 0 (none) or -errno. */
