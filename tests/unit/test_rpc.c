@@ -579,6 +579,44 @@ static void t_contract(void **state)
 	assert_int_equal(rdmx_rpc_contract_check(m, 0), -EINVAL);
 }
 
+static int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Calls/s and p50 of 32-byte echoes, printed to compare transports in one
+ * run (reported, never asserted: only the echoes are checked). */
+static void t_rate(void **state)
+{
+	uint64_t n = th_count(2000);
+	double *lat = calloc(n, sizeof(*lat)), t0;
+	rdmx_rpc_client *c;
+	struct srv v;
+	const char *t = getenv("RPC_TRANSPORT");
+
+	(void)state;
+	assert_non_null(lat);
+	srv_start(&v, 1);
+	c = dial_ok(&v, 4);
+	t0 = th_now_ms();
+	for (uint64_t i = 0; i < n; i++) {
+		double s = th_now_ms();
+
+		echo_once(c, 32, i);
+		lat[i] = th_now_ms() - s;
+	}
+	t0 = th_now_ms() - t0;
+	qsort(lat, n, sizeof(*lat), dcmp);
+	printf("rpc %s: %llu echoes of 32 B: %.0f calls/s, p50 %.1f us, p99 %.1f us\n",
+	       t && *t ? t : "msg", (unsigned long long)n, n / (t0 / 1e3), lat[n / 2] * 1e3,
+	       lat[n * 99 / 100] * 1e3);
+	free(lat);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
+}
+
 /* ------------------------------------------------------ transport herd */
 
 static int herd(void)
@@ -723,6 +761,7 @@ int main(void)
 		cmocka_unit_test(t_server_gone),
 		cmocka_unit_test(t_client_gone),
 		cmocka_unit_test(t_threads),
+		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
 		cmocka_unit_test(t_herd_setup),
