@@ -42,7 +42,6 @@
  * path HERD falls back to is not built here.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +58,7 @@
 #define HERD_UC_DEPTH 16u
 #define HERD_UD_DEPTH 64u
 #define DEPTH_MIN 16u
+#define PEER_CHECK_ROUNDS 256u
 
 /* One UD QP of the server, per worker; its lock makes a responder the
  * QP's one thread for a post and its completion. */
@@ -78,7 +78,8 @@ struct herd_srv {
 	struct herd_ud *ud;
 	unsigned nud, next_ud;
 	uint32_t slot;                /* bytes per request slot */
-	struct herd_conn *conns;      /* set up: their slots are polled */
+	struct herd_conn *conns;      /* every connection; set up: slots polled */
+	unsigned idle;                /* empty rounds since the last peer check */
 	struct herd_conn *cur;        /* round robin: the next conn ... */
 	uint32_t cur_slot;            /* ... and its next slot */
 	_Atomic uint64_t ud_sends, ctrl_sends;
@@ -97,7 +98,8 @@ struct herd_conn {
 	uint8_t *tx;                  /* a frame to send (alloc) */
 	size_t txcap;
 	uint32_t window, slot;
-	bool setup;
+	uint32_t slots;               /* server: polled (window once set up) */
+	bool setup, linked;
 	struct rdmx__err err;
 	/* server */
 	struct herd_ud *ud;
@@ -277,18 +279,18 @@ static void herd_unlisten(struct rdmx_rpc_server *s)
 	s->tstate = NULL;
 }
 
-static void poll_link(struct herd_srv *hs, struct herd_conn *h)
+static void conn_link(struct herd_srv *hs, struct herd_conn *h)
 {
 	h->next = hs->conns;
 	if (hs->conns)
 		hs->conns->prev = h;
 	hs->conns = h;
-	h->setup = true;
+	h->linked = true;
 }
 
-static void poll_unlink(struct herd_srv *hs, struct herd_conn *h)
+static void conn_unlink(struct herd_srv *hs, struct herd_conn *h)
 {
-	if (!h->setup)
+	if (!h->linked)
 		return;
 	if (hs->cur == h) {
 		hs->cur = h->next;
@@ -300,7 +302,8 @@ static void poll_unlink(struct herd_srv *hs, struct herd_conn *h)
 		hs->conns = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
-	h->setup = false;
+	h->linked = false;
+	h->slots = 0;
 }
 
 /* The client's descriptors from its setup message (read once). */
@@ -356,8 +359,10 @@ static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rd
 			     RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE);
 	if (!rc)
 		rc = setup_reply(h);
-	if (!rc)
-		poll_link(hs, h);
+	if (!rc) {
+		h->setup = true;
+		h->slots = h->window;
+	}
 	return rc;
 }
 
@@ -385,13 +390,14 @@ static int on_ctrl(struct herd_srv *hs, struct rdmx_event *e, struct rpc_sev *ev
 			return 0;
 		}
 		rdmx_conn_set_user(e->conn, h);
+		conn_link(hs, h);
 		*ev = (struct rpc_sev){ .type = RPC_SEV_CONN, .t = h };
 		return 1;
 	}
 	h = rdmx_conn_get_user(e->conn);
 	*ev = (struct rpc_sev){ .type = RPC_SEV_CLOSED, .t = h };
 	if (e->type == RDMX_EVENT_CLOSED) {
-		poll_unlink(hs, h);
+		conn_unlink(hs, h);
 		return 1;
 	}
 	if (h->setup || !is_setup(&e->msg)) {
@@ -437,12 +443,12 @@ static int slots_poll(struct herd_srv *hs, struct rpc_sev *ev)
 	size_t total = 0;
 
 	for (struct herd_conn *h = hs->conns; h; h = h->next)
-		total += h->window;
+		total += h->slots;
 	for (size_t n = 0; n < total; n++) {
 		struct herd_conn *h;
 		uint32_t i;
 
-		if (!hs->cur || hs->cur_slot >= hs->cur->window) {
+		while (!hs->cur || hs->cur_slot >= hs->cur->slots) {
 			hs->cur = hs->cur ? hs->cur->next : NULL;
 			hs->cur = hs->cur ? hs->cur : hs->conns;
 			hs->cur_slot = 0;
@@ -455,6 +461,16 @@ static int slots_poll(struct herd_srv *hs, struct rpc_sev *ev)
 		}
 	}
 	return 0;
+}
+
+/* Now and then, when idle, look for clients gone (their control
+ * connection's peer): the listener reports them at its next poll. */
+static void peers_check(struct herd_srv *hs)
+{
+	if (++hs->idle % PEER_CHECK_ROUNDS)
+		return;
+	for (struct herd_conn *h = hs->conns; h; h = h->next)
+		rdmx__conn_check_peer(h->conn);
 }
 
 static int herd_next(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_ms)
@@ -475,8 +491,10 @@ static int herd_next(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_
 			return 0;
 		if (rdmx__deadline_left_ms(&d) == 0)
 			return -ETIMEDOUT;
-		if (rc)
-			sched_yield(); /* two cores shared: let the clients run */
+		if (rc) {
+			peers_check(hs);
+			rdmx__spin_pause(&d); /* shared cores: let the clients run */
+		}
 	}
 }
 
@@ -683,9 +701,9 @@ static int herd_recv(void *t, struct rpc_rx *rx, int timeout_ms)
 		}
 		if (rc != -EAGAIN && rc != -ETIMEDOUT)
 			return rc;
-		if (rdmx__deadline_left_ms(&d) == 0)
-			return -ETIMEDOUT;
-		sched_yield();
+		rc = rdmx__conn_wait(h->conn, &d); /* bound, and the server's liveness */
+		if (rc)
+			return rc;
 	}
 }
 
@@ -777,7 +795,7 @@ static void herd_close(void *t)
 	struct herd_conn *h = t;
 
 	if (h->hs)
-		poll_unlink(h->hs, h);
+		conn_unlink(h->hs, h);
 	conn_free(h);
 }
 
