@@ -59,7 +59,7 @@ static const struct opts_page rpc_page = {
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
-static const char *const transports[] = { "msg", "rfp", NULL };
+static const char *const transports[] = { "msg", "rfp", "herd", NULL };
 
 struct rpc_cfg {
 	const char *fabric, *transport, *protocol;

@@ -25,6 +25,9 @@
  * RDMA-WRITE its request into a slot of server memory and RDMA-READ the
  * response the server leaves in its own memory, asking the server to push
  * it (a SEND) after @fetch_retries reads that found nothing.
+ * "herd" (HERD): requests RDMA-WRITTEN over UC into the client's slots
+ * on the server, responses SENT over UD (above the UD limit: over the
+ * control connection); a lost response is a call that times out.
  *
  * Conventions as in rdmx.h: 0 or a negative errno, a readable message on
  * the object (rdmx_rpc_server_error(), rdmx_rpc_client_error()) and in the
@@ -62,7 +65,7 @@ struct rdmx_rpc_method {
 /* Options of a server or client; fill with rdmx_rpc_opts_init(). */
 struct rdmx_rpc_opts {
 	uint32_t size;          /* sizeof(struct rdmx_rpc_opts) of the caller */
-	const char *transport;  /* "msg" (default) */
+	const char *transport;  /* "msg" (default), "herd" */
 	const char *protocol;   /* msg: the rdmx protocol, default "send_recv" */
 	uint32_t window;        /* client: calls in flight, default 16, <= 4096;
 				 * rfp server: request slots per client (a

@@ -52,6 +52,7 @@ const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name)
 	static const struct rpc_transport_ops *const all[] = {
 		&rdmx__rpc_transport_msg,
 		&rdmx__rpc_transport_rfp,
+		&rdmx__rpc_transport_herd,
 	};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

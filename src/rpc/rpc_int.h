@@ -153,6 +153,15 @@ struct rpc_transport_ops {
 
 extern const struct rpc_transport_ops rdmx__rpc_transport_msg;
 extern const struct rpc_transport_ops rdmx__rpc_transport_rfp;
+extern const struct rpc_transport_ops rdmx__rpc_transport_herd;
+/* herd: the server's responses sent over UD and over the control connection. */
+void rdmx__rpc_herd_counts(const struct rdmx_rpc_server *s, uint64_t *ud_sends,
+			   uint64_t *ctrl_sends);
+/* herd, for tests: WRITE @n raw bytes ending on the last byte of the
+ * client's slot @i (a hostile client); the slots' size. */
+int rdmx__rpc_herd_poke(struct rdmx_rpc_client *c, uint32_t i, const void *bytes,
+			size_t n);
+uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c);
 const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name);
 int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *out,
 		  const struct rpc_transport_ops **ops);

@@ -23,6 +23,7 @@
 #include <rdmx/rpc.h>
 
 #include "harness.h"
+#include "rpc/rpc_int.h"
 
 #define M_ECHO 1
 #define M_FAIL 2
@@ -630,6 +631,175 @@ static void t_contract(void **state)
 	assert_int_equal(rdmx_rpc_contract_check(m, 0), -EINVAL);
 }
 
+static int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Calls/s and p50 of 32-byte echoes, printed to compare transports in one
+ * run (reported, never asserted: only the echoes are checked). */
+static void t_rate(void **state)
+{
+	uint64_t n = th_count(2000);
+	double *lat = calloc(n, sizeof(*lat)), t0;
+	rdmx_rpc_client *c;
+	struct srv v;
+	const char *t = getenv("RPC_TRANSPORT");
+
+	(void)state;
+	assert_non_null(lat);
+	srv_start(&v, 1);
+	c = dial_ok(&v, 4);
+	t0 = th_now_ms();
+	for (uint64_t i = 0; i < n; i++) {
+		double s = th_now_ms();
+
+		echo_once(c, 32, i);
+		lat[i] = th_now_ms() - s;
+	}
+	t0 = th_now_ms() - t0;
+	qsort(lat, n, sizeof(*lat), dcmp);
+	printf("rpc %s: %llu echoes of 32 B: %.0f calls/s, p50 %.1f us, p99 %.1f us\n",
+	       t && *t ? t : "msg", (unsigned long long)n, n / (t0 / 1e3), lat[n / 2] * 1e3,
+	       lat[n * 99 / 100] * 1e3);
+	free(lat);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
+}
+
+/* ------------------------------------------------------ transport herd */
+
+static int herd(void)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+
+	return t && !strcmp(t, "herd");
+}
+
+/* The server's outbound work requests: one UD SEND per call whose
+ * response fits the UD limit, a control message for the others (and
+ * each client's HELLO_OK). */
+static void t_herd_counts(void **state)
+{
+	uint64_t ud, ctrl, n = calls(500);
+	rdmx_rpc_client *c;
+	struct srv v;
+
+	(void)state;
+	if (!herd())
+		skip();
+	srv_start(&v, 1);
+	c = dial_ok(&v, 4);
+	for (uint64_t i = 0; i < n; i++)
+		echo_once(c, 100, i);
+	for (uint64_t i = 0; i < 5; i++)
+		echo_once(c, MAX_ECHO, i);
+	rdmx__rpc_herd_counts(v.s, &ud, &ctrl);
+	printf("herd: %llu calls: %llu UD SENDs, %llu control messages (1 HELLO_OK): "
+	       "%.2f server work requests per call; requests over UC\n",
+	       (unsigned long long)(n + 5), (unsigned long long)ud,
+	       (unsigned long long)ctrl, (double)(ud + ctrl - 1) / (double)(n + 5));
+	assert_int_equal(ud, n);
+	assert_int_equal(ctrl, 1 + 5);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
+}
+
+/* A frame of @len bytes (header @kind/@method/@plen, payload 0x5a) and its
+ * trailer, as a hostile client WRITEs it into its slot. */
+static size_t herd_frame(unsigned char *buf, uint32_t len, uint16_t method, uint32_t plen)
+{
+	struct rpc_hdr h = { .kind = RPC_REQ, .method = method, .len = plen, .call = 1 };
+
+	memset(buf, 0x5a, len);
+	if (plen)
+		rdmx__rpc_hdr_put(buf, &h);
+	buf[len] = (unsigned char)len;
+	buf[len + 1] = (unsigned char)(len >> 8);
+	buf[len + 2] = (unsigned char)(len >> 16);
+	buf[len + 3] = (unsigned char)(len >> 24);
+	buf[len + 4] = 1; /* the mark */
+	return len + 5;
+}
+
+/* A client writing garbage into its slot fails its connection only: a
+ * length above the slot, bytes that are no frame, a request above its
+ * method's max_req. */
+static void t_herd_hostile(void **state)
+{
+	static unsigned char buf[8192];
+	static const char *const why[] = { "shorter than", "not an rpc frame",
+					   "above its largest" };
+	rdmx_rpc_client *good, *bad;
+	unsigned char out[64];
+	struct srv v;
+	size_t n;
+	int status;
+
+	(void)state;
+	if (!herd())
+		skip();
+	srv_start(&v, 2);
+	good = dial_ok(&v, 4);
+	for (int k = 0; k < 3; k++) {
+		bad = dial_ok(&v, 4);
+		if (k == 0) {
+			n = herd_frame(buf, 0, 0, 0);
+			memset(buf, 0xff, 4); /* length 0xffffffff */
+		} else {
+			uint32_t big = rdmx__rpc_herd_slot(bad) - 5;
+
+			n = k == 1 ? herd_frame(buf, 30, 0, 0)
+				   : herd_frame(buf, big, M_ECHO, big - RPC_HDR);
+		}
+		assert_true(k < 2 || n - 5 - RPC_HDR > MAX_ECHO);
+		assert_int_equal(rdmx__rpc_herd_poke(bad, 1, buf, n), 0);
+		assert_int_equal(bad_wait(&v, (uint64_t)k + 1), 0);
+		if (!strstr(rdmx_rpc_server_error(v.s), why[k]))
+			fail_msg("case %d: %s", k, rdmx_rpc_server_error(v.s));
+		assert_int_equal(rdmx_rpc_call(bad, M_ECHO, "x", 1, out, sizeof(out), NULL,
+					       &status, WAIT_MS), -ECONNRESET);
+		rdmx_rpc_client_destroy(bad);
+		echo_once(good, 100, (uint64_t)k);
+	}
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
+/* A herd setup with a descriptor out of range: that peer is let go. */
+static void t_herd_setup(void **state)
+{
+	unsigned char w[8 + 96] = { 'H', 'R', 'D', '1', 4 };
+	struct rdmx_conn_opts co;
+	rdmx_rpc_client *good;
+	struct rdmx_msg m;
+	rdmx_conn *raw;
+	struct srv v;
+
+	(void)state;
+	if (!herd())
+		skip();
+	srv_start(&v, 1);
+	good = dial_ok(&v, 4);
+	rdmx_conn_opts_init(&co);
+	co.max_msg_size = 24 + MAX_ECHO;
+	co.send_depth = co.recv_depth = 16;
+	assert_int_equal(rdmx_dial(v.ctx, th_addr(), rdmx_rpc_server_port(v.s), &co, &raw), 0);
+	assert_int_equal(rdmx_msg_alloc(raw, sizeof(w), &m, WAIT_MS), 0);
+	memcpy(m.data, w, sizeof(w)); /* descriptors of version 0 */
+	m.len = sizeof(w);
+	assert_int_equal(rdmx_send(raw, &m), 0);
+	assert_int_equal(rdmx_recv(raw, &m, WAIT_MS), -ECONNRESET);
+	if (!strstr(rdmx_rpc_server_error(v.s), "queue pair descriptor"))
+		fail_msg("%s", rdmx_rpc_server_error(v.s));
+	echo_once(good, 100, 1);
+	rdmx_conn_close(raw);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -644,6 +814,10 @@ int main(void)
 		cmocka_unit_test(t_client_gone),
 		cmocka_unit_test(t_threads),
 		cmocka_unit_test(t_rfp_fetch_push),
+		cmocka_unit_test(t_rate),
+		cmocka_unit_test(t_herd_counts),
+		cmocka_unit_test(t_herd_hostile),
+		cmocka_unit_test(t_herd_setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
