@@ -493,7 +493,8 @@ static int herd_next(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_
 			return -ETIMEDOUT;
 		if (rc) {
 			peers_check(hs);
-			rdmx__spin_pause(&d); /* shared cores: let the clients run */
+			if (rdmx__wait_idle(&d)) /* shared cores: let the clients run */
+				rdmx__wait_park(&d);
 		}
 	}
 }
