@@ -94,10 +94,13 @@ deb-check: deps
 check: unit-check valgrind-check integration-check twohost-check twohost-pcap deb-check
 	@echo "make check: all suites passed"
 
-# Long volume runs, not in make check: the KV torture tests (store, RDMA GET by READ) for 30 s each.
-soak: build
+# Long volume runs, not in make check: the KV torture tests (store, RDMA GET
+# by READ) for 30 s each, and the integration suite of the ASan build at full
+# volume (make check runs it with the quick counts; about 20 min here).
+soak: build asan
 	RDMX_KV_TORTURE_SECONDS=$${RDMX_KV_TORTURE_SECONDS:-30} $(BUILD)/bin/test_kv_store
 	RDMX_KV_RDMA_SECONDS=$${RDMX_KV_RDMA_SECONDS:-30} $(BUILD)/bin/test_kv_rdma
+	$(SANDBOX) -- tests/run-integration $(ASAN_BUILD)
 
 # rdmx bench -p all in the sandbox; report, charts and data in results/<UTC>/.
 demo: build
