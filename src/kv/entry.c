@@ -75,6 +75,24 @@ uint64_t rdmx__kv_bucket(const struct rdmx__kv_layout *l, const void *key, size_
 	return rdmx__kv_hash(key, klen, l->seed) % l->buckets;
 }
 
+/*
+ * Do a peer's table sizes add up, without wrapping? The entry size is the
+ * fixed part plus inline_max (summed in 64 bits: in 32 an inline_max near
+ * 2^32 wraps it to 0 and a reader would hash and copy far past its
+ * one-entry buffer), inline_max within what a store makes, and the table
+ * length its header plus buckets whole entries (no u64 wrap).
+ */
+bool rdmx__kv_layout_sizes_ok(uint64_t buckets, uint32_t entry_size, uint32_t inline_max,
+			      uint64_t table_len)
+{
+	uint64_t esz = (uint64_t)RDMX__KV_EHDR + RDMX__KV_KEY_SLOT + inline_max;
+
+	if (!buckets || buckets > RDMX__KV_BUCKETS_LIMIT || inline_max % 8 ||
+	    inline_max > RDMX__KV_INLINE_LIMIT || entry_size != esz)
+		return false;
+	return table_len == sizeof(struct rdmx__kv_header) + buckets * esz;
+}
+
 /* A table header as a remote reader gets it, checked into @l. */
 int rdmx__kv_layout_from(const void *hdr, size_t n, struct rdmx__kv_layout *l)
 {
@@ -86,8 +104,8 @@ int rdmx__kv_layout_from(const void *hdr, size_t n, struct rdmx__kv_layout *l)
 	if (h.magic != RDMX__KV_MAGIC || h.format != RDMX__KV_FORMAT ||
 	    h.hash_id != RDMX__KV_HASH_MIX64)
 		return -EPROTO;
-	if (!h.buckets || h.inline_max % 8 ||
-	    h.entry_size != RDMX__KV_EHDR + RDMX__KV_KEY_SLOT + h.inline_max)
+	if (!rdmx__kv_layout_sizes_ok(h.buckets, h.entry_size, h.inline_max,
+				      sizeof(h) + h.buckets * h.entry_size))
 		return -EPROTO;
 	*l = (struct rdmx__kv_layout){ .seed = h.seed, .buckets = h.buckets,
 				       .entry_size = h.entry_size,

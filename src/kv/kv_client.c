@@ -247,10 +247,9 @@ static int layout_check(struct rdmx_kv_client *c, size_t n, struct kv_layout_wir
 				   "(entry format %u, hash %u); this client reads %u (%u, %u)",
 				   w->version, w->format, w->hash_id, KV_LAYOUT_VERSION,
 				   RDMX__KV_FORMAT, RDMX__KV_HASH_MIX64);
-	if (!w->buckets || w->buckets > (1ULL << 40) || w->inline_max % 8 ||
-	    w->entry_size != RDMX__KV_EHDR + RDMX__KV_KEY_SLOT + w->inline_max ||
-	    !w->probe_max || w->probe_max > 4096 ||
-	    w->table_len != sizeof(struct rdmx__kv_header) + w->buckets * w->entry_size)
+	if (!rdmx__kv_layout_sizes_ok(w->buckets, w->entry_size, w->inline_max,
+				      w->table_len) ||
+	    !w->probe_max || w->probe_max > 4096)
 		return rdmx__failo(&c->err, -EPROTO, "kv client: layout sizes do not "
 				   "add up (%llu buckets of %u bytes, table %llu bytes)",
 				   (unsigned long long)w->buckets, w->entry_size,

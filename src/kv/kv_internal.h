@@ -50,6 +50,8 @@
 #define RDMX__KV_RETRIES 64   /* lock-free attempts before the fallback */
 #define RDMX__KV_INLINE UINT64_MAX
 #define RDMX__KV_SLAB_MIN 64  /* smallest slab chunk */
+#define RDMX__KV_INLINE_LIMIT 65536 /* largest inline_max a store makes */
+#define RDMX__KV_BUCKETS_LIMIT (1ULL << 40) /* most buckets a reader takes */
 
 enum rdmx__kv_state {
 	RDMX__KV_EMPTY = 0,
@@ -106,6 +108,8 @@ enum rdmx__kv_verdict {
 /* entry.c: the format, shared by the local and the remote read paths. */
 uint64_t rdmx__kv_hash(const void *p, size_t n, uint64_t seed);
 int rdmx__kv_layout_from(const void *hdr, size_t n, struct rdmx__kv_layout *l);
+bool rdmx__kv_layout_sizes_ok(uint64_t buckets, uint32_t entry_size, uint32_t inline_max,
+			      uint64_t table_len);
 uint64_t rdmx__kv_slot_offset(const struct rdmx__kv_layout *l, uint64_t i);
 uint64_t rdmx__kv_bucket(const struct rdmx__kv_layout *l, const void *key, size_t klen);
 void rdmx__kv_load(void *dst, const void *src, size_t n);

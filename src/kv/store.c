@@ -102,7 +102,7 @@ static int opts_check(const struct rdmx__kv_opts *in, struct rdmx__kv_opts *o)
 	if (!o->now)
 		o->now = clock_realtime;
 	if (!o->capacity || o->capacity > (1ULL << 32) || o->inline_max % 8 ||
-	    o->inline_max > 65536 || o->item_max < o->inline_max ||
+	    o->inline_max > RDMX__KV_INLINE_LIMIT || o->item_max < o->inline_max ||
 	    o->item_max > (1U << 30))
 		return -EINVAL;
 	return 0;

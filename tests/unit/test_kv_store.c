@@ -304,6 +304,33 @@ static void test_entry_check(void **state)
 	rdmx__kv_destroy(kv);
 }
 
+/*
+ * A hostile server's table header: an inline_max whose sum with the fixed
+ * part wraps the u32 entry size to 0 (a reader would then hash and copy
+ * gigabytes past its one-entry buffer), or a bucket count whose table
+ * length wraps u64. Both are refused, a sane header is not.
+ */
+static void test_layout_hostile(void **state)
+{
+	struct rdmx__kv_header h = { .magic = RDMX__KV_MAGIC, .format = RDMX__KV_FORMAT,
+		.hash_id = RDMX__KV_HASH_MIX64, .buckets = 8,
+		.entry_size = RDMX__KV_EHDR + RDMX__KV_KEY_SLOT + 64, .inline_max = 64 };
+	struct rdmx__kv_layout l;
+
+	(void)state;
+	assert_int_equal(rdmx__kv_layout_from(&h, sizeof(h), &l), 0);
+	h.inline_max = 0u - (RDMX__KV_EHDR + RDMX__KV_KEY_SLOT); /* entry size wraps */
+	h.entry_size = 0;
+	assert_int_equal(rdmx__kv_layout_from(&h, sizeof(h), &l), -EPROTO);
+	h.inline_max = 65536 + 8; /* above what any store makes */
+	h.entry_size = RDMX__KV_EHDR + RDMX__KV_KEY_SLOT + h.inline_max;
+	assert_int_equal(rdmx__kv_layout_from(&h, sizeof(h), &l), -EPROTO);
+	assert_false(rdmx__kv_layout_sizes_ok(1ULL << 58, RDMX__KV_EHDR + RDMX__KV_KEY_SLOT +
+					       64, 64, 64)); /* 2^58 * 384 + 64 wraps to 64 */
+	assert_true(rdmx__kv_layout_sizes_ok(8, RDMX__KV_EHDR + RDMX__KV_KEY_SLOT + 64, 64,
+					     64 + 8 * 384));
+}
+
 /* ---------------------------------------------------------------- torture */
 
 #define HOT 16
@@ -455,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_expired_reclaimed),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_entry_check),
+		cmocka_unit_test(test_layout_hostile),
 		cmocka_unit_test(test_torture),
 	};
 
