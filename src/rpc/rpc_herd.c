@@ -38,6 +38,13 @@
  * contract's largest request, and the core refuses larger ones with
  * -EMSGSIZE before anything is sent.
  *
+ * The client takes a UD datagram only from the server's UD QP (the QPN of
+ * the setup reply): anyone who knows the client's QPN and the fixed QKey
+ * can SEND to it, and what comes from another QP is dropped, never taken
+ * as a response nor held against the server. (The source QPN is what the
+ * sending NIC stamps; a peer with raw packet access could still forge it
+ * on RoCE: the GRH's source GID is not checked.)
+ *
  * A device without UC (iWARP) is refused with -ENOTSUP at dial: the RC
  * path HERD falls back to is not built here.
  */
@@ -111,6 +118,8 @@ struct herd_conn {
 	uint8_t *rx;                  /* window receive buffers of rxlen */
 	uint32_t rxlen, rkey;
 	uint64_t raddr;
+	uint32_t srv_qpn;             /* the server's UD QP: the one source taken */
+	uint64_t foreign;             /* datagrams from any other QP, dropped */
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -587,6 +596,7 @@ static int reply_take(struct herd_conn *h)
 	if (!rc)
 		rc = rdmx__qp_desc_decode(w + 24 + RDMX__QP_DESC_WIRE, RDMX__QP_DESC_WIRE,
 					  RDMX__DQP_UD, &ud);
+	h->srv_qpn = ud.qpn;
 	return rc ? rc : rdmx__uc_connect(h->uc, &uc);
 }
 
@@ -664,6 +674,45 @@ uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c)
 	return ((const struct herd_conn *)c->t)->slot;
 }
 
+int rdmx__rpc_herd_spoof(struct rdmx_rpc_client *from, const struct rdmx_rpc_client *to,
+			 const void *bytes, size_t n)
+{
+	struct herd_conn *f = from->t;
+	const struct herd_conn *t = to->t;
+	struct rdmx__ah *ah;
+	struct rdmx__wc wc;
+	int rc;
+
+	if (from->ops != &rdmx__rpc_transport_herd || to->ops != &rdmx__rpc_transport_herd ||
+	    n > f->udq->dev.ud_max || n > (size_t)(f->rx - f->tx))
+		return rdmx__fail(-EINVAL, "herd: no datagram of %zu bytes to spoof", n);
+	rc = rdmx__ud_ah(f->udq, &t->udq->self, &ah);
+	if (rc)
+		return rc;
+	memcpy(f->tx, bytes, n);
+	rc = rdmx__ud_send(f->udq, ah, &t->udq->self, f->tx, (uint32_t)n, f->mr->lkey, 0);
+	if (!rc)
+		rc = rdmx__dgram_wait(f->udq, 0, f->timeout_ms, "a spoofed SEND", &wc);
+	rdmx__ud_ah_free(f->udq, ah);
+	return rc;
+}
+
+/*
+ * A datagram from a QP that is not the server's: anyone who knows our QPN
+ * and the QKey can SEND one. Taking it would hand a forged response to a
+ * call in flight, or fail the client on junk; it is dropped (counted) and
+ * its buffer posted again. 0, or -EIO if the buffer cannot be reposted.
+ */
+static int ud_foreign(struct herd_conn *h, const struct rdmx__wc *wc)
+{
+	h->foreign++;
+	if (rdmx__dgram_recv(h->udq, h->rx + wc->wr_id * h->rxlen, h->rxlen, h->mr->lkey,
+			     wc->wr_id))
+		return rdmx__fail(-EIO, "herd: reposting a UD receive after a datagram "
+				  "from QP %u (not the server's %u)", wc->src_qp, h->srv_qpn);
+	return 0;
+}
+
 /* Take a UD response if one is there: 1, 0 (none) or -errno. */
 static int ud_take(struct herd_conn *h, struct rpc_rx *rx)
 {
@@ -675,6 +724,8 @@ static int ud_take(struct herd_conn *h, struct rpc_rx *rx)
 	if (wc.status != RDMX__WC_OK || wc.wr_id >= h->window)
 		return rdmx__fail(-EIO, "herd: UD receive completed with %s (vendor %d)",
 				  rdmx__wc_status_name(wc.status), wc.vendor_status);
+	if (wc.src_qp != h->srv_qpn)
+		return ud_foreign(h, &wc);
 	*rx = (struct rpc_rx){ .data = h->rx + wc.wr_id * h->rxlen + RDMX__GRH_LEN,
 			       .len = wc.byte_len >= RDMX__GRH_LEN ?
 				      wc.byte_len - RDMX__GRH_LEN : 0 };

@@ -678,6 +678,15 @@ static int herd(void)
 	return t && !strcmp(t, "herd");
 }
 
+/* A herd case's server (skipped on other transports) and a client of it. */
+static rdmx_rpc_client *herd_start(struct srv *v, unsigned workers)
+{
+	if (!herd())
+		skip();
+	srv_start(v, workers);
+	return dial_ok(v, 4);
+}
+
 /* The server's outbound work requests: one UD SEND per call whose
  * response fits the UD limit, a control message for the others (and
  * each client's HELLO_OK). */
@@ -688,10 +697,7 @@ static void t_herd_counts(void **state)
 	struct srv v;
 
 	(void)state;
-	if (!herd())
-		skip();
-	srv_start(&v, 1);
-	c = dial_ok(&v, 4);
+	c = herd_start(&v, 1);
 	for (uint64_t i = 0; i < n; i++)
 		echo_once(c, 100, i);
 	for (uint64_t i = 0; i < 5; i++)
@@ -800,6 +806,61 @@ static void t_herd_setup(void **state)
 	srv_stop(&v);
 }
 
+/* Wait (bounded) until @n requests are held. */
+static void hold_wait(struct srv *v, int n)
+{
+	double end = th_now_ms() + WAIT_MS;
+	int got;
+
+	do {
+		pthread_mutex_lock(&v->hold.lock);
+		got = v->hold.n;
+		pthread_mutex_unlock(&v->hold.lock);
+		if (got >= n)
+			return;
+		usleep(1000);
+	} while (th_now_ms() < end);
+	fail_msg("%d of %d requests held", got, n);
+}
+
+/* A third party that knows a herd client's UD QPN (and the fixed QKey)
+ * SENDs it a forged response to its call in flight and a junk datagram:
+ * neither is taken (not the forged payload, not a failed client); the
+ * server's real response is. */
+static void t_herd_spoof(void **state)
+{
+	unsigned char forged[RPC_HDR + 6], out[64];
+	struct rpc_hdr h = { .kind = RPC_RESP, .method = M_HOLD, .len = 6 };
+	rdmx_rpc_client *c, *evil;
+	size_t len = 0;
+	int status = 1;
+	uint64_t id;
+	void *resp;
+	struct srv v;
+
+	(void)state;
+	c = herd_start(&v, 1);
+	evil = dial_ok(&v, 4);
+	assert_int_equal(rdmx_rpc_call_async(c, M_HOLD, "h", 1, out, sizeof(out), &id), 0);
+	hold_wait(&v, 1);
+	h.call = id;
+	rdmx__rpc_hdr_put(forged, &h);
+	memcpy(forged + RPC_HDR, "forged", 6);
+	assert_int_equal(rdmx__rpc_herd_spoof(evil, c, forged, sizeof(forged)), 0);
+	assert_int_equal(rdmx__rpc_herd_spoof(evil, c, "junk", 4), 0);
+	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, 300), -ETIMEDOUT);
+	resp = rdmx_rpc_req_resp(v.hold.req[0], NULL);
+	memcpy(resp, "real", 4);
+	assert_int_equal(rdmx_rpc_respond(v.hold.req[0], 0, 4), 0);
+	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, WAIT_MS), 0);
+	assert_int_equal(len, 4);
+	assert_memory_equal(out, "real", 4);
+	echo_once(c, 100, 1);
+	rdmx_rpc_client_destroy(evil);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -818,6 +879,7 @@ int main(void)
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
 		cmocka_unit_test(t_herd_setup),
+		cmocka_unit_test(t_herd_spoof),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
