@@ -170,12 +170,17 @@ const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name);
 int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *out,
 		  const struct rpc_transport_ops **ops);
 
+/* Call ids: a sequence number above the slot's index. */
+#define RPC_SLOT_BITS 12u
+#define RPC_WINDOW_MAX (1u << RPC_SLOT_BITS)
+
 /* ---------------------------------------------------------------- server */
 
 struct rpc_sconn {
 	void *t;
 	unsigned worker;
 	unsigned pending;      /* requests handed out, not yet answered */
+	uint64_t busy[RPC_WINDOW_MAX / 64]; /* call slots with a request pending */
 	pthread_mutex_t send_lock; /* one response at a time: alloc, copy, send */
 	bool ready, gone, closing;
 	struct rpc_sconn *prev, *next, *close_next;
@@ -248,9 +253,5 @@ struct rdmx_rpc_client {
 	int dead;                     /* 0, or the error every call gets */
 	struct rdmx__err err;
 };
-
-/* Call ids: a sequence number above the slot's index. */
-#define RPC_SLOT_BITS 12u
-#define RPC_WINDOW_MAX (1u << RPC_SLOT_BITS)
 
 #endif /* RDMX_RPC_INT_H */

@@ -187,6 +187,33 @@ static void dispatch(struct rdmx_rpc_server *s, struct rdmx_rpc_req *req)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * Mark @call's slot busy (s->lock held): 0, or -EPROTO when a request of
+ * that slot is still pending. A client reuses a slot only once its call
+ * has its answer (rpc_client.c), so a second request in a busy slot is a
+ * client writing without waiting: refused, or it could pile up requests
+ * (and their buffers) without a bound while the handlers hold them.
+ */
+static int slot_claim(struct rpc_sconn *sc, uint64_t call)
+{
+	uint32_t i = (uint32_t)(call & (RPC_WINDOW_MAX - 1));
+	uint64_t bit = 1ULL << (i % 64);
+
+	if (sc->busy[i / 64] & bit)
+		return rdmx__fail(-EPROTO, "rpc: a request for call slot %u, whose last "
+				  "request is already pending", i);
+	sc->busy[i / 64] |= bit;
+	return 0;
+}
+
+/* The slot of @call may take its next request (s->lock held). */
+static void slot_release(struct rpc_sconn *sc, uint64_t call)
+{
+	uint32_t i = (uint32_t)(call & (RPC_WINDOW_MAX - 1));
+
+	sc->busy[i / 64] &= ~(1ULL << (i % 64));
+}
+
 static int on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 		      const struct rpc_hdr *h, struct rpc_rx *rx)
 {
@@ -204,6 +231,11 @@ static int on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 		return rdmx__fail(-ENOMEM, "rpc: out of memory for a request");
 	*req = (struct rdmx_rpc_req){ .srv = s, .sc = sc, .m = m, .h = *h, .rx = *rx };
 	pthread_mutex_lock(&s->lock);
+	if (slot_claim(sc, h->call)) {
+		pthread_mutex_unlock(&s->lock);
+		free(req);
+		return -EPROTO;
+	}
 	sc->pending++;
 	req->onext = s->outstanding;
 	if (s->outstanding)
@@ -353,6 +385,9 @@ int rdmx_rpc_respond(rdmx_rpc_req *req, int status, size_t len)
 	over = len > (req->m ? req->m->max_resp : 0);
 	h = (struct rpc_hdr){ .kind = RPC_RESP, .method = req->h.method, .call = req->h.call,
 		.status = over ? -EMSGSIZE : status, .len = over ? 0 : (uint32_t)len };
+	pthread_mutex_lock(&req->srv->lock);
+	slot_release(req->sc, req->h.call); /* before the answer can reach the client */
+	pthread_mutex_unlock(&req->srv->lock);
 	rc = resp_send(req, &h);
 	req_finish(req, !rc);
 	if (over)

@@ -861,6 +861,37 @@ static void t_herd_spoof(void **state)
 	srv_stop(&v);
 }
 
+/* A client that WRITEs request after request into one slot without
+ * waiting for the answers (each a well-formed M_HOLD) is dropped at the
+ * second: a slot holds one call, so a client has at most a window of
+ * requests pending on the server, not as many as it can write. */
+static void t_herd_flood(void **state)
+{
+	static unsigned char buf[256];
+	rdmx_rpc_client *good, *bad;
+	struct srv v;
+	size_t n;
+
+	(void)state;
+	good = herd_start(&v, 1);
+	bad = dial_ok(&v, 4);
+	n = herd_frame(buf, RPC_HDR + 1, M_HOLD, 1);
+	assert_int_equal(rdmx__rpc_herd_poke(bad, 1, buf, n), 0);
+	hold_wait(&v, 1);
+	assert_int_equal(rdmx__rpc_herd_poke(bad, 1, buf, n), 0);
+	assert_int_equal(bad_wait(&v, 1), 0);
+	if (!strstr(rdmx_rpc_server_error(v.s), "already pending"))
+		fail_msg("%s", rdmx_rpc_server_error(v.s));
+	echo_once(good, 100, 1);
+	pthread_mutex_lock(&v.hold.lock);
+	assert_int_equal(v.hold.n, 1);
+	pthread_mutex_unlock(&v.hold.lock);
+	rdmx_rpc_respond(v.hold.req[0], 0, 0); /* to a client gone: not sent */
+	rdmx_rpc_client_destroy(bad);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -880,6 +911,7 @@ int main(void)
 		cmocka_unit_test(t_herd_hostile),
 		cmocka_unit_test(t_herd_setup),
 		cmocka_unit_test(t_herd_spoof),
+		cmocka_unit_test(t_herd_flood),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
