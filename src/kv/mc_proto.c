@@ -266,20 +266,33 @@ static void get_one(struct rdmx__mc_sess *s, const struct mc_tok *k, bool cas)
 	out_bytes(s, "\r\n", 2);
 }
 
-/* get/gets KEY...: every key checked first (one too long: only the error). */
+/*
+ * get/gets KEY...: every key checked first (one too long: only the error).
+ * The replies stop once the output holds RDMX__MC_OUT_HIGH bytes, with
+ * s->get_pos where the next key is: a line of 2-byte keys naming one big
+ * value would otherwise build half a million values' replies in memory at
+ * once. rdmx__mc_execute keeps the line and runs it again from there once
+ * the output has gone out.
+ */
 static void cmd_get(struct rdmx__mc_sess *s, const struct mc_line *l, bool cas)
 {
+	size_t resume = s->get_pos, pos = 0, next;
 	struct mc_tok k;
-	size_t pos = 0;
 
+	s->get_pos = 0;
 	if (l->n < 2)
 		return reply(s, "ERROR");
-	while (next_key(l, &pos, &k))
+	while (!resume && next_key(l, &pos, &k))
 		if (!key_ok(&k))
 			return reply(s, "CLIENT_ERROR bad command line format");
-	pos = 0;
-	while (next_key(l, &pos, &k))
+	/* at least one key per run: the output is below the bound on entry */
+	for (pos = next = resume; next_key(l, &next, &k); pos = next) {
+		if (s->out_len >= RDMX__MC_OUT_HIGH) {
+			s->get_pos = pos;
+			return;
+		}
 		get_one(s, &k, cas);
+	}
 	reply(s, "END");
 }
 
@@ -649,6 +662,8 @@ size_t rdmx__mc_execute(struct rdmx__mc_sess *s, const uint8_t *in, size_t n)
 			return used + line_partial(s, p, len);
 		line = (size_t)(nl - p);
 		line_run(s, (const char *)p, line && p[line - 1] == '\r' ? line - 1 : line);
+		if (s->get_pos)
+			break; /* a get stopped at the output bound: run it on later */
 		used += line + 1;
 	}
 	return used;

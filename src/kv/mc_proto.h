@@ -39,6 +39,8 @@ struct rdmx__mc_sess {
 	uint8_t *data;            /* value + "\r\n" */
 	size_t data_len, data_need;
 	uint64_t swallow;         /* bytes of a refused data block to drop */
+	size_t get_pos;           /* a get line stopped at its output bound: where
+				   * in the line its next key is (0: none) */
 	bool closing;             /* quit, or a line too long: close after output */
 	uint8_t *out;             /* replies not yet sent */
 	size_t out_len, out_cap;

@@ -251,6 +251,51 @@ static const char *await(int fd, const char *want, char *buf, size_t cap)
 	return buf;
 }
 
+/*
+ * One get line naming a big value many times (2 bytes a key: a 1 MiB line
+ * names half a million) must not build all the replies at once: the
+ * session's output stays near RDMX__MC_OUT_HIGH, the line resumes where it
+ * stopped once the output is sent, and the replies are all there.
+ */
+static void test_get_amplify(void **state)
+{
+	enum { V = 60000, K = 64 };
+	struct rdmx__kv_opts o = { .capacity = 16, .memory = 1 << 20, .inline_max = 64,
+				   .item_max = 1 << 16 };
+	static char set[V + 64], line[8 + 2 * K];
+	size_t n, used = 0, total = 0, peak = 0, one;
+	struct rdmx__mc_sess s;
+	struct rdmx__kv *kv;
+	char head[64];
+
+	(void)state;
+	assert_int_equal(rdmx__kv_create(&o, &kv), 0);
+	assert_int_equal(rdmx__mc_sess_init(&s, kv, NULL, "test"), 0);
+	n = (size_t)snprintf(set, sizeof(set), "set k 0 0 %d\r\n", V);
+	memset(set + n, 'x', V);
+	memcpy(set + n + V, "\r\n", 2);
+	assert_int_equal(rdmx__mc_execute(&s, (const uint8_t *)set, n + V + 2), n + V + 2);
+	rdmx__mc_out_consume(&s, s.out_len);
+	n = (size_t)snprintf(line, sizeof(line), "get");
+	for (int i = 0; i < K; i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " k");
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "\r\n");
+	for (int i = 0; i < 1000 && used < n; i++) {
+		used += rdmx__mc_execute(&s, (const uint8_t *)line + used, n - used);
+		peak = s.out_len > peak ? s.out_len : peak;
+		total += s.out_len;
+		if (used == n)
+			assert_memory_equal(s.out + s.out_len - 5, "END\r\n", 5);
+		rdmx__mc_out_consume(&s, s.out_len);
+	}
+	one = (size_t)snprintf(head, sizeof(head), "VALUE k 0 %d\r\n", V) + V + 2;
+	assert_int_equal(used, n);
+	assert_true(peak <= RDMX__MC_OUT_HIGH + one);
+	assert_int_equal(total, K * one + 5);
+	rdmx__mc_sess_fini(&s);
+	rdmx__kv_destroy(kv);
+}
+
 static void say(int fd, const char *s)
 {
 	assert_int_equal(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
@@ -339,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_long_lines),
+		cmocka_unit_test(test_get_amplify),
 		cmocka_unit_test(test_server_hostile),
 		cmocka_unit_test(test_server_max_clients),
 	};
