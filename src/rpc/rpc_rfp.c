@@ -279,7 +279,14 @@ static struct rfp_conn *server_conn(struct rdmx_rpc_server *s, rdmx_conn *c)
 	return r;
 }
 
-/* Push slot @s's response on the control connection (r->lock held). */
+/*
+ * Push slot @s's response on the control connection (r->lock held). No
+ * wait for a send buffer: this runs in the server's poll thread (a push
+ * asked for) or a worker, under r->lock, and a client that asks for pushes
+ * and never takes them (its receives gone, our SENDs stuck on RNR) would
+ * hold every client's requests for the timeout. A client that follows the
+ * protocol has at most its window of pushes unread, within the send depth.
+ */
 static int push_send(struct rfp_conn *r, uint32_t s)
 {
 	unsigned char *slot = slot_at(r, 1, s);
@@ -289,9 +296,10 @@ static int push_send(struct rfp_conn *r, uint32_t s)
 
 	if (!trailer_load(slot, r->ssize, r->seq[s], &len))
 		return -EIO; /* not answered: cannot happen under r->lock */
-	rc = rdmx_msg_alloc(r->c, RFP_PUSH_LEN + len, &m, r->timeout_ms);
+	rc = rdmx_msg_alloc(r->c, RFP_PUSH_LEN + len, &m, 0);
 	if (rc)
-		return rc;
+		return rdmx__fail(rc, "rpc rfp: no send buffer free for a push to a client "
+				  "(it takes no pushed responses): %s", rdmx_conn_error(r->c));
 	memcpy(m.data, head, sizeof(head));
 	memcpy((char *)m.data + RFP_PUSH_LEN, slot, len);
 	m.len = RFP_PUSH_LEN + len;

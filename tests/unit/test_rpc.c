@@ -892,6 +892,78 @@ static void t_herd_flood(void **state)
 	srv_stop(&v);
 }
 
+/* rfp: a client of the server's whole window (64) asking for every
+ * push at once, calls all in flight, a few rounds: every one answered. */
+static void rfp_burst(struct srv *v)
+{
+	static unsigned char out[64][64];
+	struct rdmx_rpc_opts o;
+	rdmx_rpc_client *c;
+	uint64_t id;
+	int status;
+
+	rdmx_rpc_opts_init(&o);
+	o.transport = "rfp";
+	o.timeout_ms = WAIT_MS;
+	o.window = 64;
+	o.fetch_retries = 0;
+	assert_int_equal(rdmx_rpc_client_create(v->ctx, th_addr(), rdmx_rpc_server_port(v->s),
+						contract, NMETHODS, &o, &c), 0);
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 64; i++)
+			assert_int_equal(rdmx_rpc_call_async(c, M_ECHO, "burst", 5, out[i], 64,
+							     &id), 0);
+		for (int i = 0; i < 64; i++)
+			assert_int_equal(rdmx_rpc_poll(c, &id, &status, NULL, WAIT_MS), 0);
+	}
+	rdmx_rpc_client_destroy(c);
+}
+
+/*
+ * rfp: a client asks the server to push its (answered) hello response
+ * over and over and never takes the pushes. Its receives run out, the
+ * server's SENDs to it wait on RNR and its send buffers fill: the push
+ * must not wait for a buffer in the server's run thread (every client's
+ * requests wait there too), it fails that client at once.
+ */
+static void t_rfp_push_flood(void **state)
+{
+	const uint32_t ask[2] = { 0, 1 }; /* slot 0, seq 1: the hello's answer */
+	rdmx_rpc_client *good, *bad;
+	const char *t = getenv("RPC_TRANSPORT");
+	struct rdmx_msg m;
+	struct srv v;
+	rdmx_conn *ctl;
+	double t0;
+
+	(void)state;
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1);
+	good = dial_ok(&v, 4);
+	bad = dial_ok(&v, 4);
+	ctl = rdmx_rpc_client_conn(bad);
+	for (int i = 0; i < 200; i++) {
+		if (rdmx_msg_alloc(ctl, sizeof(ask), &m, 1000))
+			break; /* the server let it go */
+		memcpy(m.data, ask, sizeof(ask));
+		m.len = sizeof(ask);
+		if (rdmx_send(ctl, &m))
+			break;
+	}
+	t0 = th_now_ms();
+	echo_once(good, 100, 1);
+	assert_int_equal(bad_wait(&v, 1), 0);
+	rfp_burst(&v); /* a full window pushed at once is no flood */
+	echo_once(good, 100, 2);
+	if (th_now_ms() - t0 > WAIT_MS / 4)
+		fail_msg("a client that takes no pushes held the server %.0f ms",
+			 th_now_ms() - t0);
+	rdmx_rpc_client_destroy(bad);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +978,7 @@ int main(void)
 		cmocka_unit_test(t_client_gone),
 		cmocka_unit_test(t_threads),
 		cmocka_unit_test(t_rfp_fetch_push),
+		cmocka_unit_test(t_rfp_push_flood),
 		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
