@@ -68,8 +68,9 @@ struct rdmx_rpc_opts {
 	const char *transport;  /* "msg" (default), "herd" */
 	const char *protocol;   /* msg: the rdmx protocol, default "send_recv" */
 	uint32_t window;        /* client: calls in flight, default 16, <= 4096;
-				 * rfp server: request slots per client (a
-				 * client's window must not be larger) */
+				 * rfp and herd server: request slots per
+				 * client (a client's window must not be
+				 * larger: herd refuses it at connect) */
 	uint32_t workers;       /* server: worker threads, default 1; 0: the
 				 * handlers run in rdmx_rpc_server_run's thread */
 	int timeout_ms;         /* connect and contract check bound, default 5000 */

@@ -345,12 +345,17 @@ static int setup_reply(struct herd_conn *h)
 	return ctrl_send(h, w, sizeof(w));
 }
 
-/* A client's setup: its slots, its UC QP's peer, its UD address. */
+/* A client's setup: its slots (at most the server's window: each is a
+ * registered slot of the contract's largest request, so a client asking
+ * for 4096 would pin that much here), its UC QP's peer, its UD address. */
 static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rdmx_msg *m)
 {
 	struct rdmx__qp_desc uc;
 	int rc = setup_read(m, &h->window, &uc, &h->peer_ud);
 
+	if (!rc && h->window > hs->s->o.window)
+		rc = rdmx__fail(-EPROTO, "herd: a client asks for %u slots, above the "
+				"server's window of %u: refused", h->window, hs->s->o.window);
 	if (!rc)
 		rc = uds_open(hs, h->conn);
 	if (rc)

@@ -964,6 +964,28 @@ static void t_rfp_push_flood(void **state)
 	srv_stop(&v);
 }
 
+/* A herd client asks for more slots than the server's window: refused
+ * before the server allocates or registers any (a client could otherwise
+ * pin 4096 slots of the contract's largest request on the server). */
+static void t_herd_window(void **state)
+{
+	rdmx_rpc_client *good, *big;
+	struct srv v;
+	int rc;
+
+	(void)state;
+	good = herd_start(&v, 1);
+	big = dial(&v, contract, NMETHODS, 65, &rc); /* the server's window is 64 */
+	assert_null(big);
+	assert_int_not_equal(rc, 0);
+	if (!strstr(rdmx_rpc_server_error(v.s), "above the server's window"))
+		fail_msg("%s", rdmx_rpc_server_error(v.s));
+	rdmx_rpc_client_destroy(dial_ok(&v, 64));
+	echo_once(good, 100, 1);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -985,6 +1007,7 @@ int main(void)
 		cmocka_unit_test(t_herd_setup),
 		cmocka_unit_test(t_herd_spoof),
 		cmocka_unit_test(t_herd_flood),
+		cmocka_unit_test(t_herd_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
