@@ -6,7 +6,8 @@
  *
  * Control: an rdmx connection as "msg" uses (its protocol, message size
  * and depths). The dialer's first message is the herd setup (HERD_SETUP:
- * magic, window, its UC and UD descriptors); the server answers with
+ * magic, window, its UC and UD descriptors, a random 64-bit nonce); the
+ * server answers with
  * HERD_REPLY (magic, slot size, the region's rkey and address, its UC
  * QP's and its worker's UD QP's descriptors). Descriptors go through
  * rdmx__qp_desc_decode: read once, range-checked. Then the contract check
@@ -39,11 +40,15 @@
  * -EMSGSIZE before anything is sent.
  *
  * The client takes a UD datagram only from the server's UD QP (the QPN of
- * the setup reply): anyone who knows the client's QPN and the fixed QKey
- * can SEND to it, and what comes from another QP is dropped, never taken
- * as a response nor held against the server. (The source QPN is what the
- * sending NIC stamps; a peer with raw packet access could still forge it
- * on RoCE: the GRH's source GID is not checked.)
+ * the setup reply) and only when it starts with the client's nonce (every
+ * UD response is the nonce, then the frame): anyone who knows the client's
+ * QPN and the fixed QKey can SEND to it, and another client of the server
+ * can name the victim's UD QP as its own in its setup and have the server
+ * SEND its answers there, from the server's QP. The nonce travels only on
+ * the client's own RC control connection. What fails either check is
+ * dropped, never taken as a response nor held against the server. (The
+ * source QPN is what the sending NIC stamps; the nonce is what holds
+ * against a forger with raw packet access.)
  *
  * A device without UC (iWARP) is refused with -ENOTSUP at dial: the RC
  * path HERD falls back to is not built here.
@@ -51,6 +56,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "core/dgram.h"
 #include "core/internal.h"
@@ -59,7 +66,8 @@
 #define HERD_MAGIC 0x31445248u /* "HRD1" */
 #define HERD_QKEY 0x48455244u
 #define HERD_TRAILER 5u         /* u32 length, u8 mark */
-#define HERD_SETUP_LEN (8u + 2 * RDMX__QP_DESC_WIRE)
+#define HERD_NONCE 8u           /* before every UD response: the client's nonce */
+#define HERD_SETUP_LEN (8u + 2 * RDMX__QP_DESC_WIRE + HERD_NONCE)
 #define HERD_REPLY_LEN (24u + 2 * RDMX__QP_DESC_WIRE)
 #define HERD_SLOT_MAX (1u << 24)
 #define HERD_UC_DEPTH 16u
@@ -106,6 +114,7 @@ struct herd_conn {
 	size_t txcap;
 	uint32_t window, slot;
 	uint32_t slots;               /* server: polled (window once set up) */
+	uint64_t nonce;               /* the client's: heads its UD responses */
 	bool setup, linked;
 	struct rdmx__err err;
 	/* server */
@@ -315,15 +324,17 @@ static void conn_unlink(struct herd_srv *hs, struct herd_conn *h)
 	h->slots = 0;
 }
 
-/* The client's descriptors from its setup message (read once). */
-static int setup_read(const struct rdmx_msg *m, uint32_t *window, struct rdmx__qp_desc *uc,
-		      struct rdmx__qp_desc *ud)
+/* The client's descriptors and nonce from its setup message (read once). */
+static int setup_read(const struct rdmx_msg *m, struct herd_conn *h, struct rdmx__qp_desc *uc)
 {
+	uint32_t *window = &h->window;
+	struct rdmx__qp_desc *ud = &h->peer_ud;
 	uint8_t w[HERD_SETUP_LEN];
 	int rc;
 
 	memcpy(w, m->data, sizeof(w)); /* the peer's bytes, read once */
 	*window = get32(w + 4);
+	h->nonce = get64(w + 8 + 2 * RDMX__QP_DESC_WIRE);
 	if (*window < 1 || *window > RPC_WINDOW_MAX)
 		return rdmx__fail(-EPROTO, "herd: setup asks for a window of %u slots, "
 				  "1..%u", *window, RPC_WINDOW_MAX);
@@ -351,7 +362,7 @@ static int setup_reply(struct herd_conn *h)
 static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rdmx_msg *m)
 {
 	struct rdmx__qp_desc uc;
-	int rc = setup_read(m, &h->window, &uc, &h->peer_ud);
+	int rc = setup_read(m, h, &uc);
 
 	if (!rc && h->window > hs->s->o.window)
 		rc = rdmx__fail(-EPROTO, "herd: a client asks for %u slots, above the "
@@ -521,8 +532,10 @@ static int ud_send(struct herd_conn *h, const void *buf, size_t len)
 	int rc;
 
 	pthread_mutex_lock(&u->lock);
-	memcpy(u->buf, buf, len);
-	rc = rdmx__ud_send(u->g, h->ah, &h->peer_ud, u->buf, (uint32_t)len, u->mr->lkey, 0);
+	put64(u->buf, h->nonce);
+	memcpy(u->buf + HERD_NONCE, buf, len);
+	rc = rdmx__ud_send(u->g, h->ah, &h->peer_ud, u->buf, (uint32_t)(HERD_NONCE + len),
+			   u->mr->lkey, 0);
 	if (!rc)
 		rc = rdmx__dgram_wait(u->g, 0, h->timeout_ms, "a response's SEND", &wc);
 	pthread_mutex_unlock(&u->lock);
@@ -561,15 +574,39 @@ static int client_qps(struct herd_conn *h)
 					  h->window, HERD_QKEY, &h->udq);
 }
 
+/* For tests (rdmx__rpc_herd_ud_as): whose UD QP the next setup names. */
+static const struct rdmx_rpc_client *herd_ud_as;
+
+void rdmx__rpc_herd_ud_as(const struct rdmx_rpc_client *c)
+{
+	herd_ud_as = c;
+}
+
 static int setup_send(struct herd_conn *h)
 {
+	const struct herd_conn *as = herd_ud_as ? herd_ud_as->t : h;
 	uint8_t w[HERD_SETUP_LEN];
 
+	herd_ud_as = NULL;
 	put32(w, HERD_MAGIC);
 	put32(w + 4, h->window);
 	rdmx__qp_desc_encode(&h->uc->self, w + 8);
-	rdmx__qp_desc_encode(&h->udq->self, w + 8 + RDMX__QP_DESC_WIRE);
+	rdmx__qp_desc_encode(&as->udq->self, w + 8 + RDMX__QP_DESC_WIRE);
+	put64(w + 8 + 2 * RDMX__QP_DESC_WIRE, h->nonce);
 	return ctrl_send(h, w, sizeof(w));
+}
+
+/* The client's nonce: random (the clock and an address if the kernel's
+ * generator cannot answer, still unknown to another client). */
+static void nonce_make(struct herd_conn *h)
+{
+	struct timespec ts;
+
+	if (getrandom(&h->nonce, sizeof(h->nonce), GRND_NONBLOCK) == sizeof(h->nonce))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	h->nonce = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+		   ((uint64_t)(uintptr_t)h << 17);
 }
 
 /* The server's reply (read once): the slots and its UC QP. */
@@ -621,6 +658,7 @@ static int herd_dial(struct rdmx_rpc_client *c, const char *addr, uint16_t port)
 	}
 	h->timeout_ms = c->o.timeout_ms;
 	h->window = c->o.window;
+	nonce_make(h);
 	rc = client_qps(h);
 	if (!rc)
 		rc = client_mem(h, &c->k);
@@ -703,10 +741,12 @@ int rdmx__rpc_herd_spoof(struct rdmx_rpc_client *from, const struct rdmx_rpc_cli
 }
 
 /*
- * A datagram from a QP that is not the server's: anyone who knows our QPN
- * and the QKey can SEND one. Taking it would hand a forged response to a
- * call in flight, or fail the client on junk; it is dropped (counted) and
- * its buffer posted again. 0, or -EIO if the buffer cannot be reposted.
+ * A datagram from a QP that is not the server's, or without our nonce:
+ * anyone who knows our QPN and the QKey can SEND one, and another client
+ * can have the server SEND its answers to us. Taking it would hand a
+ * forged response to a call in flight, or fail the client on junk; it is
+ * dropped (counted) and its buffer posted again. 0, or -EIO if the buffer
+ * cannot be reposted.
  */
 static int ud_foreign(struct herd_conn *h, const struct rdmx__wc *wc)
 {
@@ -721,6 +761,7 @@ static int ud_foreign(struct herd_conn *h, const struct rdmx__wc *wc)
 /* Take a UD response if one is there: 1, 0 (none) or -errno. */
 static int ud_take(struct herd_conn *h, struct rpc_rx *rx)
 {
+	const uint8_t *buf;
 	struct rdmx__wc wc;
 	int n = h->udq->f->poll_cq(h->udq->rcq, &wc, 1);
 
@@ -729,11 +770,12 @@ static int ud_take(struct herd_conn *h, struct rpc_rx *rx)
 	if (wc.status != RDMX__WC_OK || wc.wr_id >= h->window)
 		return rdmx__fail(-EIO, "herd: UD receive completed with %s (vendor %d)",
 				  rdmx__wc_status_name(wc.status), wc.vendor_status);
-	if (wc.src_qp != h->srv_qpn)
+	buf = h->rx + wc.wr_id * h->rxlen + RDMX__GRH_LEN;
+	if (wc.src_qp != h->srv_qpn || wc.byte_len < RDMX__GRH_LEN + HERD_NONCE ||
+	    get64(buf) != h->nonce)
 		return ud_foreign(h, &wc);
-	*rx = (struct rpc_rx){ .data = h->rx + wc.wr_id * h->rxlen + RDMX__GRH_LEN,
-			       .len = wc.byte_len >= RDMX__GRH_LEN ?
-				      wc.byte_len - RDMX__GRH_LEN : 0 };
+	*rx = (struct rpc_rx){ .data = buf + HERD_NONCE,
+			       .len = wc.byte_len - RDMX__GRH_LEN - HERD_NONCE };
 	return 1;
 }
 
@@ -787,7 +829,7 @@ static int herd_send(void *t, struct rpc_buf *b, size_t len)
 
 	if (!h->hs && kind == RPC_REQ)
 		rc = slot_write(h, len);
-	else if (h->hs && kind == RPC_RESP && h->ud && len <= h->ud->g->dev.ud_max) {
+	else if (h->hs && kind == RPC_RESP && h->ud && HERD_NONCE + len <= h->ud->g->dev.ud_max) {
 		rc = ud_send(h, b->data, len);
 		atomic_fetch_add(&h->hs->ud_sends, 1);
 	} else {
@@ -813,7 +855,8 @@ static void herd_release(void *t, struct rpc_rx *rx)
 	} else if (h->hs) {
 		free((void *)rx->data); /* a slot's copy */
 	} else {
-		size_t i = (size_t)((const uint8_t *)rx->data - RDMX__GRH_LEN - h->rx) / h->rxlen;
+		size_t i = (size_t)((const uint8_t *)rx->data - HERD_NONCE - RDMX__GRH_LEN - h->rx) /
+			   h->rxlen;
 
 		if (rdmx__dgram_recv(h->udq, h->rx + i * h->rxlen, h->rxlen, h->mr->lkey, i))
 			rdmx__keep(&h->err, -EIO);

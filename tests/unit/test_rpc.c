@@ -795,7 +795,7 @@ static void t_herd_hostile(void **state)
 /* A herd setup with a descriptor out of range: that peer is let go. */
 static void t_herd_setup(void **state)
 {
-	unsigned char w[8 + 96] = { 'H', 'R', 'D', '1', 4 };
+	unsigned char w[8 + 96 + 8] = { 'H', 'R', 'D', '1', 4 }; /* + the nonce */
 	struct rdmx_conn_opts co;
 	rdmx_rpc_client *good;
 	struct rdmx_msg m;
@@ -841,6 +841,26 @@ static void hold_wait(struct srv *v, int n)
 	fail_msg("%d of %d requests held", got, n);
 }
 
+/* The end of a spoofing case: @c's call @id (held first) is not answered
+ * by what was spoofed, then gets the server's real answer; all is shut. */
+static void spoof_end(struct srv *v, rdmx_rpc_client *c, rdmx_rpc_client *evil,
+		      uint64_t id, const unsigned char *out)
+{
+	size_t len = 0;
+	int status = 1;
+
+	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, 300), -ETIMEDOUT);
+	memcpy(rdmx_rpc_req_resp(v->hold.req[0], NULL), "real", 4);
+	assert_int_equal(rdmx_rpc_respond(v->hold.req[0], 0, 4), 0);
+	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, WAIT_MS), 0);
+	assert_int_equal(len, 4);
+	assert_memory_equal(out, "real", 4);
+	echo_once(c, 100, 1);
+	rdmx_rpc_client_destroy(evil);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(v);
+}
+
 /* A third party that knows a herd client's UD QPN (and the fixed QKey)
  * SENDs it a forged response to its call in flight and a junk datagram:
  * neither is taken (not the forged payload, not a failed client); the
@@ -850,10 +870,7 @@ static void t_herd_spoof(void **state)
 	unsigned char forged[RPC_HDR + 6], out[64];
 	struct rpc_hdr h = { .kind = RPC_RESP, .method = M_HOLD, .len = 6 };
 	rdmx_rpc_client *c, *evil;
-	size_t len = 0;
-	int status = 1;
 	uint64_t id;
-	void *resp;
 	struct srv v;
 
 	(void)state;
@@ -866,17 +883,7 @@ static void t_herd_spoof(void **state)
 	memcpy(forged + RPC_HDR, "forged", 6);
 	assert_int_equal(rdmx__rpc_herd_spoof(evil, c, forged, sizeof(forged)), 0);
 	assert_int_equal(rdmx__rpc_herd_spoof(evil, c, "junk", 4), 0);
-	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, 300), -ETIMEDOUT);
-	resp = rdmx_rpc_req_resp(v.hold.req[0], NULL);
-	memcpy(resp, "real", 4);
-	assert_int_equal(rdmx_rpc_respond(v.hold.req[0], 0, 4), 0);
-	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, WAIT_MS), 0);
-	assert_int_equal(len, 4);
-	assert_memory_equal(out, "real", 4);
-	echo_once(c, 100, 1);
-	rdmx_rpc_client_destroy(evil);
-	rdmx_rpc_client_destroy(c);
-	srv_stop(&v);
+	spoof_end(&v, c, evil, id, out);
 }
 
 /* A client that WRITEs request after request into one slot without
@@ -1056,6 +1063,42 @@ static void t_msg_no_reader(void **state)
 	srv_stop(&v);
 }
 
+/*
+ * A herd client names another client's UD QP as its own in its setup, then
+ * WRITEs a request with the other's call id: the server SENDs the answer
+ * from its own UD QP (the source the victim takes) to the victim. The
+ * victim must not take it for its call, nor fail on it.
+ */
+static void t_herd_reflect(void **state)
+{
+	unsigned char buf[256], out[64];
+	struct rpc_hdr h = { .kind = RPC_REQ, .method = M_HOLD, .len = 1 };
+	rdmx_rpc_client *c, *evil;
+	size_t n;
+	uint64_t id;
+	struct srv v;
+
+	(void)state;
+	c = herd_start(&v, 1);
+	rdmx__rpc_herd_ud_as(c);
+	evil = dial_ok(&v, 4);
+	assert_int_equal(rdmx_rpc_call_async(c, M_HOLD, "h", 1, out, sizeof(out), &id), 0);
+	hold_wait(&v, 1);
+	h.call = id;
+	rdmx__rpc_hdr_put(buf, &h);
+	buf[RPC_HDR] = 'e';
+	n = RPC_HDR + 1;
+	buf[n] = (unsigned char)n;
+	memset(buf + n + 1, 0, 3);
+	buf[n + 4] = 1; /* the mark */
+	assert_int_equal(rdmx__rpc_herd_poke(evil, (uint32_t)(id & (RPC_WINDOW_MAX - 1)), buf,
+					     n + 5), 0);
+	hold_wait(&v, 2);
+	memcpy(rdmx_rpc_req_resp(v.hold.req[1], NULL), "forged", 6);
+	assert_int_equal(rdmx_rpc_respond(v.hold.req[1], 0, 6), 0);
+	spoof_end(&v, c, evil, id, out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1079,6 +1122,7 @@ int main(void)
 		cmocka_unit_test(t_herd_spoof),
 		cmocka_unit_test(t_herd_flood),
 		cmocka_unit_test(t_herd_window),
+		cmocka_unit_test(t_herd_reflect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
