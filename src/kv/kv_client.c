@@ -170,9 +170,15 @@ static int read_value(struct rdmx_kv_client *c, const struct rdmx__kv_ehdr *h)
 	return rdmx__kv_ool_check(&c->l, h, c->vbuf) ? 0 : -EAGAIN;
 }
 
-/* One lookup by READs: 0 hit (header in @h), -ENOENT, -EAGAIN torn, or the error. */
+/*
+ * One lookup by READs: 0 hit (header in @h, value in c->vbuf), -EMSGSIZE a
+ * hit whose value is longer than @cap (header in @h, the value not read:
+ * its length is the server's word, up to 4 GiB, and a value buffer of
+ * that size would be allocated and registered for nothing), -ENOENT,
+ * -EAGAIN torn, or the error.
+ */
 static int lookup_once(struct rdmx_kv_client *c, const void *key, size_t klen,
-		       uint64_t now, struct rdmx__kv_ehdr *h)
+		       uint64_t now, size_t cap, struct rdmx__kv_ehdr *h)
 {
 	uint64_t b = rdmx__kv_bucket(&c->l, key, klen);
 
@@ -188,7 +194,7 @@ static int lookup_once(struct rdmx_kv_client *c, const void *key, size_t klen,
 		case RDMX__KV_V_OTHER:
 			continue;
 		case RDMX__KV_V_HIT:
-			return read_value(c, h);
+			return h->value_len > cap ? -EMSGSIZE : read_value(c, h);
 		case RDMX__KV_V_EMPTY:
 		case RDMX__KV_V_EXPIRED:
 			return -ENOENT;
@@ -206,7 +212,7 @@ static int get_read(struct rdmx_kv_client *c, const void *key, size_t klen,
 
 	clock_gettime(CLOCK_REALTIME, &ts); /* the store's clock */
 	for (int i = 0; i < RDMX__KV_RETRIES && rc == -EAGAIN; i++) {
-		rc = lookup_once(c, key, klen, (uint64_t)ts.tv_sec, &h);
+		rc = lookup_once(c, key, klen, (uint64_t)ts.tv_sec, cap, &h);
 		if (rc == -EAGAIN)
 			c->st.retries++;
 	}
@@ -215,7 +221,7 @@ static int get_read(struct rdmx_kv_client *c, const void *key, size_t klen,
 		return get_rpc(c, key, klen, buf, cap, len, flags, cas);
 	}
 	c->st.gets_read++;
-	if (rc)
+	if (rc && rc != -EMSGSIZE)
 		return rc;
 	if (len)
 		*len = h.value_len;

@@ -123,6 +123,7 @@ static void ops_on(struct srv *v, enum rdmx_kv_get_mode mode)
 	uint64_t cas, cas2;
 	size_t len, sizes[] = { 0, 1, 8, 64, 65, 200, VMAX };
 	struct rdmx_kv_client_stats st;
+	uint64_t reads;
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		th_fill(val, sizes[i], i);
@@ -130,9 +131,14 @@ static void ops_on(struct srv *v, enum rdmx_kv_get_mode mode)
 					     RDMX_KV_SET, &cas), 0);
 		get_expect(c, "k", val, sizes[i], (uint32_t)i);
 	}
+	rdmx_kv_client_stats(c, &st);
+	reads = st.reads;
 	assert_int_equal(rdmx_kv_get(c, "k", 1, small, sizeof(small), &len, NULL, NULL),
 			 -EMSGSIZE);
 	assert_int_equal(len, VMAX);
+	rdmx_kv_client_stats(c, &st);
+	if (mode != RDMX_KV_GET_RPC) /* the entry only: no value READ past the buffer */
+		assert_int_equal(st.reads - reads, 1);
 	assert_int_equal(rdmx_kv_put(c, "k", 1, "x", 1, 0, RDMX_KV_ADD, NULL), -EEXIST);
 	assert_int_equal(rdmx_kv_put(c, "nope", 4, "x", 1, 0, RDMX_KV_REPLACE, NULL),
 			 -ENOENT);
