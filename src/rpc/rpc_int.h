@@ -162,6 +162,9 @@ void rdmx__rpc_herd_counts(const struct rdmx_rpc_server *s, uint64_t *ud_sends,
 int rdmx__rpc_herd_poke(struct rdmx_rpc_client *c, uint32_t i, const void *bytes,
 			size_t n);
 uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c);
+/* rfp, for tests: the bytes of a client's buffers; its slots' size. */
+size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c);
+uint32_t rdmx__rpc_rfp_slot(const struct rdmx_rpc_client *c);
 /* herd, for tests: the next herd dial names @c's UD QP as its own in its
  * setup (a client pointing the server's responses at another's QP). */
 void rdmx__rpc_herd_ud_as(const struct rdmx_rpc_client *c);

@@ -53,8 +53,10 @@ struct rfp_conn {
 	rdmx_conn *c;
 	void *user;
 	uint32_t slots, ssize;
+	size_t bufs;             /* slot-sized buffers in mem */
 	unsigned char *mem;      /* server: requests then responses; client:
-				  * scratch then a fetch buffer per slot */
+				  * scratch then a fetch buffer per slot of
+				  * its window */
 	rdmx_mr *mr;
 	uint32_t *seq;           /* the seq of the call in each slot */
 	uint32_t *done, *push;   /* server: answered seq, push asked for seq */
@@ -161,6 +163,7 @@ static struct rfp_conn *rfp_new(uint32_t slots, uint32_t ssize, size_t bufs)
 	pthread_mutex_init(&r->lock, NULL);
 	r->slots = slots;
 	r->ssize = ssize;
+	r->bufs = bufs;
 	r->seq = calloc(slots, sizeof(*r->seq));
 	r->done = calloc(slots, sizeof(*r->done));
 	r->push = calloc(slots, sizeof(*r->push));
@@ -473,8 +476,7 @@ static int client_regions(struct rdmx_rpc_client *c, struct rfp_conn *r,
 			  const unsigned char *setup)
 {
 	size_t half = (size_t)r->slots * r->ssize;
-	int rc = rdmx_mr_reg(c->ctx, r->mem, (1 + (size_t)r->slots) * r->ssize,
-			     RDMX_ACCESS_LOCAL, &r->mr);
+	int rc = rdmx_mr_reg(c->ctx, r->mem, r->bufs * r->ssize, RDMX_ACCESS_LOCAL, &r->mr);
 
 	if (!rc)
 		rc = rdmx_region_import(r->c, setup + 12, RDMX_REGION_DESC_LEN, &r->rreq);
@@ -505,7 +507,9 @@ static int client_setup(struct rdmx_rpc_client *c, rdmx_conn *conn, struct rfp_c
 	if (c->o.window > head[1])
 		return rdmx__fail(-EINVAL, "rpc rfp: window %u above the server's %u slots",
 				  c->o.window, head[1]);
-	r = rfp_new(head[1], head[2], 1 + (size_t)head[1]);
+	/* scratch and a fetch buffer per slot our calls use (our window, not
+	 * the server's slot count: 4096 slots of 16 MiB would be 64 GiB) */
+	r = rfp_new(head[1], head[2], 1 + (size_t)c->o.window);
 	if (!r)
 		return rdmx__fail(-ENOMEM, "rpc rfp: out of memory for %u slots", head[1]);
 	r->c = conn;
@@ -658,6 +662,18 @@ static int rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms
 			return timeout_ms ? -ETIMEDOUT : -EAGAIN;
 		sched_yield();
 	}
+}
+
+size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c)
+{
+	const struct rfp_conn *r = c->t;
+
+	return r->bufs * r->ssize;
+}
+
+uint32_t rdmx__rpc_rfp_slot(const struct rdmx_rpc_client *c)
+{
+	return ((const struct rfp_conn *)c->t)->ssize;
 }
 
 /* ------------------------------------------------------------ both sides */

@@ -944,6 +944,26 @@ static void rfp_burst(struct srv *v)
 	rdmx_rpc_client_destroy(c);
 }
 
+/* rfp: a client's buffers are its own window's (a fetch buffer per call
+ * slot it uses), not one per slot the server says it has: a hostile
+ * server's set-up of 4096 slots of 16 MiB would have it allocate 64 GiB. */
+static void t_rfp_client_mem(void **state)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+	rdmx_rpc_client *c;
+	struct srv v;
+
+	(void)state;
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1); /* 64 slots a client */
+	c = dial_ok(&v, 4);
+	assert_true(rdmx__rpc_rfp_client_mem(c) <= (1 + 4) * (size_t)rdmx__rpc_rfp_slot(c));
+	echo_once(c, MAX_ECHO, 1);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
+}
+
 /*
  * rfp: a client asks the server to push its (answered) hello response
  * over and over and never takes the pushes. Its receives run out, the
@@ -1115,6 +1135,7 @@ int main(void)
 		cmocka_unit_test(t_threads),
 		cmocka_unit_test(t_rfp_fetch_push),
 		cmocka_unit_test(t_rfp_push_flood),
+		cmocka_unit_test(t_rfp_client_mem),
 		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
