@@ -15,7 +15,6 @@
 
 #define MAX_MSG_LIMIT (1u << 30)
 #define DEPTH_LIMIT 16384u
-#define RING_MIN 4096u
 #define LIVENESS_MIN 1000u
 #define LIVENESS_MAX 3600000u
 
@@ -38,7 +37,7 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	o->liveness_ms = 10000;
 }
 
-static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
+int rdmx__check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
 {
 	if (v < lo || v > hi)
 		return rdmx__fail(-EINVAL, "%s %u out of range %u..%u", what,
@@ -46,7 +45,22 @@ static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
 	return 0;
 }
 
-/* Copy @in (or the defaults) to @out and check every field. */
+int rdmx__check_ring_opts(const struct rdmx_conn_opts *o)
+{
+	if (o->ring_size < RDMX__RING_SIZE_MIN || o->ring_size > RDMX__RING_SIZE_MAX ||
+	    (o->ring_size & (o->ring_size - 1)))
+		return rdmx__fail(-EINVAL, "ring_size %u is not a power of two in %u..%u",
+				  o->ring_size, RDMX__RING_SIZE_MIN, RDMX__RING_SIZE_MAX);
+	if (o->notify > RDMX_NOTIFY_IMM)
+		return rdmx__fail(-EINVAL, "notify %u is not an enum rdmx_notify value",
+				  o->notify);
+	return 0;
+}
+
+/*
+ * Copy @in (or the defaults) to @out and check every field: the common
+ * ones here, the protocol's own with its check_opts() (max_msg not known).
+ */
 static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out,
 		     const struct rdmx_protocol_ops **proto)
 {
@@ -60,28 +74,23 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	if (!*proto)
 		return rdmx__fail(-EINVAL, "unknown protocol '%s'",
 				  out->protocol);
-	if (check_range("max_msg_size", out->max_msg_size, 1, MAX_MSG_LIMIT) ||
-	    check_range("send_depth", out->send_depth, 1, DEPTH_LIMIT) ||
-	    check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
-	    check_range("rnr_retry", out->rnr_retry, 0, 7) ||
-	    check_range("retry_count", out->retry_count, 0, 7) ||
-	    check_range("eager_max", out->eager_max, 0, 65535) ||
-	    check_range("liveness_ms", out->liveness_ms, LIVENESS_MIN, LIVENESS_MAX))
+	if (rdmx__check_range("max_msg_size", out->max_msg_size, 1, MAX_MSG_LIMIT) ||
+	    rdmx__check_range("send_depth", out->send_depth, 1, DEPTH_LIMIT) ||
+	    rdmx__check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
+	    rdmx__check_range("rnr_retry", out->rnr_retry, 0, 7) ||
+	    rdmx__check_range("retry_count", out->retry_count, 0, 7) ||
+	    rdmx__check_range("liveness_ms", out->liveness_ms, LIVENESS_MIN, LIVENESS_MAX))
 		return -EINVAL;
 	if (out->connect_timeout_ms <= 0)
 		return rdmx__fail(-EINVAL, "connect_timeout_ms must be > 0");
-	if (out->ring_size < RING_MIN || out->ring_size > MAX_MSG_LIMIT ||
-	    (out->ring_size & (out->ring_size - 1)))
-		return rdmx__fail(-EINVAL, "ring_size %u is not a power of two in %u..%u",
-				  out->ring_size, RING_MIN, MAX_MSG_LIMIT);
-	if (out->notify > RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "notify %u is not an enum rdmx_notify value",
-				  out->notify);
 	if (out->wait_mode > RDMX_WAIT_ADAPTIVE)
 		return rdmx__fail(-EINVAL, "wait_mode %u is not an enum rdmx_wait_mode value",
 				  out->wait_mode);
-	return check_range("spin_us", out->spin_us, 0, RDMX__SPIN_US_MAX);
+	if (rdmx__check_range("spin_us", out->spin_us, 0, RDMX__SPIN_US_MAX))
+		return -EINVAL;
+	return (*proto)->check_opts ? (*proto)->check_opts(*proto, out, 0) : 0;
 }
+
 
 /* ------------------------------------------------- connection down */
 
@@ -285,6 +294,16 @@ static void conn_free(rdmx_conn *c, int did_setup)
 	free(c);
 }
 
+/* The protocol's checks with the connection's max_msg, then its setup(). */
+static int conn_setup(rdmx_conn *c)
+{
+	int rc = 0;
+
+	if (c->proto->check_opts)
+		rc = c->proto->check_opts(c->proto, &c->opts, c->max_msg);
+	return rc ? rc : c->proto->setup(c);
+}
+
 void rdmx_conn_close(rdmx_conn *c)
 {
 	if (!c)
@@ -410,7 +429,7 @@ int rdmx_dial(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	     ctx->fops->resolve(ctx->fab, addr, port, o.connect_timeout_ms, &c->ep);
 	if (rc)
 		goto free_conn;
-	rc = proto->setup(c);
+	rc = conn_setup(c);
 	if (rc)
 		goto free_setup;
 	rc = dial_connect(c, addr, port);
@@ -625,7 +644,7 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 		conn_free(c, 0);
 		return rc;
 	}
-	rc = lis->proto->setup(c);
+	rc = conn_setup(c);
 	if (rc) {
 		c->ep = NULL;
 		listener_reject(lis, child, RDMX__REJ_RESOURCES);

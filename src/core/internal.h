@@ -190,6 +190,15 @@ struct rdmx_conn {
  * recv(c, m, 0), each under the member's lock). group_unlist(), if set,
  * runs under the group lock when a member is unlisted (closing): after it
  * the listener must never reach that member again.
+ *
+ * The options: the core checks the ones every protocol reads (sizes,
+ * depths, retries, timeouts, wait mode); check_opts(), if set, checks the
+ * ones only this protocol reads (ring_size, notify, eager_max, ...) and
+ * their fit with the message size: 0, or -EINVAL with a message. The core
+ * calls it with @max_msg 0 when rdmx_dial() or rdmx_listen() loads the
+ * options (only what the options alone decide), and with the connection's
+ * max_msg before each setup(). @proto is the table it was called through,
+ * for protocols that share a check among several tables.
  */
 struct rdmx_protocol_ops {
 	const char *name;
@@ -210,12 +219,23 @@ struct rdmx_protocol_ops {
 	int (*group_recv)(struct rdmx__group *g, struct rdmx_msg *m,
 			  int timeout_ms);
 	void (*group_unlist)(rdmx_conn *c);
+	int (*check_opts)(const struct rdmx_protocol_ops *proto,
+			  const struct rdmx_conn_opts *o, uint32_t max_msg);
 	/* Bytes of memory setup() of @c will register for this connection
 	 * alone (not a receive side shared by the listener's connections),
 	 * from c->opts and the negotiated c->max_msg; NULL counts 0. The
 	 * listener's memory cap is checked against it before setup(). */
 	uint64_t (*mem_estimate)(const rdmx_conn *c);
 };
+
+/* conn.c: option checks for the protocols' check_opts(). */
+/* -EINVAL with "@what V out of range LO..HI" unless @lo <= @v <= @hi. */
+int rdmx__check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi);
+/* The ring protocols' ring_size (a power of two in RDMX__RING_SIZE_MIN..
+ * RDMX__RING_SIZE_MAX) and notify (an enum rdmx_notify value). */
+#define RDMX__RING_SIZE_MIN 4096u
+#define RDMX__RING_SIZE_MAX (1u << 30)
+int rdmx__check_ring_opts(const struct rdmx_conn_opts *o);
 
 /* protocol.c: the table of built-in protocols. */
 const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);

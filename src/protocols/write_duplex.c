@@ -44,4 +44,5 @@ const struct rdmx_protocol_ops rdmx__proto_write_duplex = {
 	.recv = rdmx__wring_recv,
 	.release = rdmx__wring_release,
 	.mem_estimate = rdmx__wring_mem_estimate,
+	.check_opts = rdmx__wring_check_opts,
 };

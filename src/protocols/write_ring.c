@@ -261,17 +261,19 @@ static int create_queues(rdmx_conn *c)
 	return rdmx__conn_create_qp(c, &caps);
 }
 
-/* Options this engine cannot work with: -EINVAL with the reason. */
-static int check_opts(rdmx_conn *c)
+int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
+			   const struct rdmx_conn_opts *o, uint32_t max_msg)
 {
-	uint64_t rec = rdmx__ring_rec_size(c->max_msg);
+	uint64_t rec = rdmx__ring_rec_size(max_msg);
+	int rc = rdmx__check_ring_opts(o);
 
-	if (2 * rec > c->opts.ring_size)
+	if (rc)
+		return rc;
+	if (max_msg && 2 * rec > o->ring_size)
 		return rdmx__fail(-EINVAL, "%s: ring_size %u cannot hold two records of max_msg_size %u (needs %llu bytes)",
-				  c->proto->name, c->opts.ring_size, c->max_msg,
+				  proto->name, o->ring_size, max_msg,
 				  (unsigned long long)(2 * rec));
-	if (c->proto->id == RDMX__PROTO_WRITE_DUPLEX &&
-	    c->opts.notify == RDMX_NOTIFY_IMM)
+	if (proto->id == RDMX__PROTO_WRITE_DUPLEX && o->notify == RDMX_NOTIFY_IMM)
 		return rdmx__fail(-EINVAL, "write_duplex: notify IMM needs posted receives on the receiver, which this protocol avoids; use poll");
 	return 0;
 }
@@ -279,10 +281,8 @@ static int check_opts(rdmx_conn *c)
 int rdmx__wring_setup(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	int rc = check_opts(c);
+	int rc;
 
-	if (rc)
-		return rc;
 	p->duplex = c->proto->id == RDMX__PROTO_WRITE_DUPLEX;
 	p->imm = c->opts.notify == RDMX_NOTIFY_IMM;
 	p->rseed = rdmx__ring_seed();

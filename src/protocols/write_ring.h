@@ -38,6 +38,9 @@ int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out);
 /* Bytes of per-connection state (checked against the real size). */
 #define RDMX__WRING_PRIV_SIZE 1024
 
+/* ring_size and notify; with @max_msg, room for two records. */
+int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
+			   const struct rdmx_conn_opts *o, uint32_t max_msg);
 int rdmx__wring_setup(rdmx_conn *c);
 int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *block, size_t cap,
 			  size_t *len);
