@@ -199,6 +199,13 @@ struct rdmx_conn {
  * options (only what the options alone decide), and with the connection's
  * max_msg before each setup(). @proto is the table it was called through,
  * for protocols that share a check among several tables.
+ *
+ * A family of protocols that share one engine (write_simplex, write_magic
+ * and write_duplex share write_ring.c) gives each member its own table
+ * whose @family points at a const descriptor of what sets the member
+ * apart (struct rdmx__wring_variant); the engine reads it from c->proto,
+ * as an rdma-core provider family's shared code reads its per-device
+ * descriptor. The core never reads @family; NULL outside a family.
  */
 struct rdmx_protocol_ops {
 	const char *name;
@@ -221,6 +228,7 @@ struct rdmx_protocol_ops {
 	void (*group_unlist)(rdmx_conn *c);
 	int (*check_opts)(const struct rdmx_protocol_ops *proto,
 			  const struct rdmx_conn_opts *o, uint32_t max_msg);
+	const void *family;
 	/* Bytes of memory setup() of @c will register for this connection
 	 * alone (not a receive side shared by the listener's connections),
 	 * from c->opts and the negotiated c->max_msg; NULL counts 0. The

@@ -827,7 +827,7 @@ uint32_t rdmx__srq_posted(rdmx_conn *c)
 	struct srq_shared *sh;
 	uint32_t n = 0;
 
-	if (!g || c->proto->id != SRQ_ID)
+	if (!g || c->proto->setup != srq_setup) /* not an srq connection */
 		return 0;
 	sh = sh_of(g);
 	pthread_mutex_lock(&g->lock);

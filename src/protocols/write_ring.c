@@ -91,7 +91,7 @@ struct ctl {
 };
 
 struct wring {
-	int duplex;
+	int duplex;               /* the variant's head_by_read */
 	int imm;                  /* notify = IMM */
 	int local_magic;          /* our two rings are double-mapped */
 	struct rdmx__cq *scq, *rcq;
@@ -131,11 +131,16 @@ static struct wring *wr_of(const rdmx_conn *c)
 	return c->priv;
 }
 
+/* The variant a table of this engine describes (its .family). */
+static const struct rdmx__wring_variant *variant_of(const struct rdmx_protocol_ops *proto)
+{
+	return proto->family;
+}
+
+/* A connection of this engine: its table runs rdmx__wring_setup(). */
 static int is_wring(const rdmx_conn *c)
 {
-	return c && (c->proto->id == RDMX__PROTO_WRITE_SIMPLEX ||
-		     c->proto->id == RDMX__PROTO_WRITE_MAGIC ||
-		     c->proto->id == RDMX__PROTO_WRITE_DUPLEX);
+	return c && c->proto->setup == rdmx__wring_setup;
 }
 
 int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out)
@@ -206,7 +211,7 @@ static int make_rings(rdmx_conn *c)
 {
 	char why[RDMX__ERRMSG_LEN];
 
-	if (c->proto->id != RDMX__PROTO_WRITE_MAGIC)
+	if (!variant_of(c->proto)->double_map)
 		return map_rings(c, 0);
 	if (!map_rings(c, 1))
 		return 0;
@@ -221,7 +226,7 @@ static int make_rings(rdmx_conn *c)
 uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c)
 {
 	uint64_t span = (uint64_t)c->opts.ring_size *
-			(c->proto->id == RDMX__PROTO_WRITE_MAGIC ? 2 : 1);
+			(variant_of(c->proto)->double_map ? 2 : 1);
 
 	return 2 * span + 4096; /* ring, stage; ctl words fit a page */
 }
@@ -273,8 +278,9 @@ int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
 		return rdmx__fail(-EINVAL, "%s: ring_size %u cannot hold two records of max_msg_size %u (needs %llu bytes)",
 				  proto->name, o->ring_size, max_msg,
 				  (unsigned long long)(2 * rec));
-	if (proto->id == RDMX__PROTO_WRITE_DUPLEX && o->notify == RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "write_duplex: notify IMM needs posted receives on the receiver, which this protocol avoids; use poll");
+	if (variant_of(proto)->head_by_read && o->notify == RDMX_NOTIFY_IMM)
+		return rdmx__fail(-EINVAL, "%s: notify IMM needs posted receives on the receiver, which this protocol avoids; use poll",
+				  proto->name);
 	return 0;
 }
 
@@ -283,7 +289,7 @@ int rdmx__wring_setup(rdmx_conn *c)
 	struct wring *p = wr_of(c);
 	int rc;
 
-	p->duplex = c->proto->id == RDMX__PROTO_WRITE_DUPLEX;
+	p->duplex = variant_of(c->proto)->head_by_read;
 	p->imm = c->opts.notify == RDMX_NOTIFY_IMM;
 	p->rseed = rdmx__ring_seed();
 	p->nrecv = p->duplex ? 0 : N_CTRL;

@@ -5,7 +5,7 @@
  * format, placement and release bookkeeping are src/core/ring.h; this is
  * memory, queues, the hello block, the data path and flow control. Each
  * protocol file documents its variant and holds its ops table, made of the
- * functions below.
+ * functions below, and the struct rdmx__wring_variant the table points at.
  */
 #ifndef RDMX_PROTOCOLS_WRITE_RING_H
 #define RDMX_PROTOCOLS_WRITE_RING_H
@@ -15,6 +15,23 @@
 #define RDMX__PROTO_WRITE_SIMPLEX 4
 #define RDMX__PROTO_WRITE_MAGIC 5
 #define RDMX__PROTO_WRITE_DUPLEX 6
+
+/*
+ * What tells the variants apart, as data: each variant's file fills one
+ * and its ops table points at it (.family); the engine reads it there and
+ * never asks which protocol it runs.
+ *   double_map    the rings are mapped twice back to back, so a record
+ *                 may cross the ring's end (write_magic; it falls back to
+ *                 pad records when the mapping is refused)
+ *   head_by_read  the sender RDMA-READs the receiver's released count and
+ *                 the receiver posts nothing (write_duplex: notify IMM is
+ *                 refused, it would need posted receives); else the
+ *                 receiver SENDs head updates (write_simplex/magic)
+ */
+struct rdmx__wring_variant {
+	int double_map;
+	int head_by_read;
+};
 
 /* Counters a test (or a debugger) can read: rdmx__wring_stats(). */
 struct rdmx__wring_stats {
