@@ -970,7 +970,7 @@ static int rd_check_opts(const struct rdmx_protocol_ops *proto,
 
 const struct rdmx_protocol_ops rdmx__proto_read = {
 	.name = "read",
-	.id = 3,
+	.id = RDMX__PROTO_READ,
 	.priv_size = sizeof(struct rd),
 	.setup = rd_setup,
 	.hello_out = rd_hello_out,

@@ -872,7 +872,7 @@ static uint64_t wa_mem_estimate(const rdmx_conn *c)
 
 const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.name = "write_atomic",
-	.id = 7,
+	.id = RDMX__PROTO_WRITE_ATOMIC,
 	.priv_size = sizeof(struct wa),
 	.setup = wa_setup,
 	.hello_out = wa_hello_out,

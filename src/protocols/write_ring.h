@@ -12,10 +12,6 @@
 
 #include "core/internal.h"
 
-#define RDMX__PROTO_WRITE_SIMPLEX 4
-#define RDMX__PROTO_WRITE_MAGIC 5
-#define RDMX__PROTO_WRITE_DUPLEX 6
-
 /*
  * What tells the variants apart, as data: each variant's file fills one
  * and its ops table points at it (.family); the engine reads it there and
