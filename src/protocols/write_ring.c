@@ -712,7 +712,7 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 	if (at + rsize > p->sgeo.size)
 		p->st.crossings++;
 	rdmx__ring_put_rec(p->stage + at, p->sseed, start, (uint32_t)m->len,
-			   m->imm, (m->flags & RDMX_MSG_IMM) ? RDMX__REC_IMM : 0);
+			   m->imm, (m->flags & RDMX_MSG_IMM) ? RDMX__RING_REC_IMM : 0);
 	wr[n++] = (struct rdmx__wr){
 		.wr_id = start + rsize,
 		.op = p->imm ? RDMX__OP_WRITE_IMM : RDMX__OP_WRITE,
@@ -756,7 +756,7 @@ int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
 
 /* ------------------------------------------------------------- receives */
 
-static void fill_recv_msg(rdmx_conn *c, const struct rdmx__rec_view *v,
+static void fill_recv_msg(rdmx_conn *c, const struct rdmx__ring_rec_view *v,
 			  uint64_t seq, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
@@ -764,8 +764,8 @@ static void fill_recv_msg(rdmx_conn *c, const struct rdmx__rec_view *v,
 	m->data = p->ring + (p->rd & p->rgeo.mask) + RDMX__RING_HDR;
 	m->len = v->len;
 	m->cap = v->len;
-	m->imm = (v->flags & RDMX__REC_IMM) ? v->imm : 0;
-	m->flags = (v->flags & RDMX__REC_IMM) ? RDMX_MSG_IMM : 0;
+	m->imm = (v->flags & RDMX__RING_REC_IMM) ? v->imm : 0;
+	m->flags = (v->flags & RDMX__RING_REC_IMM) ? RDMX_MSG_IMM : 0;
 	m->priv_[0] = (KIND_RECV << KIND_SHIFT) | seq;
 	m->priv_[1] = (uintptr_t)c;
 }
@@ -774,7 +774,7 @@ static void fill_recv_msg(rdmx_conn *c, const struct rdmx__rec_view *v,
 static int take(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
-	struct rdmx__rec_view v;
+	struct rdmx__ring_rec_view v;
 	int64_t seq;
 	int rc;
 
@@ -788,7 +788,7 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 					(unsigned long long)p->rd);
 		if (rc <= 0)
 			return rc;
-		if (!(v.flags & RDMX__REC_PAD))
+		if (!(v.flags & RDMX__RING_REC_PAD))
 			break;
 		p->rd += v.size;
 	}
