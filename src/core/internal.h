@@ -310,7 +310,8 @@ void rdmx__wait_park(struct rdmx__deadline *d);
  */
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
 
-/* Down with -ECONNRESET if the peer disconnected; else its down_rc or 0. */
+/* live.c: down with -ECONNRESET if the peer disconnected; else its
+ * down_rc or 0. */
 int rdmx__conn_check_peer(rdmx_conn *c);
 
 /* live.c: keepalives. */
@@ -331,6 +332,9 @@ int rdmx__conn_flushed(rdmx_conn *c);
 int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,
 		  int n);
 
+/* live.c: the connection going down. */
+/* The reason @c went down, as this thread's error; its down_rc. */
+int rdmx__conn_down_reason(rdmx_conn *c);
 /* Mark the connection down with @rc and a message (first reason wins). */
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
