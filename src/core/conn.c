@@ -36,6 +36,7 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	o->liveness_ms = 10000;
 }
 
+/* Range checks of options, also for the protocols' check_opts(). */
 int rdmx__check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
 {
 	if (v < lo || v > hi)
@@ -44,6 +45,7 @@ int rdmx__check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
 	return 0;
 }
 
+/* ring_size and notify, for the ring protocols' check_opts(). */
 int rdmx__check_ring_opts(const struct rdmx_conn_opts *o)
 {
 	if (o->ring_size < RDMX__RING_SIZE_MIN || o->ring_size > RDMX__RING_SIZE_MAX ||

@@ -266,6 +266,7 @@ static int create_queues(rdmx_conn *c)
 	return rdmx__conn_create_qp(c, &caps);
 }
 
+/* Options this engine cannot work with: -EINVAL with the reason. */
 int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
 			   const struct rdmx_conn_opts *o, uint32_t max_msg)
 {
