@@ -209,7 +209,7 @@ struct rdmx_conn {
  */
 struct rdmx_protocol_ops {
 	const char *name;
-	uint8_t id;
+	uint8_t id;              /* enum rdmx__proto_id (wire.h): on the wire */
 	size_t priv_size;
 	int (*setup)(rdmx_conn *c);
 	int (*hello_out)(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len);
