@@ -2,12 +2,11 @@
 /*
  * Connections: option checks, the hello exchange over rdma_cm private data,
  * listen/accept/dial/close, and the one-line public wrappers of the data
- * path that dispatch to the connection's protocol.
+ * path that dispatch to the connection's protocol. A connection going
+ * down is live.c's (so group.c and wait.c need nothing of this file).
  */
 #include <errno.h>
 #include <stddef.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +14,6 @@
 
 #define MAX_MSG_LIMIT (1u << 30)
 #define DEPTH_LIMIT 16384u
-#define RING_MIN 4096u
 #define LIVENESS_MIN 1000u
 #define LIVENESS_MAX 3600000u
 
@@ -38,7 +36,8 @@ void rdmx_conn_opts_init(struct rdmx_conn_opts *o)
 	o->liveness_ms = 10000;
 }
 
-static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
+/* Range checks of options, also for the protocols' check_opts(). */
+int rdmx__check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
 {
 	if (v < lo || v > hi)
 		return rdmx__fail(-EINVAL, "%s %u out of range %u..%u", what,
@@ -46,7 +45,23 @@ static int check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi)
 	return 0;
 }
 
-/* Copy @in (or the defaults) to @out and check every field. */
+/* ring_size and notify, for the ring protocols' check_opts(). */
+int rdmx__check_ring_opts(const struct rdmx_conn_opts *o)
+{
+	if (o->ring_size < RDMX__RING_SIZE_MIN || o->ring_size > RDMX__RING_SIZE_MAX ||
+	    (o->ring_size & (o->ring_size - 1)))
+		return rdmx__fail(-EINVAL, "ring_size %u is not a power of two in %u..%u",
+				  o->ring_size, RDMX__RING_SIZE_MIN, RDMX__RING_SIZE_MAX);
+	if (o->notify > RDMX_NOTIFY_IMM)
+		return rdmx__fail(-EINVAL, "notify %u is not an enum rdmx_notify value",
+				  o->notify);
+	return 0;
+}
+
+/*
+ * Copy @in (or the defaults) to @out and check every field: the common
+ * ones here, the protocol's own with its check_opts() (max_msg not known).
+ */
 static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out,
 		     const struct rdmx_protocol_ops **proto)
 {
@@ -60,115 +75,23 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	if (!*proto)
 		return rdmx__fail(-EINVAL, "unknown protocol '%s'",
 				  out->protocol);
-	if (check_range("max_msg_size", out->max_msg_size, 1, MAX_MSG_LIMIT) ||
-	    check_range("send_depth", out->send_depth, 1, DEPTH_LIMIT) ||
-	    check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
-	    check_range("rnr_retry", out->rnr_retry, 0, 7) ||
-	    check_range("retry_count", out->retry_count, 0, 7) ||
-	    check_range("eager_max", out->eager_max, 0, 65535) ||
-	    check_range("liveness_ms", out->liveness_ms, LIVENESS_MIN, LIVENESS_MAX))
+	if (rdmx__check_range("max_msg_size", out->max_msg_size, 1, MAX_MSG_LIMIT) ||
+	    rdmx__check_range("send_depth", out->send_depth, 1, DEPTH_LIMIT) ||
+	    rdmx__check_range("recv_depth", out->recv_depth, 1, DEPTH_LIMIT) ||
+	    rdmx__check_range("rnr_retry", out->rnr_retry, 0, 7) ||
+	    rdmx__check_range("retry_count", out->retry_count, 0, 7) ||
+	    rdmx__check_range("liveness_ms", out->liveness_ms, LIVENESS_MIN, LIVENESS_MAX))
 		return -EINVAL;
 	if (out->connect_timeout_ms <= 0)
 		return rdmx__fail(-EINVAL, "connect_timeout_ms must be > 0");
-	if (out->ring_size < RING_MIN || out->ring_size > MAX_MSG_LIMIT ||
-	    (out->ring_size & (out->ring_size - 1)))
-		return rdmx__fail(-EINVAL, "ring_size %u is not a power of two in %u..%u",
-				  out->ring_size, RING_MIN, MAX_MSG_LIMIT);
-	if (out->notify > RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "notify %u is not an enum rdmx_notify value",
-				  out->notify);
 	if (out->wait_mode > RDMX_WAIT_ADAPTIVE)
 		return rdmx__fail(-EINVAL, "wait_mode %u is not an enum rdmx_wait_mode value",
 				  out->wait_mode);
-	return check_range("spin_us", out->spin_us, 0, RDMX__SPIN_US_MAX);
+	if (rdmx__check_range("spin_us", out->spin_us, 0, RDMX__SPIN_US_MAX))
+		return -EINVAL;
+	return (*proto)->check_opts ? (*proto)->check_opts(*proto, out, 0) : 0;
 }
 
-/* ------------------------------------------------- connection down */
-
-/* The reason @c went down, as this thread's error; its down_rc. */
-static int down_reason(rdmx_conn *c)
-{
-	int rc;
-
-	pthread_mutex_lock(&c->down_lock);
-	rc = rdmx__fail(c->down_rc, "%s", c->err.msg);
-	pthread_mutex_unlock(&c->down_lock);
-	return rc;
-}
-
-int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
-{
-	char msg[RDMX__ERRMSG_LEN];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pthread_mutex_lock(&c->down_lock);
-	if (c->state != RDMX__CONN_DOWN) {
-		memcpy(c->err.msg, msg, sizeof(msg));
-		c->down_rc = rc;
-		c->state = RDMX__CONN_DOWN;
-	}
-	rc = rdmx__fail(c->down_rc, "%s", c->err.msg);
-	pthread_mutex_unlock(&c->down_lock);
-	return rc;
-}
-
-int rdmx__conn_keep(rdmx_conn *c, int rc)
-{
-	if (rc >= 0)
-		return rc;
-	pthread_mutex_lock(&c->down_lock);
-	rdmx__keep(&c->err, rc);
-	pthread_mutex_unlock(&c->down_lock);
-	return rc;
-}
-
-int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
-			const char *what)
-{
-	if (wc->status == RDMX__WC_RETRY)
-		RDMX__COUNT(c, retry_exceeded, 1);
-	if (wc->status == RDMX__WC_RNR_RETRY)
-		RDMX__COUNT(c, rnr_exceeded, 1);
-	if (c->f->check_event(c->ep) == -ECONNRESET ||
-	    wc->status == RDMX__WC_RETRY)
-		return rdmx__conn_down(c, -ECONNRESET,
-				       "%s: peer stopped answering (%s)", what,
-				       rdmx__wc_status_name(wc->status));
-	return rdmx__conn_down(c, -EIO, "%s failed: %s (status %d)", what,
-			       rdmx__wc_status_name(wc->status),
-			       wc->vendor_status);
-}
-
-int rdmx__conn_flushed(rdmx_conn *c)
-{
-	int rc = rdmx__live_reap(c);
-
-	if (rc && rc != -ENOBUFS)
-		return rc;
-	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
-}
-
-int rdmx__conn_check_peer(rdmx_conn *c)
-{
-	int rc;
-
-	if (c->state == RDMX__CONN_DOWN)
-		return down_reason(c);
-	rc = rdmx__live_tick(c); /* first: a failed send says why */
-	if (rc)
-		return rc;
-	if (c->f->check_event(c->ep) != -ECONNRESET)
-		return 0;
-	/* rxe reports a disconnect as soon as its retries fail a send: the
-	 * send's completion, already queued, names the dead peer. */
-	rc = rdmx__live_reap(c);
-	if (rc && rc != -ENOBUFS)
-		return rc;
-	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
-}
 
 /*
  * Small payloads go inline, as perftest's latency tests send them: the
@@ -283,6 +206,16 @@ static void conn_free(rdmx_conn *c, int did_setup)
 	pthread_mutex_destroy(&c->lock);
 	free(c->priv);
 	free(c);
+}
+
+/* The protocol's checks with the connection's max_msg, then its setup(). */
+static int conn_setup(rdmx_conn *c)
+{
+	int rc = 0;
+
+	if (c->proto->check_opts)
+		rc = c->proto->check_opts(c->proto, &c->opts, c->max_msg);
+	return rc ? rc : c->proto->setup(c);
 }
 
 void rdmx_conn_close(rdmx_conn *c)
@@ -410,7 +343,7 @@ int rdmx_dial(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	     ctx->fops->resolve(ctx->fab, addr, port, o.connect_timeout_ms, &c->ep);
 	if (rc)
 		goto free_conn;
-	rc = proto->setup(c);
+	rc = conn_setup(c);
 	if (rc)
 		goto free_setup;
 	rc = dial_connect(c, addr, port);
@@ -625,7 +558,7 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 		conn_free(c, 0);
 		return rc;
 	}
-	rc = lis->proto->setup(c);
+	rc = conn_setup(c);
 	if (rc) {
 		c->ep = NULL;
 		listener_reject(lis, child, RDMX__REJ_RESOURCES);
@@ -809,7 +742,7 @@ static int conn_usable(rdmx_conn *c)
 	if (!c)
 		return rdmx__fail(-EINVAL, "connection is NULL");
 	if (c->state == RDMX__CONN_DOWN)
-		return down_reason(c);
+		return rdmx__conn_down_reason(c);
 	return 0;
 }
 

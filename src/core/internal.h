@@ -190,10 +190,26 @@ struct rdmx_conn {
  * recv(c, m, 0), each under the member's lock). group_unlist(), if set,
  * runs under the group lock when a member is unlisted (closing): after it
  * the listener must never reach that member again.
+ *
+ * The options: the core checks the ones every protocol reads (sizes,
+ * depths, retries, timeouts, wait mode); check_opts(), if set, checks the
+ * ones only this protocol reads (ring_size, notify, eager_max, ...) and
+ * their fit with the message size: 0, or -EINVAL with a message. The core
+ * calls it with @max_msg 0 when rdmx_dial() or rdmx_listen() loads the
+ * options (only what the options alone decide), and with the connection's
+ * max_msg before each setup(). @proto is the table it was called through,
+ * for protocols that share a check among several tables.
+ *
+ * A family of protocols that share one engine (write_simplex, write_magic
+ * and write_duplex share write_ring.c) gives each member its own table
+ * whose @family points at a const descriptor of what sets the member
+ * apart (struct rdmx__wring_variant); the engine reads it from c->proto,
+ * as an rdma-core provider family's shared code reads its per-device
+ * descriptor. The core never reads @family; NULL outside a family.
  */
 struct rdmx_protocol_ops {
 	const char *name;
-	uint8_t id;
+	uint8_t id;              /* enum rdmx__proto_id (wire.h): on the wire */
 	size_t priv_size;
 	int (*setup)(rdmx_conn *c);
 	int (*hello_out)(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len);
@@ -210,12 +226,24 @@ struct rdmx_protocol_ops {
 	int (*group_recv)(struct rdmx__group *g, struct rdmx_msg *m,
 			  int timeout_ms);
 	void (*group_unlist)(rdmx_conn *c);
+	int (*check_opts)(const struct rdmx_protocol_ops *proto,
+			  const struct rdmx_conn_opts *o, uint32_t max_msg);
+	const void *family;
 	/* Bytes of memory setup() of @c will register for this connection
 	 * alone (not a receive side shared by the listener's connections),
 	 * from c->opts and the negotiated c->max_msg; NULL counts 0. The
 	 * listener's memory cap is checked against it before setup(). */
 	uint64_t (*mem_estimate)(const rdmx_conn *c);
 };
+
+/* conn.c: option checks for the protocols' check_opts(). */
+/* -EINVAL with "@what V out of range LO..HI" unless @lo <= @v <= @hi. */
+int rdmx__check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi);
+/* The ring protocols' ring_size (a power of two in RDMX__RING_SIZE_MIN..
+ * RDMX__RING_SIZE_MAX) and notify (an enum rdmx_notify value). */
+#define RDMX__RING_SIZE_MIN 4096u
+#define RDMX__RING_SIZE_MAX (1u << 30)
+int rdmx__check_ring_opts(const struct rdmx_conn_opts *o);
 
 /* protocol.c: the table of built-in protocols. */
 const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);
@@ -282,7 +310,8 @@ void rdmx__wait_park(struct rdmx__deadline *d);
  */
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
 
-/* Down with -ECONNRESET if the peer disconnected; else its down_rc or 0. */
+/* live.c: down with -ECONNRESET if the peer disconnected; else its
+ * down_rc or 0. */
 int rdmx__conn_check_peer(rdmx_conn *c);
 
 /* live.c: keepalives. */
@@ -303,6 +332,9 @@ int rdmx__conn_flushed(rdmx_conn *c);
 int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,
 		  int n);
 
+/* live.c: the connection going down. */
+/* The reason @c went down, as this thread's error; its down_rc. */
+int rdmx__conn_down_reason(rdmx_conn *c);
 /* Mark the connection down with @rc and a message (first reason wins). */
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

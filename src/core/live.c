@@ -19,8 +19,13 @@
  * that connection is alive, and it is not declared dead. A dead host
  * answers nothing, so the SEND ahead of the keepalive fails with RETRY in
  * the same time the keepalive would.
+ *
+ * Here too, the connection going down: its first reason kept under
+ * down_lock, the peer's disconnect or a failed completion turned into it.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -215,4 +220,91 @@ int rdmx__live_reap(rdmx_conn *c)
 		pthread_mutex_unlock(&c->live.lock);
 	}
 	return c->state == RDMX__CONN_DOWN ? c->down_rc : rc;
+}
+
+/* ------------------------------------------------- connection down */
+
+/* The reason @c went down, as this thread's error; its down_rc. */
+int rdmx__conn_down_reason(rdmx_conn *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->down_lock);
+	rc = rdmx__fail(c->down_rc, "%s", c->err.msg);
+	pthread_mutex_unlock(&c->down_lock);
+	return rc;
+}
+
+int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
+{
+	char msg[RDMX__ERRMSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&c->down_lock);
+	if (c->state != RDMX__CONN_DOWN) {
+		memcpy(c->err.msg, msg, sizeof(msg));
+		c->down_rc = rc;
+		c->state = RDMX__CONN_DOWN;
+	}
+	rc = rdmx__fail(c->down_rc, "%s", c->err.msg);
+	pthread_mutex_unlock(&c->down_lock);
+	return rc;
+}
+
+int rdmx__conn_keep(rdmx_conn *c, int rc)
+{
+	if (rc >= 0)
+		return rc;
+	pthread_mutex_lock(&c->down_lock);
+	rdmx__keep(&c->err, rc);
+	pthread_mutex_unlock(&c->down_lock);
+	return rc;
+}
+
+int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
+			const char *what)
+{
+	if (wc->status == RDMX__WC_RETRY)
+		RDMX__COUNT(c, retry_exceeded, 1);
+	if (wc->status == RDMX__WC_RNR_RETRY)
+		RDMX__COUNT(c, rnr_exceeded, 1);
+	if (c->f->check_event(c->ep) == -ECONNRESET ||
+	    wc->status == RDMX__WC_RETRY)
+		return rdmx__conn_down(c, -ECONNRESET,
+				       "%s: peer stopped answering (%s)", what,
+				       rdmx__wc_status_name(wc->status));
+	return rdmx__conn_down(c, -EIO, "%s failed: %s (status %d)", what,
+			       rdmx__wc_status_name(wc->status),
+			       wc->vendor_status);
+}
+
+int rdmx__conn_flushed(rdmx_conn *c)
+{
+	int rc = rdmx__live_reap(c);
+
+	if (rc && rc != -ENOBUFS)
+		return rc;
+	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
+}
+
+int rdmx__conn_check_peer(rdmx_conn *c)
+{
+	int rc;
+
+	if (c->state == RDMX__CONN_DOWN)
+		return rdmx__conn_down_reason(c);
+	rc = rdmx__live_tick(c); /* first: a failed send says why */
+	if (rc)
+		return rc;
+	if (c->f->check_event(c->ep) != -ECONNRESET)
+		return 0;
+	/* rxe reports a disconnect as soon as its retries fail a send: the
+	 * send's completion, already queued, names the dead peer. */
+	rc = rdmx__live_reap(c);
+	if (rc && rc != -ENOBUFS)
+		return rc;
+	return rdmx__conn_down(c, -ECONNRESET, "connection closed by peer");
 }

@@ -74,7 +74,7 @@ int rdmx__ring_fits(const struct rdmx__ring_geo *g, uint64_t tail,
 void rdmx__ring_put_rec(void *rec, uint64_t seed, uint64_t off, uint32_t len,
 			uint32_t imm, uint16_t flags)
 {
-	struct rdmx__rec_hdr *h = rec;
+	struct rdmx__ring_rec_hdr *h = rec;
 	uint64_t stamp = rdmx__ring_stamp(seed, off);
 	uint64_t *ftr = (uint64_t *)((uint8_t *)rec + rdmx__ring_rec_size(len) -
 				     RDMX__RING_FTR);
@@ -84,25 +84,25 @@ void rdmx__ring_put_rec(void *rec, uint64_t seed, uint64_t off, uint32_t len,
 	h->flags = flags;
 	h->reserved = 0;
 	__atomic_store_n(&h->hstamp, hstamp_of(stamp), __ATOMIC_RELEASE);
-	if (!(flags & RDMX__REC_PAD))
+	if (!(flags & RDMX__RING_REC_PAD))
 		__atomic_store_n(ftr, stamp, __ATOMIC_RELEASE);
 }
 
 void rdmx__ring_put_pad(void *rec, uint64_t seed, uint64_t off)
 {
-	rdmx__ring_put_rec(rec, seed, off, 0, 0, RDMX__REC_PAD);
+	rdmx__ring_put_rec(rec, seed, off, 0, 0, RDMX__RING_REC_PAD);
 }
 
 /* A stamped pad: it runs to the end of the lap. */
 static int view_pad(const struct rdmx__ring_geo *g, uint64_t off,
-		    struct rdmx__rec_view *v)
+		    struct rdmx__ring_rec_view *v)
 {
 	if (g->magic || !(off & g->mask))
 		return rdmx__fail(-EPROTO, "ring: pad record at offset %llu where none can be",
 				  (unsigned long long)off);
 	v->len = 0;
 	v->imm = 0;
-	v->flags = RDMX__REC_PAD;
+	v->flags = RDMX__RING_REC_PAD;
 	v->size = (uint32_t)(g->size - (off & g->mask));
 	return 1;
 }
@@ -111,7 +111,8 @@ void (*rdmx__ring_test_peeked)(const void *rec);
 
 /* The header fields after its stamp matched: one relaxed load each, so
  * every later decision uses these copies, never the peer's memory. */
-static void load_hdr(const struct rdmx__rec_hdr *h, struct rdmx__rec_hdr *out)
+static void load_hdr(const struct rdmx__ring_rec_hdr *h,
+		     struct rdmx__ring_rec_hdr *out)
 {
 	out->len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
 	out->imm = __atomic_load_n(&h->imm, __ATOMIC_RELAXED);
@@ -120,17 +121,17 @@ static void load_hdr(const struct rdmx__rec_hdr *h, struct rdmx__rec_hdr *out)
 
 int rdmx__ring_peek(const struct rdmx__ring_geo *g, const void *rec,
 		    uint64_t seed, uint64_t off, uint32_t max_len,
-		    int check_footer, struct rdmx__rec_view *v)
+		    int check_footer, struct rdmx__ring_rec_view *v)
 {
-	const struct rdmx__rec_hdr *h = rec;
+	const struct rdmx__ring_rec_hdr *h = rec;
 	uint64_t stamp = rdmx__ring_stamp(seed, off), size;
-	struct rdmx__rec_hdr hc;
+	struct rdmx__ring_rec_hdr hc;
 	const uint64_t *ftr;
 
 	if (__atomic_load_n(&h->hstamp, __ATOMIC_ACQUIRE) != hstamp_of(stamp))
 		return 0;
 	load_hdr(h, &hc);
-	if (hc.flags & RDMX__REC_PAD)
+	if (hc.flags & RDMX__RING_REC_PAD)
 		return view_pad(g, off, v);
 	size = rdmx__ring_rec_size(hc.len);
 	if (hc.len > max_len || size > g->size ||

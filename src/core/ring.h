@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ring engine shared by the write_* protocols: what a record in a
- * receive ring looks like, where the next one goes, how much room is left,
- * and which prefix of the ring the receiver has given back. Pure code (no
- * verbs, no allocation but the release tracker's), unit-tested natively in
- * tests/unit/test_ring.c.
+ * The ring engine of the single-sender ring protocols (write_simplex,
+ * write_magic, write_duplex; their verbs side is src/protocols/
+ * write_ring.c): what a record in a receive ring looks like, where the next
+ * one goes, how much room is left, and which prefix of the ring the
+ * receiver has given back. Pure code (no verbs, no allocation but the
+ * release tracker's), unit-tested natively in tests/unit/test_ring.c.
+ * Every name here is rdmx__ring_* / RDMX__RING_*.
  *
  * A ring is a power-of-two number of bytes addressed by 64-bit virtual
  * offsets that only grow: offset o lives at byte (o & mask). Senders move a
@@ -14,8 +16,8 @@
  * Record at offset o (all fields little-endian, the host order: rdmx needs a
  * little-endian host), RDMX__RING_ALIGN-aligned:
  *    0 u32 len      payload bytes
- *    4 u32 imm      the user's immediate data (valid with RDMX__REC_IMM)
- *    8 u16 flags    RDMX__REC_IMM, RDMX__REC_PAD
+ *    4 u32 imm      the user's immediate data (valid with RDMX__RING_REC_IMM)
+ *    8 u16 flags    RDMX__RING_REC_IMM, RDMX__RING_REC_PAD
  *   10 u16 reserved 0
  *   12 u32 hstamp   high half of stamp(seed, o), low bit forced to 1
  *   16 payload, then padding up to the footer
@@ -43,15 +45,17 @@
  * a record was seen with a stamped header over a stale length before the
  * fake was changed to ordered 8-byte stores).
  *
- * A pad record (flags RDMX__REC_PAD, header only, its len ignored) says
+ * A pad record (flags RDMX__RING_REC_PAD, header only, its len ignored) says
  * "the rest of this lap is unused, the next record is at the next lap's
  * start": rings without a double mapping never split a record across the
  * end. With the magic (double) mapping a record may cross the end and no
  * pad is ever needed.
  *
- * The same format serves many-sender rings (write_atomic): senders reserve
- * [o, o + size) by fetch-and-add on the shared tail, the stamp still names
- * the offset, and a pad is just a record whose reservation ran past the end.
+ * write_atomic's many-sender ring does NOT use this format or this file:
+ * its records (src/protocols/write_atomic_rec.h, names wa_* / WA_*) have a
+ * 24-byte header carrying the writing connection's id, 64-byte alignment,
+ * their own stamps, and are announced by WRITE_WITH_IMM. The two formats
+ * share only the idea of a record stamped with its ring offset.
  */
 #ifndef RDMX_CORE_RING_H
 #define RDMX_CORE_RING_H
@@ -67,12 +71,12 @@
 #define RDMX__RING_HDR 16u
 #define RDMX__RING_FTR 8u
 
-enum rdmx__rec_flags {
-	RDMX__REC_IMM = 1 << 0, /* imm carries the user's immediate data */
-	RDMX__REC_PAD = 1 << 1, /* skip to the next lap */
+enum rdmx__ring_rec_flags {
+	RDMX__RING_REC_IMM = 1 << 0, /* imm carries the user's immediate data */
+	RDMX__RING_REC_PAD = 1 << 1, /* skip to the next lap */
 };
 
-struct rdmx__rec_hdr {
+struct rdmx__ring_rec_hdr {
 	uint32_t len;
 	uint32_t imm;
 	uint16_t flags;
@@ -81,7 +85,7 @@ struct rdmx__rec_hdr {
 };
 
 /* What the receiver found at an offset. */
-struct rdmx__rec_view {
+struct rdmx__ring_rec_view {
 	uint32_t len;
 	uint32_t imm;
 	uint16_t flags;
@@ -156,7 +160,7 @@ void rdmx__ring_put_pad(void *rec, uint64_t seed, uint64_t off);
  */
 int rdmx__ring_peek(const struct rdmx__ring_geo *g, const void *rec,
 		    uint64_t seed, uint64_t off, uint32_t max_len,
-		    int check_footer, struct rdmx__rec_view *v);
+		    int check_footer, struct rdmx__ring_rec_view *v);
 
 /*
  * Test hook: when set, called by rdmx__ring_peek() after it validated the

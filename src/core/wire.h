@@ -5,7 +5,7 @@
  * hello (connect request, and the accept reply), 16-byte header + block:
  *   0  u32 magic "RDMX" (0x584d4452 read as little-endian)
  *   4  u8  wire version (RDMX__WIRE_VERSION)
- *   5  u8  protocol id
+ *   5  u8  protocol id (enum rdmx__proto_id)
  *   6  u16 flags (RDMX__HELLO_REPLY on the accept reply)
  *   8  u32 max message size (request: proposed; reply: negotiated)
  *  12  u16 receive depth of the sender of this hello
@@ -37,6 +37,21 @@ struct rdmx__hello {
 	uint16_t recv_depth;
 	uint8_t block_len;
 	uint8_t block[RDMX__HELLO_BLOCK_MAX];
+};
+
+/*
+ * The protocol ids of the hello's byte 5: one per protocol, each table's
+ * .id. They are on the wire: never renumber or reuse one; a new protocol
+ * takes the next.
+ */
+enum rdmx__proto_id {
+	RDMX__PROTO_SEND_RECV = 1,
+	RDMX__PROTO_SRQ = 2,
+	RDMX__PROTO_READ = 3,
+	RDMX__PROTO_WRITE_SIMPLEX = 4,
+	RDMX__PROTO_WRITE_MAGIC = 5,
+	RDMX__PROTO_WRITE_DUPLEX = 6,
+	RDMX__PROTO_WRITE_ATOMIC = 7,
 };
 
 enum rdmx__reject_code {

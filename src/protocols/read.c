@@ -959,9 +959,18 @@ static uint64_t rd_mem_estimate(const rdmx_conn *c)
 	       (uint64_t)align_up(c->max_msg) * nrecv;
 }
 
+/* eager_max travels in a u16 of the hello. */
+static int rd_check_opts(const struct rdmx_protocol_ops *proto,
+			 const struct rdmx_conn_opts *o, uint32_t max_msg)
+{
+	(void)proto;
+	(void)max_msg;
+	return rdmx__check_range("eager_max", o->eager_max, 0, UINT16_MAX);
+}
+
 const struct rdmx_protocol_ops rdmx__proto_read = {
 	.name = "read",
-	.id = 3,
+	.id = RDMX__PROTO_READ,
 	.priv_size = sizeof(struct rd),
 	.setup = rd_setup,
 	.hello_out = rd_hello_out,
@@ -973,4 +982,5 @@ const struct rdmx_protocol_ops rdmx__proto_read = {
 	.recv = rd_recv,
 	.release = rd_release,
 	.mem_estimate = rd_mem_estimate,
+	.check_opts = rd_check_opts,
 };

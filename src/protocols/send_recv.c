@@ -358,7 +358,7 @@ static uint64_t sr_mem_estimate(const rdmx_conn *c)
 
 const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.name = "send_recv",
-	.id = 1,
+	.id = RDMX__PROTO_SEND_RECV,
 	.priv_size = sizeof(struct sr),
 	.setup = sr_setup,
 	.hello_out = sr_hello_out,

@@ -46,7 +46,6 @@ enum { KIND_SEND = 1, KIND_RECV = 2 };
 #define PEER_CHECK_IDLE 64   /* zero-timeout polls between peer checks */
 #define BLOCK_VERSION 1
 #define BLOCK_LEN 12
-#define SRQ_ID 2
 
 /* One SRQ receive buffer and, once consumed, its completion. */
 struct rbuf {
@@ -827,7 +826,7 @@ uint32_t rdmx__srq_posted(rdmx_conn *c)
 	struct srq_shared *sh;
 	uint32_t n = 0;
 
-	if (!g || c->proto->id != SRQ_ID)
+	if (!g || c->proto->setup != srq_setup) /* not an srq connection */
 		return 0;
 	sh = sh_of(g);
 	pthread_mutex_lock(&g->lock);
@@ -847,7 +846,7 @@ static uint64_t srq_mem_estimate(const rdmx_conn *c)
 
 const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.name = "srq",
-	.id = SRQ_ID,
+	.id = RDMX__PROTO_SRQ,
 	.priv_size = sizeof(struct srq_conn),
 	.setup = srq_setup,
 	.hello_out = srq_hello_out,

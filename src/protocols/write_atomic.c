@@ -242,18 +242,26 @@ static int join_shared(rdmx_conn *c)
 	return rc;
 }
 
-static int check_opts(rdmx_conn *c)
+/* ring_size and notify (IMM refused); with @max_msg, the record fits. */
+static int wa_check_opts(const struct rdmx_protocol_ops *proto,
+			 const struct rdmx_conn_opts *o, uint32_t max_msg)
 {
-	uint64_t rec = wa_rec_size(c->max_msg);
+	uint64_t rec = wa_rec_size(max_msg);
+	int rc = rdmx__check_ring_opts(o);
 
-	if (c->opts.notify == RDMX_NOTIFY_IMM)
+	(void)proto;
+	if (rc)
+		return rc;
+	if (o->notify == RDMX_NOTIFY_IMM)
 		return rdmx__fail(-EINVAL, "write_atomic: notify=imm is not supported (every record is announced with WRITE_WITH_IMM already; use the default)");
-	if (2 * rec > c->opts.ring_size)
+	if (!max_msg)
+		return 0;
+	if (2 * rec > o->ring_size)
 		return rdmx__fail(-EINVAL, "write_atomic: ring_size %u holds fewer than 2 records of max_msg_size %u (%llu bytes each); raise ring_size or lower max_msg_size",
-				  c->opts.ring_size, c->max_msg, (unsigned long long)rec);
-	if (!wa_imm_fits(rec, c->opts.ring_size))
+				  o->ring_size, max_msg, (unsigned long long)rec);
+	if (!wa_imm_fits(rec, o->ring_size))
 		return rdmx__fail(-EINVAL, "write_atomic: a record of max_msg_size %u and a ring offset of ring_size %u do not fit in one 32-bit immediate; lower one of them",
-				  c->max_msg, c->opts.ring_size);
+				  max_msg, o->ring_size);
 	return 0;
 }
 
@@ -261,10 +269,8 @@ static int check_opts(rdmx_conn *c)
 static int wa_setup(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
-	int rc = check_opts(c);
+	int rc;
 
-	if (rc)
-		return rc;
 	if (c->group) {
 		rc = join_shared(c);
 	} else {
@@ -866,7 +872,7 @@ static uint64_t wa_mem_estimate(const rdmx_conn *c)
 
 const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.name = "write_atomic",
-	.id = 7,
+	.id = RDMX__PROTO_WRITE_ATOMIC,
 	.priv_size = sizeof(struct wa),
 	.setup = wa_setup,
 	.hello_out = wa_hello_out,
@@ -882,4 +888,5 @@ const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.group_recv = rdmx__wa_group_recv,
 	.group_unlist = rdmx__wa_group_unlist,
 	.mem_estimate = wa_mem_estimate,
+	.check_opts = wa_check_opts,
 };

@@ -4,6 +4,11 @@
  * protocol (write_atomic.c) and its unit tests. See write_atomic.c for the
  * protocol and the argument why stale bytes never pass for a record.
  *
+ * A format of its own, not the single-sender ring record of
+ * src/core/ring.h (write_simplex/magic/duplex: 16-byte header, 16-byte
+ * alignment, a footer stamp): the names here are wa_* / WA_* and the two
+ * files share no code.
+ *
  * A record reserved at 64-bit virtual offset V sits at ring byte V & mask,
  * never crosses the ring's end, and is written by ONE RDMA WRITE_WITH_IMM
  * whose immediate, wa_imm(V, span), announces it (see wa_imm()):

@@ -30,6 +30,11 @@
  */
 #include "write_ring.h"
 
+/* The engine's variant: pad records at the ring's end, the head READ by the sender. */
+static const struct rdmx__wring_variant duplex_variant = {
+	.head_by_read = 1,
+};
+
 const struct rdmx_protocol_ops rdmx__proto_write_duplex = {
 	.name = "write_duplex",
 	.id = RDMX__PROTO_WRITE_DUPLEX,
@@ -44,4 +49,6 @@ const struct rdmx_protocol_ops rdmx__proto_write_duplex = {
 	.recv = rdmx__wring_recv,
 	.release = rdmx__wring_release,
 	.mem_estimate = rdmx__wring_mem_estimate,
+	.check_opts = rdmx__wring_check_opts,
+	.family = &duplex_variant,
 };

@@ -33,6 +33,11 @@
  */
 #include "write_ring.h"
 
+/* The engine's variant: double-mapped rings, head updates by SEND. */
+static const struct rdmx__wring_variant magic_variant = {
+	.double_map = 1,
+};
+
 const struct rdmx_protocol_ops rdmx__proto_write_magic = {
 	.name = "write_magic",
 	.id = RDMX__PROTO_WRITE_MAGIC,
@@ -47,4 +52,6 @@ const struct rdmx_protocol_ops rdmx__proto_write_magic = {
 	.recv = rdmx__wring_recv,
 	.release = rdmx__wring_release,
 	.mem_estimate = rdmx__wring_mem_estimate,
+	.check_opts = rdmx__wring_check_opts,
+	.family = &magic_variant,
 };

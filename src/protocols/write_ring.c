@@ -91,7 +91,7 @@ struct ctl {
 };
 
 struct wring {
-	int duplex;
+	int duplex;               /* the variant's head_by_read */
 	int imm;                  /* notify = IMM */
 	int local_magic;          /* our two rings are double-mapped */
 	struct rdmx__cq *scq, *rcq;
@@ -131,11 +131,16 @@ static struct wring *wr_of(const rdmx_conn *c)
 	return c->priv;
 }
 
+/* The variant a table of this engine describes (its .family). */
+static const struct rdmx__wring_variant *variant_of(const struct rdmx_protocol_ops *proto)
+{
+	return proto->family;
+}
+
+/* A connection of this engine: its table runs rdmx__wring_setup(). */
 static int is_wring(const rdmx_conn *c)
 {
-	return c && (c->proto->id == RDMX__PROTO_WRITE_SIMPLEX ||
-		     c->proto->id == RDMX__PROTO_WRITE_MAGIC ||
-		     c->proto->id == RDMX__PROTO_WRITE_DUPLEX);
+	return c && c->proto->setup == rdmx__wring_setup;
 }
 
 int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out)
@@ -206,7 +211,7 @@ static int make_rings(rdmx_conn *c)
 {
 	char why[RDMX__ERRMSG_LEN];
 
-	if (c->proto->id != RDMX__PROTO_WRITE_MAGIC)
+	if (!variant_of(c->proto)->double_map)
 		return map_rings(c, 0);
 	if (!map_rings(c, 1))
 		return 0;
@@ -221,7 +226,7 @@ static int make_rings(rdmx_conn *c)
 uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c)
 {
 	uint64_t span = (uint64_t)c->opts.ring_size *
-			(c->proto->id == RDMX__PROTO_WRITE_MAGIC ? 2 : 1);
+			(variant_of(c->proto)->double_map ? 2 : 1);
 
 	return 2 * span + 4096; /* ring, stage; ctl words fit a page */
 }
@@ -262,28 +267,30 @@ static int create_queues(rdmx_conn *c)
 }
 
 /* Options this engine cannot work with: -EINVAL with the reason. */
-static int check_opts(rdmx_conn *c)
+int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
+			   const struct rdmx_conn_opts *o, uint32_t max_msg)
 {
-	uint64_t rec = rdmx__ring_rec_size(c->max_msg);
+	uint64_t rec = rdmx__ring_rec_size(max_msg);
+	int rc = rdmx__check_ring_opts(o);
 
-	if (2 * rec > c->opts.ring_size)
+	if (rc)
+		return rc;
+	if (max_msg && 2 * rec > o->ring_size)
 		return rdmx__fail(-EINVAL, "%s: ring_size %u cannot hold two records of max_msg_size %u (needs %llu bytes)",
-				  c->proto->name, c->opts.ring_size, c->max_msg,
+				  proto->name, o->ring_size, max_msg,
 				  (unsigned long long)(2 * rec));
-	if (c->proto->id == RDMX__PROTO_WRITE_DUPLEX &&
-	    c->opts.notify == RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "write_duplex: notify IMM needs posted receives on the receiver, which this protocol avoids; use poll");
+	if (variant_of(proto)->head_by_read && o->notify == RDMX_NOTIFY_IMM)
+		return rdmx__fail(-EINVAL, "%s: notify IMM needs posted receives on the receiver, which this protocol avoids; use poll",
+				  proto->name);
 	return 0;
 }
 
 int rdmx__wring_setup(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	int rc = check_opts(c);
+	int rc;
 
-	if (rc)
-		return rc;
-	p->duplex = c->proto->id == RDMX__PROTO_WRITE_DUPLEX;
+	p->duplex = variant_of(c->proto)->head_by_read;
 	p->imm = c->opts.notify == RDMX_NOTIFY_IMM;
 	p->rseed = rdmx__ring_seed();
 	p->nrecv = p->duplex ? 0 : N_CTRL;
@@ -706,7 +713,7 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 	if (at + rsize > p->sgeo.size)
 		p->st.crossings++;
 	rdmx__ring_put_rec(p->stage + at, p->sseed, start, (uint32_t)m->len,
-			   m->imm, (m->flags & RDMX_MSG_IMM) ? RDMX__REC_IMM : 0);
+			   m->imm, (m->flags & RDMX_MSG_IMM) ? RDMX__RING_REC_IMM : 0);
 	wr[n++] = (struct rdmx__wr){
 		.wr_id = start + rsize,
 		.op = p->imm ? RDMX__OP_WRITE_IMM : RDMX__OP_WRITE,
@@ -750,7 +757,7 @@ int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
 
 /* ------------------------------------------------------------- receives */
 
-static void fill_recv_msg(rdmx_conn *c, const struct rdmx__rec_view *v,
+static void fill_recv_msg(rdmx_conn *c, const struct rdmx__ring_rec_view *v,
 			  uint64_t seq, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
@@ -758,8 +765,8 @@ static void fill_recv_msg(rdmx_conn *c, const struct rdmx__rec_view *v,
 	m->data = p->ring + (p->rd & p->rgeo.mask) + RDMX__RING_HDR;
 	m->len = v->len;
 	m->cap = v->len;
-	m->imm = (v->flags & RDMX__REC_IMM) ? v->imm : 0;
-	m->flags = (v->flags & RDMX__REC_IMM) ? RDMX_MSG_IMM : 0;
+	m->imm = (v->flags & RDMX__RING_REC_IMM) ? v->imm : 0;
+	m->flags = (v->flags & RDMX__RING_REC_IMM) ? RDMX_MSG_IMM : 0;
 	m->priv_[0] = (KIND_RECV << KIND_SHIFT) | seq;
 	m->priv_[1] = (uintptr_t)c;
 }
@@ -768,7 +775,7 @@ static void fill_recv_msg(rdmx_conn *c, const struct rdmx__rec_view *v,
 static int take(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
-	struct rdmx__rec_view v;
+	struct rdmx__ring_rec_view v;
 	int64_t seq;
 	int rc;
 
@@ -782,7 +789,7 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 					(unsigned long long)p->rd);
 		if (rc <= 0)
 			return rc;
-		if (!(v.flags & RDMX__REC_PAD))
+		if (!(v.flags & RDMX__RING_REC_PAD))
 			break;
 		p->rd += v.size;
 	}

@@ -5,16 +5,29 @@
  * format, placement and release bookkeeping are src/core/ring.h; this is
  * memory, queues, the hello block, the data path and flow control. Each
  * protocol file documents its variant and holds its ops table, made of the
- * functions below.
+ * functions below, and the struct rdmx__wring_variant the table points at.
  */
 #ifndef RDMX_PROTOCOLS_WRITE_RING_H
 #define RDMX_PROTOCOLS_WRITE_RING_H
 
 #include "core/internal.h"
 
-#define RDMX__PROTO_WRITE_SIMPLEX 4
-#define RDMX__PROTO_WRITE_MAGIC 5
-#define RDMX__PROTO_WRITE_DUPLEX 6
+/*
+ * What tells the variants apart, as data: each variant's file fills one
+ * and its ops table points at it (.family); the engine reads it there and
+ * never asks which protocol it runs.
+ *   double_map    the rings are mapped twice back to back, so a record
+ *                 may cross the ring's end (write_magic; it falls back to
+ *                 pad records when the mapping is refused)
+ *   head_by_read  the sender RDMA-READs the receiver's released count and
+ *                 the receiver posts nothing (write_duplex: notify IMM is
+ *                 refused, it would need posted receives); else the
+ *                 receiver SENDs head updates (write_simplex/magic)
+ */
+struct rdmx__wring_variant {
+	int double_map;
+	int head_by_read;
+};
 
 /* Counters a test (or a debugger) can read: rdmx__wring_stats(). */
 struct rdmx__wring_stats {
@@ -38,6 +51,9 @@ int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out);
 /* Bytes of per-connection state (checked against the real size). */
 #define RDMX__WRING_PRIV_SIZE 1024
 
+/* ring_size and notify; with @max_msg, room for two records. */
+int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
+			   const struct rdmx_conn_opts *o, uint32_t max_msg);
 int rdmx__wring_setup(rdmx_conn *c);
 int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *block, size_t cap,
 			  size_t *len);

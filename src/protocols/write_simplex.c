@@ -55,6 +55,12 @@
  */
 #include "write_ring.h"
 
+/* The engine's variant: pad records at the ring's end, head updates by SEND. */
+static const struct rdmx__wring_variant simplex_variant = {
+	.double_map = 0,
+	.head_by_read = 0,
+};
+
 const struct rdmx_protocol_ops rdmx__proto_write_simplex = {
 	.name = "write_simplex",
 	.id = RDMX__PROTO_WRITE_SIMPLEX,
@@ -69,4 +75,6 @@ const struct rdmx_protocol_ops rdmx__proto_write_simplex = {
 	.recv = rdmx__wring_recv,
 	.release = rdmx__wring_release,
 	.mem_estimate = rdmx__wring_mem_estimate,
+	.check_opts = rdmx__wring_check_opts,
+	.family = &simplex_variant,
 };

@@ -63,7 +63,6 @@
 #include "core/internal.h"
 #include "rpc/rpc_int.h"
 
-#define HERD_MAGIC 0x31445248u /* "HRD1" */
 #define HERD_QKEY 0x48455244u
 #define HERD_TRAILER 5u         /* u32 length, u8 mark */
 #define HERD_NONCE 8u           /* before every UD response: the client's nonce */

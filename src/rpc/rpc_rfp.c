@@ -39,7 +39,6 @@
 
 #include "rpc/rpc_int.h"
 
-#define RFP_MAGIC 0x31504652u
 #define RFP_TRAILER 8u
 #define RFP_SETUP_LEN (12u + 2 * RDMX_REGION_DESC_LEN)
 #define RFP_PUSH_LEN 8u

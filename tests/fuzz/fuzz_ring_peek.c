@@ -37,7 +37,7 @@ static uint8_t *magic_ring(void)
 /* Stamp the header and/or footer of a record at @off as a writer would. */
 static void stamp(uint8_t *rec, uint64_t off, uint64_t avail, int hdr, int ftr)
 {
-	struct rdmx__rec_hdr h;
+	struct rdmx__ring_rec_hdr h;
 	uint64_t s = rdmx__ring_stamp(FZ_SEED, off), size;
 
 	memcpy(&h, rec, sizeof(h));
@@ -51,11 +51,11 @@ static void stamp(uint8_t *rec, uint64_t off, uint64_t avail, int hdr, int ftr)
 }
 
 static void check_view(const struct rdmx__ring_geo *g, uint64_t off,
-		       uint32_t max_len, const struct rdmx__rec_view *v)
+		       uint32_t max_len, const struct rdmx__ring_rec_view *v)
 {
 	uint64_t at = off & g->mask;
 
-	if (v->flags & RDMX__REC_PAD) {
+	if (v->flags & RDMX__RING_REC_PAD) {
 		FZ_CHECK(!g->magic, "pad found in a magic ring");
 		FZ_CHECK(at + v->size == g->size, "pad does not end at the lap's end");
 		return;
@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_in in = { data, size };
 	struct rdmx__ring_geo g;
-	struct rdmx__rec_view v;
+	struct rdmx__ring_rec_view v;
 	uint8_t cfg = (uint8_t)fz_take(&in, 1);
 	uint64_t off = fz_take(&in, 8);
 	uint32_t max_len = (uint32_t)fz_take(&in, 4);

@@ -132,7 +132,7 @@ static void op_record(struct target *t, struct fz_in *in)
 		wrote = (uint32_t)rsize;
 	}
 	ring_write(t, off, wrote, t->imm, (uint32_t)off);
-	t->next = off + (flags & RDMX__REC_PAD ? FZ_RING - (off & t->mask) : rsize);
+	t->next = off + (flags & RDMX__RING_REC_PAD ? FZ_RING - (off & t->mask) : rsize);
 }
 
 static void op_raw(struct target *t, struct fz_in *in)

@@ -512,7 +512,7 @@ static void test_zero_timeout_sees_leaver(void **state)
 static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *blk,
 		       uint8_t blen, char *why, size_t wlen)
 {
-	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = 2,
+	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = RDMX__PROTO_SRQ,
 				 .max_msg = MAX_MSG, .recv_depth = 16 };
 
 	return th_hello_connect(ctx, port, &h, blk, blen, why, wlen);

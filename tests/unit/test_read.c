@@ -320,7 +320,7 @@ static void test_sender_gone_before_read(void **state)
 static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *block,
 		       size_t blen, char *why, size_t wlen)
 {
-	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = 3,
+	struct rdmx__hello h = { .version = RDMX__WIRE_VERSION, .protocol = RDMX__PROTO_READ,
 				 .max_msg = 4096, .recv_depth = 4 };
 
 	return th_hello_connect(ctx, port, &h, block, blen, why, wlen);

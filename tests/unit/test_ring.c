@@ -23,11 +23,11 @@ static void test_record_layout(void **state)
 {
 	uint8_t buf[256] __attribute__((aligned(16)));
 	struct rdmx__ring_geo g;
-	struct rdmx__rec_view v;
-	struct rdmx__rec_hdr *h = (void *)buf;
+	struct rdmx__ring_rec_view v;
+	struct rdmx__ring_rec_hdr *h = (void *)buf;
 
 	(void)state;
-	assert_int_equal(sizeof(struct rdmx__rec_hdr), RDMX__RING_HDR);
+	assert_int_equal(sizeof(struct rdmx__ring_rec_hdr), RDMX__RING_HDR);
 	assert_int_equal(rdmx__ring_rec_size(0), 32);
 	assert_int_equal(rdmx__ring_rec_size(1), 32);
 	assert_int_equal(rdmx__ring_rec_size(8), 32);
@@ -40,10 +40,10 @@ static void test_record_layout(void **state)
 	/* A zeroed ring holds no record. */
 	assert_int_equal(rdmx__ring_peek(&g, buf, SEED, 0, 200, 1, &v), 0);
 	memset(buf + 16, 0x77, 40);
-	rdmx__ring_put_rec(buf, SEED, 0, 40, 0xfeed, RDMX__REC_IMM);
+	rdmx__ring_put_rec(buf, SEED, 0, 40, 0xfeed, RDMX__RING_REC_IMM);
 	assert_int_equal(h->len, 40);
 	assert_int_equal(h->imm, 0xfeed);
-	assert_int_equal(h->flags, RDMX__REC_IMM);
+	assert_int_equal(h->flags, RDMX__RING_REC_IMM);
 	assert_int_equal(rdmx__ring_peek(&g, buf, SEED, 0, 200, 1, &v), 1);
 	assert_int_equal(v.len, 40);
 	assert_int_equal(v.imm, 0xfeed);
@@ -57,7 +57,7 @@ static void test_record_layout(void **state)
 /* A peer rewriting the header between peek's check and its use. */
 static void rewrite_len(const void *rec)
 {
-	struct rdmx__rec_hdr *h = (void *)(uintptr_t)rec;
+	struct rdmx__ring_rec_hdr *h = (void *)(uintptr_t)rec;
 
 	__atomic_store_n(&h->len, 0x7ffffff0u, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->imm, 0xbadu, __ATOMIC_RELAXED);
@@ -68,12 +68,12 @@ static void test_peek_reads_header_once(void **state)
 {
 	uint8_t buf[256] __attribute__((aligned(16)));
 	struct rdmx__ring_geo g;
-	struct rdmx__rec_view v;
+	struct rdmx__ring_rec_view v;
 
 	(void)state;
 	assert_int_equal(rdmx__ring_geo_init(&g, 256, 0), 0);
 	memset(buf, 0, sizeof(buf));
-	rdmx__ring_put_rec(buf, SEED, 0, 48, 7, RDMX__REC_IMM);
+	rdmx__ring_put_rec(buf, SEED, 0, 48, 7, RDMX__RING_REC_IMM);
 	rdmx__ring_test_peeked = rewrite_len;
 	assert_int_equal(rdmx__ring_peek(&g, buf, SEED, 0, 200, 1, &v), 1);
 	rdmx__ring_test_peeked = NULL;
@@ -87,7 +87,7 @@ static void test_footer_written_last(void **state)
 {
 	uint8_t buf[256] __attribute__((aligned(16))), rec[256] __attribute__((aligned(16)));
 	struct rdmx__ring_geo g;
-	struct rdmx__rec_view v;
+	struct rdmx__ring_rec_view v;
 	size_t size = rdmx__ring_rec_size(50);
 
 	(void)state;
@@ -110,7 +110,7 @@ static void test_stale_lap(void **state)
 {
 	uint8_t buf[4096] __attribute__((aligned(16)));
 	struct rdmx__ring_geo g;
-	struct rdmx__rec_view v;
+	struct rdmx__ring_rec_view v;
 
 	(void)state;
 	rdmx__ring_geo_init(&g, 4096, 0);
@@ -165,7 +165,7 @@ static void test_pad_record(void **state)
 {
 	uint8_t buf[1024] __attribute__((aligned(16)));
 	struct rdmx__ring_geo g, m;
-	struct rdmx__rec_view v;
+	struct rdmx__ring_rec_view v;
 
 	(void)state;
 	rdmx__ring_geo_init(&g, 1024, 0);
@@ -173,7 +173,7 @@ static void test_pad_record(void **state)
 	memset(buf, 0, sizeof(buf));
 	rdmx__ring_put_pad(buf + 960, SEED, 2048 + 960);
 	assert_int_equal(rdmx__ring_peek(&g, buf + 960, SEED, 2048 + 960, 100, 1, &v), 1);
-	assert_int_equal(v.flags, RDMX__REC_PAD);
+	assert_int_equal(v.flags, RDMX__RING_REC_PAD);
 	assert_int_equal(v.size, 64);
 	/* A pad where none can be is a protocol error. */
 	assert_int_equal(rdmx__ring_peek(&m, buf + 960, SEED, 2048 + 960, 100, 1, &v),
@@ -263,20 +263,20 @@ static void run_model(int magic, uint64_t rseed)
 			assert_true(magic || (start & g.mask) + rsz <= SIZE);
 			th_fill(rec + RDMX__RING_HDR, len, sent);
 			rdmx__ring_put_rec(rec, SEED, start, len, (uint32_t)sent,
-					   RDMX__REC_IMM);
+					   RDMX__RING_REC_IMM);
 			tail = start + rsz;
 			sent++;
 		}
 		/* Receiver: take what is there while it may hold more. */
 		while (rel.delivered - rel.released < HOLD) {
-			struct rdmx__rec_view v;
+			struct rdmx__ring_rec_view v;
 			int rc = rdmx__ring_peek(&g, ring + (rd & g.mask), SEED, rd,
 						 MAXLEN, 1, &v);
 
 			assert_true(rc >= 0);
 			if (!rc)
 				break;
-			if (v.flags & RDMX__REC_PAD) {
+			if (v.flags & RDMX__RING_REC_PAD) {
 				rd += v.size;
 				continue;
 			}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Wire formats: hello and reject encoding, padding, malformed input. */
+/* Wire formats: hello and reject encoding, padding, malformed input,
+ * the protocol ids. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <cmocka.h>
 
 #include "core/errors.h"
+#include "core/internal.h"
 #include "core/wire.h"
 
 static struct rdmx__hello sample(void)
@@ -145,6 +147,27 @@ static void test_integer_helpers(void **state)
 	assert_int_equal(rdmx__get_u16(b), 0xbeef);
 }
 
+/* The protocol ids are on the wire: each table carries its old value. */
+static void test_protocol_ids_unchanged(void **state)
+{
+	static const struct { const char *name; uint8_t id; } ids[] = {
+		{ "send_recv", 1 }, { "srq", 2 }, { "read", 3 },
+		{ "write_simplex", 4 }, { "write_magic", 5 },
+		{ "write_duplex", 6 }, { "write_atomic", 7 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		const struct rdmx_protocol_ops *p = rdmx__protocol_by_name(ids[i].name);
+
+		assert_non_null(p);
+		assert_int_equal(p->id, ids[i].id);
+		assert_ptr_equal(rdmx__protocol_by_id(ids[i].id), p);
+	}
+	assert_null(rdmx__protocol_by_id(0));
+	assert_null(rdmx__protocol_by_id(8));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_reject_roundtrip_and_truncation),
 		cmocka_unit_test(test_reject_from_plain_cm_is_not_ours),
 		cmocka_unit_test(test_integer_helpers),
+		cmocka_unit_test(test_protocol_ids_unchanged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
