@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send-buffer pool (sendpool.c): the registered send slots of one
+ * connection, which rdmx_msg_alloc hands out and rdmx_send posts. Every
+ * protocol that sends from slots of its own (send_recv, srq, read,
+ * write_atomic) uses this one pool; the protocol keeps only what really
+ * differs: what it posts from a slot (a SEND, a descriptor SEND, a
+ * WRITE_WITH_IMM), what else a message needs before it may be allocated
+ * (credits, ring space: the room hook), what a completion means (reap
+ * hook) and what "flushed" means (unflushed hook).
+ *
+ * Life of a slot: FREE (on the free stack) -> ALLOC (handed to the user
+ * by rdmx__sendpool_alloc, a SEND handle in the message) -> POSTED
+ * (rdmx__sendpool_post, the handle spent; or back to FREE by
+ * rdmx__sendpool_release) -> FREE when the protocol's reap sees the
+ * post's completion (rdmx__sendpool_sent). A pool with @hold set keeps a
+ * completed slot POSTED until the protocol gives it back with
+ * rdmx__sendpool_put (read: the buffer is the sender's until the
+ * receiver acknowledged it). Every wait (alloc, flush) is the one wait
+ * step, rdmx__conn_wait, bounded by the caller's timeout.
+ *
+ * The message handle (internal.h, rdmx__msg_set) of a slot is its index
+ * with kind RDMX__MSG_SEND; rdmx__sendpool_slot checks a handle (user
+ * memory) before anything uses it: its connection, its kind, the index in
+ * range and the slot ALLOC. The post's wr_id is wr_kind << 32 | slot.
+ *
+ * Two later changes land inside the pool and nowhere else:
+ *  - Per-send completion tokens (issue 9 section 2): rdmx__sendpool_post
+ *    returns a token (slot, a per-slot generation bumped at each post);
+ *    rdmx__sendpool_sent records the completion (the generation done, or
+ *    the error for that send), and a token wait is the same loop as
+ *    rdmx__sendpool_flush with "this slot's generation done" as its
+ *    condition. A slot is reused only after its completion, so a token
+ *    never names a later send. Protocols change nothing: they already
+ *    report every completion of a pool post through rdmx__sendpool_sent.
+ *  - Doorbell batching and selective signaling (issue 10): only
+ *    rdmx__sendpool_post builds the flags of a slot's work request and
+ *    posts it, and only rdmx__sendpool_sent retires slots. Signaling one
+ *    post in N makes post set RDMX__WR_SIGNALED on every Nth (and on any
+ *    post a flush or a full pool waits for) and keep a FIFO of posted
+ *    slots; sent then retires every slot up to the signaled one (a QP
+ *    completes in post order). Batching makes post chain the work
+ *    requests of several sends into one rdmx__post_send, rung by the
+ *    next alloc that finds the pool empty, by flush, or after N.
+ */
+#ifndef RDMX_CORE_SENDPOOL_H
+#define RDMX_CORE_SENDPOOL_H
+
+#include "internal.h"
+
+enum rdmx__sp_state { RDMX__SP_FREE, RDMX__SP_ALLOC, RDMX__SP_POSTED };
+
+struct rdmx__sendpool_ops {
+	/* Take in @c's send completions, calling rdmx__sendpool_sent() for
+	 * the pool's posts: how many were seen (>= 0), or -errno with the
+	 * connection down. */
+	int (*reap)(rdmx_conn *c);
+	/* Optional: besides a free slot, what one more message needs
+	 * (credits, ring space): 1 there is room, 0 not yet, or -errno. */
+	int (*room)(rdmx_conn *c);
+	/* Optional: messages sent but not yet where rdmx_flush wants them
+	 * (default: posts whose completion is not in). */
+	uint32_t (*unflushed)(rdmx_conn *c);
+};
+
+struct rdmx__sendpool {
+	/* set by the protocol before rdmx__sendpool_make() */
+	const struct rdmx__sendpool_ops *ops;
+	const char *who;          /* the protocol's name, for messages */
+	const char *post_what;    /* "a send": "posting a send: ..." */
+	uint32_t n;               /* slots (send_depth) */
+	size_t stride;            /* bytes between two slots */
+	size_t data_off;          /* the user's bytes in a slot */
+	uint32_t wr_kind;         /* wr_id of a post: wr_kind << 32 | slot */
+	int hold;                 /* completed slots stay until _put() */
+	/* the pool's */
+	uint8_t *buf;             /* n * stride registered bytes */
+	struct rdmx__mr *mr;
+	uint32_t *free_stack;
+	uint32_t nfree;
+	uint8_t *state;           /* enum rdmx__sp_state per slot */
+	uint32_t nalloc;          /* handed out, neither posted nor released */
+	uint32_t inflight;        /* posted, completion not seen */
+};
+
+/* Allocate and register (@access: RDMX__ACCESS_*) the slots; on failure
+ * rdmx__sendpool_unmake() frees what was made. */
+int rdmx__sendpool_make(rdmx_conn *c, struct rdmx__sendpool *sp,
+			unsigned access);
+void rdmx__sendpool_unmake(rdmx_conn *c, struct rdmx__sendpool *sp);
+
+/* rdmx_msg_alloc: a free slot (and room) within @timeout_ms, in @m. */
+int rdmx__sendpool_alloc(rdmx_conn *c, struct rdmx__sendpool *sp,
+			 struct rdmx_msg *m, int timeout_ms);
+
+/* The ALLOC slot @m names on @c, or -EINVAL (no message formatted). */
+int64_t rdmx__sendpool_slot(rdmx_conn *c, const struct rdmx__sendpool *sp,
+			    const struct rdmx_msg *m);
+
+/* Post @wr (op, addr, len and the rest filled by the caller) for slot
+ * @idx, which @m names: wr_id, lkey and signaling are the pool's. Marks
+ * the slot POSTED and spends @m; on failure the connection goes down. */
+int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
+			uint32_t idx, struct rdmx__wr *wr, struct rdmx_msg *m);
+
+/* The completion of slot @idx's post came in (OK status). */
+void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx);
+
+/* A hold pool: the protocol is done with posted slot @idx. */
+void rdmx__sendpool_put(struct rdmx__sendpool *sp, uint32_t idx);
+
+/* The reap hook of a pool whose CQ carries nothing but its posts. */
+int rdmx__sendpool_reap(rdmx_conn *c, struct rdmx__sendpool *sp,
+			struct rdmx__cq *cq);
+
+/* rdmx_msg_release of an allocated, unsent slot: 0, or -EINVAL (no
+ * message formatted) when @m is not one of them. */
+int rdmx__sendpool_release(rdmx_conn *c, struct rdmx__sendpool *sp,
+			   struct rdmx_msg *m);
+
+/* rdmx_flush: wait until nothing is unflushed; -ETIMEDOUT or the
+ * connection's error. */
+int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
+			 int timeout_ms);
+
+/* Start of slot @idx. */
+static inline uint8_t *rdmx__sendpool_at(const struct rdmx__sendpool *sp,
+					 uint32_t idx)
+{
+	return sp->buf + (size_t)idx * sp->stride;
+}
+
+#endif /* RDMX_CORE_SENDPOOL_H */
