@@ -201,3 +201,16 @@ int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
 		rc = pool_wait(c, sp, timeout_ms, flushed);
 	return rc == -EAGAIN ? -ETIMEDOUT : rc;
 }
+
+/* Every slot holds max_msg bytes: @size (checked by the core) is met. */
+int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			     int timeout_ms)
+{
+	(void)size;
+	return rdmx__sendpool_alloc(c, c->priv, m, timeout_ms);
+}
+
+int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms)
+{
+	return rdmx__sendpool_flush(c, c->priv, timeout_ms);
+}

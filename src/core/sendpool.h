@@ -46,6 +46,8 @@
 #ifndef RDMX_CORE_SENDPOOL_H
 #define RDMX_CORE_SENDPOOL_H
 
+#include <stddef.h>
+
 #include "internal.h"
 
 enum rdmx__sp_state { RDMX__SP_FREE, RDMX__SP_ALLOC, RDMX__SP_POSTED };
@@ -122,6 +124,17 @@ int rdmx__sendpool_release(rdmx_conn *c, struct rdmx__sendpool *sp,
  * connection's error. */
 int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
 			 int timeout_ms);
+
+/*
+ * The msg_alloc and flush operations of a protocol whose per-connection
+ * state (c->priv) begins with its pool (RDMX__SENDPOOL_FIRST).
+ */
+int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			     int timeout_ms);
+int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms);
+#define RDMX__SENDPOOL_FIRST(type, member) \
+	_Static_assert(offsetof(type, member) == 0, \
+		       #type "'s send pool comes first (rdmx__sendpool_msg_alloc)")
 
 /* Start of slot @idx. */
 static inline uint8_t *rdmx__sendpool_at(const struct rdmx__sendpool *sp,

@@ -24,8 +24,8 @@ enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 #define SLOT_ALIGN 64
 
 struct sr {
-	struct rdmx__cq *scq, *rcq;
 	struct rdmx__sendpool sp; /* send buffers */
+	struct rdmx__cq *scq, *rcq;
 	uint8_t *rbuf;
 	struct rdmx__mr *rmr;
 	size_t slot;              /* bytes per buffer */
@@ -34,6 +34,7 @@ struct sr {
 	struct rdmx__wc wc[WC_BATCH]; /* receive completions not handed out */
 	int wc_n, wc_i;
 };
+RDMX__SENDPOOL_FIRST(struct sr, sp);
 
 static struct sr *sr_of(rdmx_conn *c)
 {
@@ -166,13 +167,6 @@ static int reap_sends(rdmx_conn *c)
 	return rdmx__sendpool_reap(c, &p->sp, p->scq);
 }
 
-static int sr_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
-			int timeout_ms)
-{
-	(void)size; /* every slot holds max_msg bytes */
-	return rdmx__sendpool_alloc(c, &sr_of(c)->sp, m, timeout_ms);
-}
-
 /* The receive buffer a handle refers to, or -EINVAL. */
 static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m)
 {
@@ -202,11 +196,6 @@ static int sr_send(rdmx_conn *c, struct rdmx_msg *m)
 		wr.imm = m->imm;
 	}
 	return rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
-}
-
-static int sr_flush(rdmx_conn *c, int timeout_ms)
-{
-	return rdmx__sendpool_flush(c, &sr_of(c)->sp, timeout_ms);
 }
 
 /* ------------------------------------------------------------- receives */
@@ -292,9 +281,9 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.hello_out = sr_hello_out,
 	.hello_in = sr_hello_in,
 	.teardown = sr_teardown,
-	.msg_alloc = sr_msg_alloc,
+	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = sr_send,
-	.flush = sr_flush,
+	.flush = rdmx__sendpool_conn_flush,
 	.recv = sr_recv,
 	.release = sr_release,
 	.mem_estimate = sr_mem_estimate,

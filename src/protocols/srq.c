@@ -84,11 +84,12 @@ struct srq_shared {
 
 /* Per connection: the send side, and its queue of received messages. */
 struct srq_conn {
-	struct rdmx__cq *scq;
 	struct rdmx__sendpool sp;
+	struct rdmx__cq *scq;
 	uint32_t mhead, mtail;   /* queued for this connection (g->lock) */
 	unsigned idle;
 };
+RDMX__SENDPOOL_FIRST(struct srq_conn, sp);
 
 static struct srq_conn *sc_of(rdmx_conn *c)
 {
@@ -479,13 +480,6 @@ static int reap_sends(rdmx_conn *c)
 	return rdmx__sendpool_reap(c, &p->sp, p->scq);
 }
 
-static int srq_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
-			 int timeout_ms)
-{
-	(void)size; /* every slot holds max_msg bytes */
-	return rdmx__sendpool_alloc(c, &sc_of(c)->sp, m, timeout_ms);
-}
-
 static int srq_send(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct srq_conn *p = sc_of(c);
@@ -503,11 +497,6 @@ static int srq_send(rdmx_conn *c, struct rdmx_msg *m)
 		wr.imm = m->imm;
 	}
 	return rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
-}
-
-static int srq_flush(rdmx_conn *c, int timeout_ms)
-{
-	return rdmx__sendpool_flush(c, &sc_of(c)->sp, timeout_ms);
 }
 
 /* ------------------------------------------------------------- receives */
@@ -764,9 +753,9 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.hello_out = srq_hello_out,
 	.hello_in = srq_hello_in,
 	.teardown = srq_teardown,
-	.msg_alloc = srq_msg_alloc,
+	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = srq_send,
-	.flush = srq_flush,
+	.flush = rdmx__sendpool_conn_flush,
 	.recv = srq_recv,
 	.release = srq_release,
 	.shared_size = sizeof(struct srq_shared),
