@@ -49,12 +49,6 @@ void rdmx__sendpool_unmake(rdmx_conn *c, struct rdmx__sendpool *sp)
 	sp->state = NULL;
 }
 
-static void slot_free(struct rdmx__sendpool *sp, uint32_t idx)
-{
-	sp->state[idx] = RDMX__SP_FREE;
-	sp->free_stack[sp->nfree++] = idx;
-}
-
 /* 1 when a message may be handed out now, 0 not yet, or -errno. */
 static int may_alloc(rdmx_conn *c, struct rdmx__sendpool *sp)
 {
@@ -108,8 +102,9 @@ static void fill_msg(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
 	rdmx__msg_set(m, c, RDMX__MSG_SEND, idx);
 }
 
-int rdmx__sendpool_alloc(rdmx_conn *c, struct rdmx__sendpool *sp,
-			 struct rdmx_msg *m, int timeout_ms)
+/* A free slot (and room) within @timeout_ms, in @m. */
+static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
+			  struct rdmx_msg *m, int timeout_ms)
 {
 	int rc = may_alloc(c, sp);
 
@@ -121,46 +116,10 @@ int rdmx__sendpool_alloc(rdmx_conn *c, struct rdmx__sendpool *sp,
 	return 0;
 }
 
-int64_t rdmx__sendpool_slot(rdmx_conn *c, const struct rdmx__sendpool *sp,
-			    const struct rdmx_msg *m)
+int rdmx__sendpool_post_failed(rdmx_conn *c, const struct rdmx__sendpool *sp,
+			       int rc)
 {
-	uint64_t idx;
-
-	if (rdmx__msg_get(m, c, RDMX__MSG_SEND, &idx) || idx >= sp->n ||
-	    sp->state[idx] != RDMX__SP_ALLOC)
-		return -EINVAL;
-	return (int64_t)idx;
-}
-
-int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
-			uint32_t idx, struct rdmx__wr *wr, struct rdmx_msg *m)
-{
-	int rc;
-
-	wr->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
-	wr->flags |= RDMX__WR_SIGNALED;
-	wr->lkey = sp->mr->lkey;
-	rc = rdmx__post_send(c, wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "posting %s: %s", sp->post_what,
-				       rdmx__last());
-	sp->state[idx] = RDMX__SP_POSTED;
-	sp->nalloc--;
-	sp->inflight++;
-	rdmx__msg_spend(m);
-	return 0;
-}
-
-void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx)
-{
-	sp->inflight--;
-	if (!sp->hold)
-		slot_free(sp, idx);
-}
-
-void rdmx__sendpool_put(struct rdmx__sendpool *sp, uint32_t idx)
-{
-	slot_free(sp, idx);
+	return rdmx__conn_down(c, rc, "posting %s: %s", sp->post_what, rdmx__last());
 }
 
 int rdmx__sendpool_reap(rdmx_conn *c, struct rdmx__sendpool *sp,
@@ -179,21 +138,8 @@ int rdmx__sendpool_reap(rdmx_conn *c, struct rdmx__sendpool *sp,
 	return n;
 }
 
-int rdmx__sendpool_release(rdmx_conn *c, struct rdmx__sendpool *sp,
-			   struct rdmx_msg *m)
-{
-	int64_t idx = rdmx__sendpool_slot(c, sp, m);
-
-	if (idx < 0)
-		return -EINVAL;
-	slot_free(sp, (uint32_t)idx);
-	sp->nalloc--;
-	rdmx__msg_spend(m);
-	return 0;
-}
-
-int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
-			 int timeout_ms)
+/* Wait until nothing is unflushed. */
+static int pool_flush(rdmx_conn *c, struct rdmx__sendpool *sp, int timeout_ms)
 {
 	int rc = 0;
 
@@ -202,15 +148,21 @@ int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
 	return rc == -EAGAIN ? -ETIMEDOUT : rc;
 }
 
+int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
+			 int timeout_ms)
+{
+	return pool_flush(c, sp, timeout_ms);
+}
+
 /* Every slot holds max_msg bytes: @size (checked by the core) is met. */
 int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			     int timeout_ms)
 {
 	(void)size;
-	return rdmx__sendpool_alloc(c, c->priv, m, timeout_ms);
+	return pool_alloc_msg(c, c->priv, m, timeout_ms);
 }
 
 int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms)
 {
-	return rdmx__sendpool_flush(c, c->priv, timeout_ms);
+	return pool_flush(c, c->priv, timeout_ms);
 }

@@ -10,7 +10,7 @@
  * hook) and what "flushed" means (unflushed hook).
  *
  * Life of a slot: FREE (on the free stack) -> ALLOC (handed to the user
- * by rdmx__sendpool_alloc, a SEND handle in the message) -> POSTED
+ * by rdmx__sendpool_msg_alloc, a SEND handle in the message) -> POSTED
  * (rdmx__sendpool_post, the handle spent; or back to FREE by
  * rdmx__sendpool_release) -> FREE when the protocol's reap sees the
  * post's completion (rdmx__sendpool_sent). A pool with @hold set keeps a
@@ -91,34 +91,14 @@ int rdmx__sendpool_make(rdmx_conn *c, struct rdmx__sendpool *sp,
 			unsigned access);
 void rdmx__sendpool_unmake(rdmx_conn *c, struct rdmx__sendpool *sp);
 
-/* rdmx_msg_alloc: a free slot (and room) within @timeout_ms, in @m. */
-int rdmx__sendpool_alloc(rdmx_conn *c, struct rdmx__sendpool *sp,
-			 struct rdmx_msg *m, int timeout_ms);
 
-/* The ALLOC slot @m names on @c, or -EINVAL (no message formatted). */
-int64_t rdmx__sendpool_slot(rdmx_conn *c, const struct rdmx__sendpool *sp,
-			    const struct rdmx_msg *m);
-
-/* Post @wr (op, addr, len and the rest filled by the caller) for slot
- * @idx, which @m names: wr_id, lkey and signaling are the pool's. Marks
- * the slot POSTED and spends @m; on failure the connection goes down. */
-int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
-			uint32_t idx, struct rdmx__wr *wr, struct rdmx_msg *m);
-
-/* The completion of slot @idx's post came in (OK status). */
-void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx);
-
-/* A hold pool: the protocol is done with posted slot @idx. */
-void rdmx__sendpool_put(struct rdmx__sendpool *sp, uint32_t idx);
+/* rdmx__sendpool_post failed with @rc: the connection goes down. */
+int rdmx__sendpool_post_failed(rdmx_conn *c, const struct rdmx__sendpool *sp,
+			       int rc);
 
 /* The reap hook of a pool whose CQ carries nothing but its posts. */
 int rdmx__sendpool_reap(rdmx_conn *c, struct rdmx__sendpool *sp,
 			struct rdmx__cq *cq);
-
-/* rdmx_msg_release of an allocated, unsent slot: 0, or -EINVAL (no
- * message formatted) when @m is not one of them. */
-int rdmx__sendpool_release(rdmx_conn *c, struct rdmx__sendpool *sp,
-			   struct rdmx_msg *m);
 
 /* rdmx_flush: wait until nothing is unflushed; -ETIMEDOUT or the
  * connection's error. */
@@ -136,11 +116,84 @@ int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms);
 	_Static_assert(offsetof(type, member) == 0, \
 		       #type "'s send pool comes first (rdmx__sendpool_msg_alloc)")
 
+/*
+ * The per-message steps below are inline: they are a few instructions
+ * each, on every message's path, and a call into another object of the
+ * library costs as much again (bench/profile).
+ */
+
 /* Start of slot @idx. */
 static inline uint8_t *rdmx__sendpool_at(const struct rdmx__sendpool *sp,
 					 uint32_t idx)
 {
 	return sp->buf + (size_t)idx * sp->stride;
+}
+
+/* The ALLOC slot @m names on @c, or -EINVAL (no message formatted). */
+static inline int64_t rdmx__sendpool_slot(rdmx_conn *c,
+					  const struct rdmx__sendpool *sp,
+					  const struct rdmx_msg *m)
+{
+	uint64_t idx;
+
+	if (rdmx__msg_get(m, c, RDMX__MSG_SEND, &idx) || idx >= sp->n ||
+	    sp->state[idx] != RDMX__SP_ALLOC)
+		return -EINVAL;
+	return (int64_t)idx;
+}
+
+/* Post @wr (op, addr, len and the rest filled by the caller) for slot
+ * @idx, which @m names: wr_id, lkey and signaling are the pool's. Marks
+ * the slot POSTED and spends @m; on failure the connection goes down. */
+static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
+				      uint32_t idx, struct rdmx__wr *wr,
+				      struct rdmx_msg *m)
+{
+	int rc;
+
+	wr->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
+	wr->flags |= RDMX__WR_SIGNALED;
+	wr->lkey = sp->mr->lkey;
+	rc = rdmx__post_send(c, wr, 1);
+	if (rc)
+		return rdmx__sendpool_post_failed(c, sp, rc);
+	sp->state[idx] = RDMX__SP_POSTED;
+	sp->nalloc--;
+	sp->inflight++;
+	rdmx__msg_spend(m);
+	return 0;
+}
+
+/* A hold pool: the protocol is done with posted slot @idx. Also the
+ * pool's own way to free a slot. */
+static inline void rdmx__sendpool_put(struct rdmx__sendpool *sp, uint32_t idx)
+{
+	sp->state[idx] = RDMX__SP_FREE;
+	sp->free_stack[sp->nfree++] = idx;
+}
+
+/* The completion of slot @idx's post came in (OK status). */
+static inline void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx)
+{
+	sp->inflight--;
+	if (!sp->hold)
+		rdmx__sendpool_put(sp, idx);
+}
+
+/* rdmx_msg_release of an allocated, unsent slot: 0, or -EINVAL (no
+ * message formatted) when @m is not one of them. */
+static inline int rdmx__sendpool_release(rdmx_conn *c,
+					 struct rdmx__sendpool *sp,
+					 struct rdmx_msg *m)
+{
+	int64_t idx = rdmx__sendpool_slot(c, sp, m);
+
+	if (idx < 0)
+		return -EINVAL;
+	rdmx__sendpool_put(sp, (uint32_t)idx);
+	sp->nalloc--;
+	rdmx__msg_spend(m);
+	return 0;
 }
 
 #endif /* RDMX_CORE_SENDPOOL_H */
