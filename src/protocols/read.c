@@ -315,7 +315,7 @@ static int register_all(rdmx_conn *c)
 	int rc;
 
 	rc = c->f->reg_mr(c->ep, p->ack, sizeof(*p->ack) * p->nsend,
-				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->ackmr);
+			  RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->ackmr);
 	if (!rc)
 		rc = c->f->reg_mr(c->ep, p->dbuf, p->dstride * p->ndesc,
 				  RDMX__ACCESS_LOCAL, &p->dmr);
