@@ -166,3 +166,23 @@ int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms)
 {
 	return pool_flush(c, c->priv, timeout_ms);
 }
+
+int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct rdmx__sendpool *sp = c->priv;
+	int64_t idx = rdmx__sendpool_slot(c, sp, m);
+	struct rdmx__wr wr = {
+		.op = RDMX__OP_SEND,
+		.len = (uint32_t)m->len,
+	};
+
+	if (idx < 0)
+		return rdmx__fail(-EINVAL, "%s: not a message from rdmx_msg_alloc on this connection",
+				  sp->who);
+	wr.addr = rdmx__sendpool_at(sp, (uint32_t)idx);
+	if (m->flags & RDMX_MSG_IMM) {
+		wr.op = RDMX__OP_SEND_IMM;
+		wr.imm = m->imm;
+	}
+	return rdmx__sendpool_post(c, sp, (uint32_t)idx, &wr, m);
+}

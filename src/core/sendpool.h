@@ -112,6 +112,9 @@ int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
 int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			     int timeout_ms);
 int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms);
+/* The send operation of the two-sided protocols (send_recv, srq): the
+ * slot's bytes as one SEND, SEND_WITH_IMM when @m carries immediate data. */
+int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m);
 #define RDMX__SENDPOOL_FIRST(type, member) \
 	_Static_assert(offsetof(type, member) == 0, \
 		       #type "'s send pool comes first (rdmx__sendpool_msg_alloc)")

@@ -179,25 +179,6 @@ static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m)
 	return (int64_t)idx;
 }
 
-static int sr_send(rdmx_conn *c, struct rdmx_msg *m)
-{
-	struct sr *p = sr_of(c);
-	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
-	struct rdmx__wr wr = {
-		.op = RDMX__OP_SEND,
-		.len = (uint32_t)m->len,
-	};
-
-	if (idx < 0)
-		return rdmx__fail(-EINVAL, "send_recv: not a message from rdmx_msg_alloc on this connection");
-	wr.addr = rdmx__sendpool_at(&p->sp, (uint32_t)idx);
-	if (m->flags & RDMX_MSG_IMM) {
-		wr.op = RDMX__OP_SEND_IMM;
-		wr.imm = m->imm;
-	}
-	return rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
-}
-
 /* ------------------------------------------------------------- receives */
 
 static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
@@ -282,7 +263,7 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.hello_in = sr_hello_in,
 	.teardown = sr_teardown,
 	.msg_alloc = rdmx__sendpool_msg_alloc,
-	.send = sr_send,
+	.send = rdmx__sendpool_conn_send,
 	.flush = rdmx__sendpool_conn_flush,
 	.recv = sr_recv,
 	.release = sr_release,

@@ -480,25 +480,6 @@ static int reap_sends(rdmx_conn *c)
 	return rdmx__sendpool_reap(c, &p->sp, p->scq);
 }
 
-static int srq_send(rdmx_conn *c, struct rdmx_msg *m)
-{
-	struct srq_conn *p = sc_of(c);
-	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
-	struct rdmx__wr wr = {
-		.op = RDMX__OP_SEND,
-		.len = (uint32_t)m->len,
-	};
-
-	if (idx < 0)
-		return rdmx__fail(-EINVAL, "srq: not a message from rdmx_msg_alloc on this connection");
-	wr.addr = rdmx__sendpool_at(&p->sp, (uint32_t)idx);
-	if (m->flags & RDMX_MSG_IMM) {
-		wr.op = RDMX__OP_SEND_IMM;
-		wr.imm = m->imm;
-	}
-	return rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
-}
-
 /* ------------------------------------------------------------- receives */
 
 /* Hand buffer @idx, queued for @c, out in @m. Under g->lock. */
@@ -754,7 +735,7 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.hello_in = srq_hello_in,
 	.teardown = srq_teardown,
 	.msg_alloc = rdmx__sendpool_msg_alloc,
-	.send = srq_send,
+	.send = rdmx__sendpool_conn_send,
 	.flush = rdmx__sendpool_conn_flush,
 	.recv = srq_recv,
 	.release = srq_release,
