@@ -14,9 +14,10 @@
  * (rdmx__sendpool_post, the handle spent; or back to FREE by
  * rdmx__sendpool_release) -> FREE when the protocol's reap sees the
  * post's completion (rdmx__sendpool_sent). A pool with @hold set keeps a
- * completed slot POSTED until the protocol gives it back with
+ * completed slot SENT until the protocol gives it back with
  * rdmx__sendpool_put (read: the buffer is the sender's until the
- * receiver acknowledged it). Every wait (alloc, flush) is the one wait
+ * receiver acknowledged it); the protocol asks the pool whether a slot's
+ * post completed (rdmx__sendpool_done) and keeps no flag of its own. Every wait (alloc, flush) is the one wait
  * step, rdmx__conn_wait, bounded by the caller's timeout.
  *
  * The message handle (internal.h, rdmx__msg_set) of a slot is its index
@@ -27,21 +28,25 @@
  * Two later changes land inside the pool and nowhere else:
  *  - Per-send completion tokens (issue 9 section 2): rdmx__sendpool_post
  *    returns a token (slot, a per-slot generation bumped at each post);
- *    rdmx__sendpool_sent records the completion (the generation done, or
- *    the error for that send), and a token wait is the same loop as
- *    rdmx__sendpool_flush with "this slot's generation done" as its
- *    condition. A slot is reused only after its completion, so a token
- *    never names a later send. Protocols change nothing: they already
- *    report every completion of a pool post through rdmx__sendpool_sent.
+ *    the generation is done at rdmx__sendpool_sent, or in a hold pool
+ *    at rdmx__sendpool_put (read: once the receiver acknowledged, which
+ *    ). A failed completion takes the
+ *    connection down, so a pending token then ends with the connection's
+ *    error. A token wait is pool_wait() with "this generation done" as
+ *    its condition. A slot is reused only after it is done, so a token
+ *    never names a later send. Protocols change nothing: every completion
+ *    of a pool post already reaches the pool through _sent / _put.
  *  - Doorbell batching and selective signaling (issue 10): only
- *    rdmx__sendpool_post builds the flags of a slot's work request and
- *    posts it, and only rdmx__sendpool_sent retires slots. Signaling one
- *    post in N makes post set RDMX__WR_SIGNALED on every Nth (and on any
- *    post a flush or a full pool waits for) and keep a FIFO of posted
- *    slots; sent then retires every slot up to the signaled one (a QP
- *    completes in post order). Batching makes post chain the work
- *    requests of several sends into one rdmx__post_send, rung by the
- *    next alloc that finds the pool empty, by flush, or after N.
+ *    rdmx__sendpool_post sets the flags of a slot's work request and
+ *    posts it, and only _sent / _put retire slots. Signaling one post in
+ *    N makes post set RDMX__WR_SIGNALED on every Nth (and on the last
+ *    post before a flush or an alloc waits) and keep the posted slots in
+ *    post order; _sent then retires every slot up to the signaled one (a
+ *    send queue completes in post order; the protocols' own work requests
+ *    on it, acks, READs, FETCH_ADDs, stay signaled and are not the
+ *    pool's). Batching makes post chain several sends' work requests into
+ *    one rdmx__post_send, rung by flush, by an alloc that would wait, or
+ *    after N. The pool's struct gets the FIFO and N; no protocol changes.
  */
 #ifndef RDMX_CORE_SENDPOOL_H
 #define RDMX_CORE_SENDPOOL_H
@@ -50,7 +55,12 @@
 
 #include "internal.h"
 
-enum rdmx__sp_state { RDMX__SP_FREE, RDMX__SP_ALLOC, RDMX__SP_POSTED };
+enum rdmx__sp_state {
+	RDMX__SP_FREE,
+	RDMX__SP_ALLOC,
+	RDMX__SP_POSTED,
+	RDMX__SP_SENT,            /* hold pools: completed, not yet put */
+};
 
 struct rdmx__sendpool_ops {
 	/* Take in @c's send completions, calling rdmx__sendpool_sent() for
@@ -179,8 +189,17 @@ static inline void rdmx__sendpool_put(struct rdmx__sendpool *sp, uint32_t idx)
 static inline void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx)
 {
 	sp->inflight--;
-	if (!sp->hold)
+	if (sp->hold)
+		sp->state[idx] = RDMX__SP_SENT;
+	else
 		rdmx__sendpool_put(sp, idx);
+}
+
+/* A hold pool: 1 once the post of slot @idx completed. */
+static inline int rdmx__sendpool_done(const struct rdmx__sendpool *sp,
+				      uint32_t idx)
+{
+	return sp->state[idx] == RDMX__SP_SENT;
 }
 
 /* rdmx_msg_release of an allocated, unsent slot: 0, or -EINVAL (no

@@ -108,8 +108,7 @@ enum { WR_DESC = 1, WR_READ, WR_ACK, WR_RX }; /* wr_id >> 32 */
 struct tx {
 	uint32_t gen;
 	uint8_t eager;
-	uint8_t sent;   /* SEND completion polled */
-	uint8_t acked;  /* ack seen (credit back) */
+	uint8_t acked;  /* ack seen (credit back); SEND completed: the pool's */
 };
 
 struct rmsg {
@@ -677,7 +676,6 @@ static int on_send_wc(rdmx_conn *c, const struct rdmx__wc *wc)
 	case WR_DESC:
 		if (wc->status != RDMX__WC_OK)
 			return rdmx__conn_wc_error(c, wc, "descriptor send");
-		p->tx[idx].sent = 1;
 		rdmx__sendpool_sent(&p->sp, idx);
 		return 0;
 	case WR_READ:
@@ -724,7 +722,7 @@ static void tx_scan(struct rd *p)
 			t->acked = 1;
 			p->unacked--;
 		}
-		if (t->acked && t->sent) {
+		if (t->acked && rdmx__sendpool_done(&p->sp, s)) {
 			rdmx__sendpool_put(&p->sp, s);
 			p->posted[i] = p->posted[--p->nposted];
 			continue;
@@ -739,9 +737,10 @@ static uint32_t tx_unflushed(const struct rd *p)
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < p->nposted; i++) {
-		const struct tx *t = &p->tx[p->posted[i]];
+		uint32_t s = p->posted[i];
+		const struct tx *t = &p->tx[s];
 
-		n += !(t->acked || (t->eager && t->sent));
+		n += !(t->acked || (t->eager && rdmx__sendpool_done(&p->sp, s)));
 	}
 	return n;
 }
@@ -842,7 +841,6 @@ static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
 	rc = rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
 	if (rc)
 		return rc;
-	t->sent = 0;
 	t->acked = 0;
 	p->posted[p->nposted++] = (uint32_t)idx;
 	p->unacked++;
