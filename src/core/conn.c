@@ -880,5 +880,5 @@ int rdmx_listener_recv(rdmx_listener *lis, struct rdmx_msg *m, int timeout_ms)
 
 rdmx_conn *rdmx_msg_conn(const struct rdmx_msg *m)
 {
-	return m ? (rdmx_conn *)(uintptr_t)m->priv_[1] : NULL;
+	return m ? rdmx__msg_conn(m) : NULL;
 }

@@ -227,7 +227,7 @@ static int poll_round(struct rdmx__group *g, struct rdmx_msg *m)
 		advance_cursor(g, i + 1);
 		if (rc) {
 			c->reset_reported = 1;
-			m->priv_[1] = (uintptr_t)c;
+			rdmx__msg_set(m, c, RDMX__MSG_CONN, 0);
 		}
 		member_drop(g, c);
 		return rc;

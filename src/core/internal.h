@@ -7,6 +7,7 @@
 #ifndef RDMX_CORE_INTERNAL_H
 #define RDMX_CORE_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -178,8 +179,7 @@ struct rdmx_conn {
  *   teardown()  after the QP is gone: free what setup() made.
  * The data-path operations implement the public calls of the same names;
  * the core has already checked that the connection is up. Every message
- * handle a protocol fills carries its connection in msg->priv_[1] (0 once
- * the handle is spent): rdmx_msg_conn() reads it.
+ * handle a protocol fills is made by rdmx__msg_set() (below).
  *
  * Protocols whose accepted connections share a receive side set
  * shared_size: the core allocates that much zeroed memory per listener
@@ -244,6 +244,56 @@ int rdmx__check_range(const char *what, uint32_t v, uint32_t lo, uint32_t hi);
 #define RDMX__RING_SIZE_MIN 4096u
 #define RDMX__RING_SIZE_MAX (1u << 30)
 int rdmx__check_ring_opts(const struct rdmx_conn_opts *o);
+
+/*
+ * Message handles: the one encoding of struct rdmx_msg's priv_ for every
+ * protocol. priv_[0] is the protocol's value (a slot index, a ring
+ * offset, a record's sequence number); priv_[1] is the connection with
+ * the handle's kind in its low bits (a connection is at least 8-byte
+ * aligned), 0 once the handle is spent. rdmx_msg_conn() masks the kind
+ * off. A handle is user memory: rdmx__msg_get() reads it once and checks
+ * connection and kind; the protocol then checks the value (in range, in
+ * the right state) before it uses it.
+ */
+enum rdmx__msg_kind {
+	RDMX__MSG_CONN = 0,   /* names a connection, holds nothing */
+	RDMX__MSG_SEND = 1,   /* an allocated send buffer */
+	RDMX__MSG_RECV = 2,   /* a received message */
+};
+#define RDMX__MSG_KIND_MASK UINT64_C(7)
+_Static_assert(_Alignof(struct rdmx_conn) > RDMX__MSG_KIND_MASK,
+	       "a connection's low bits carry a handle's kind");
+
+static inline void rdmx__msg_set(struct rdmx_msg *m, rdmx_conn *c,
+				 enum rdmx__msg_kind kind, uint64_t val)
+{
+	m->priv_[0] = val;
+	m->priv_[1] = (uintptr_t)c | (uint64_t)kind;
+}
+
+/* 0 with the handle's value in *@val if @m is a live @kind handle of @c,
+ * else -EINVAL (no message formatted). */
+static inline int rdmx__msg_get(const struct rdmx_msg *m, const rdmx_conn *c,
+				enum rdmx__msg_kind kind, uint64_t *val)
+{
+	uint64_t tag = m->priv_[1], v = m->priv_[0];
+
+	if (tag != ((uintptr_t)c | (uint64_t)kind))
+		return -EINVAL;
+	*val = v;
+	return 0;
+}
+
+/* The handle's connection (NULL once spent). */
+static inline rdmx_conn *rdmx__msg_conn(const struct rdmx_msg *m)
+{
+	return (rdmx_conn *)(uintptr_t)(m->priv_[1] & ~RDMX__MSG_KIND_MASK);
+}
+
+static inline void rdmx__msg_spend(struct rdmx_msg *m)
+{
+	m->priv_[1] = 0;
+}
 
 /* protocol.c: the table of built-in protocols. */
 const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);

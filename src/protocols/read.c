@@ -6,7 +6,8 @@
  * Both directions run on one RC connection; each side is sender and
  * receiver.
  *
- * Sender: send_depth buffers of max_msg bytes, registered for remote READ;
+ * Sender: send_depth buffers of max_msg bytes, registered for remote READ
+ * (the core's send pool, core/sendpool.h, holding a slot until its ack);
  * the user fills one in place (rdmx_msg_alloc). rdmx_send posts one small
  * signaled SEND carrying a 32-byte descriptor (below). The buffer stays
  * the sender's until the receiver acknowledges it.
@@ -89,6 +90,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/sendpool.h"
 #include "protocols/read.h"
 
 #define READ_DEPTH 16     /* READs in flight asked for (rd_atomic) */
@@ -99,18 +101,14 @@
 #define DEPTH_MAX 16384u
 #define NO_BUF UINT32_MAX
 
-enum { TX_FREE, TX_ALLOC, TX_POSTED };  /* send buffer */
 enum { RB_FREE, RB_BUSY, RB_HELD };     /* receive buffer */
 enum { M_WAIT, M_READING, M_READY };    /* descriptor received */
-enum { KIND_SEND = 1, KIND_RECV = 2 };  /* message handles */
 enum { WR_DESC = 1, WR_READ, WR_ACK, WR_RX }; /* wr_id >> 32 */
 
 struct tx {
 	uint32_t gen;
-	uint8_t state;
 	uint8_t eager;
-	uint8_t sent;   /* SEND completion polled */
-	uint8_t acked;  /* ack seen (credit back) */
+	uint8_t acked;  /* ack seen (credit back); SEND completed: the pool's */
 };
 
 struct rmsg {
@@ -125,17 +123,14 @@ struct ackreq {
 };
 
 struct rd {
-	struct rdmx__cq *scq, *rcq;
-
 	/* sending */
-	uint8_t *sbuf;
-	struct rdmx__mr *smr;
-	size_t sstride;
+	struct rdmx__sendpool sp;  /* send buffers, held until acked */
 	uint32_t nsend;
 	struct tx *tx;
-	uint32_t *free_tx, nfree_tx;
-	uint32_t *posted, nposted; /* buffers in TX_POSTED */
-	uint32_t reserved;         /* allocated + unacknowledged: credits used */
+	uint32_t *posted, nposted; /* buffers posted, not given back */
+	uint32_t unacked;          /* posted, not acked: with sp.nalloc, the
+				    * credits used */
+	struct rdmx__cq *scq, *rcq;
 	uint64_t *ack;             /* the peer WRITEs generations here */
 	struct rdmx__mr *ackmr;
 
@@ -165,10 +160,14 @@ struct rd {
 	struct rdmx__mr *acksrcmr;
 };
 
+RDMX__SENDPOOL_FIRST(struct rd, sp);
+
 static struct rd *rd_of(rdmx_conn *c)
 {
 	return c->priv;
 }
+
+static const struct rdmx__sendpool_ops rd_pool_ops; /* below */
 
 static uint64_t wr_id(unsigned kind, uint32_t idx)
 {
@@ -283,17 +282,12 @@ static int post_rx(rdmx_conn *c, uint32_t idx)
 
 static int alloc_send_side(struct rd *p)
 {
-	p->sbuf = rdmx__alloc_buf(p->sstride * p->nsend);
 	p->ack = rdmx__alloc_buf(sizeof(*p->ack) * p->nsend);
 	p->tx = calloc(p->nsend, sizeof(*p->tx));
-	p->free_tx = calloc(p->nsend, sizeof(*p->free_tx));
 	p->posted = calloc(p->nsend, sizeof(*p->posted));
-	if (!p->sbuf || !p->ack || !p->tx || !p->free_tx || !p->posted)
+	if (!p->ack || !p->tx || !p->posted)
 		return rdmx__fail(-ENOMEM, "read: out of memory for %u send buffers of %zu bytes",
-				  p->nsend, p->sstride);
-	for (uint32_t i = 0; i < p->nsend; i++)
-		p->free_tx[i] = p->nsend - 1 - i;
-	p->nfree_tx = p->nsend;
+				  p->nsend, p->sp.stride);
 	return 0;
 }
 
@@ -319,11 +313,8 @@ static int register_all(rdmx_conn *c)
 	struct rd *p = rd_of(c);
 	int rc;
 
-	rc = c->f->reg_mr(c->ep, p->sbuf, p->sstride * p->nsend,
-			  RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ, &p->smr);
-	if (!rc)
-		rc = c->f->reg_mr(c->ep, p->ack, sizeof(*p->ack) * p->nsend,
-				  RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->ackmr);
+	rc = c->f->reg_mr(c->ep, p->ack, sizeof(*p->ack) * p->nsend,
+			  RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->ackmr);
 	if (!rc)
 		rc = c->f->reg_mr(c->ep, p->dbuf, p->dstride * p->ndesc,
 				  RDMX__ACCESS_LOCAL, &p->dmr);
@@ -360,9 +351,9 @@ static int create_queues(rdmx_conn *c)
 static void rd_teardown(rdmx_conn *c)
 {
 	struct rd *p = rd_of(c);
-	struct rdmx__mr *mrs[] = { p->smr, p->ackmr, p->dmr, p->rmr, p->acksrcmr };
-	void *mem[] = { p->sbuf, p->ack, p->tx, p->free_tx, p->posted, p->dbuf,
-			p->rbuf, p->rstate, p->free_rb, p->fifo, p->ackq, p->acksrc };
+	struct rdmx__mr *mrs[] = { p->ackmr, p->dmr, p->rmr, p->acksrcmr };
+	void *mem[] = { p->ack, p->tx, p->posted, p->dbuf, p->rbuf, p->rstate,
+			p->free_rb, p->fifo, p->ackq, p->acksrc };
 
 	if (p->rcq)
 		c->f->destroy_cq(p->rcq);
@@ -373,6 +364,7 @@ static void rd_teardown(rdmx_conn *c)
 			c->f->dereg_mr(mrs[i]);
 	for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++)
 		free(mem[i]);
+	rdmx__sendpool_unmake(c, &p->sp);
 }
 
 /* On failure the core destroys the ep first, then calls rd_teardown(),
@@ -386,11 +378,22 @@ static int rd_setup(rdmx_conn *c)
 	p->nrecv = c->opts.recv_depth;
 	p->ndesc = p->nsend > p->nrecv ? p->nsend : p->nrecv;
 	p->eager_cap = c->max_msg < c->opts.eager_max ? c->max_msg : c->opts.eager_max;
-	p->sstride = align_up(DATA_OFF + (size_t)c->max_msg);
+	p->sp = (struct rdmx__sendpool){
+		.ops = &rd_pool_ops,
+		.who = "read",
+		.post_what = "a descriptor",
+		.n = p->nsend,
+		.stride = align_up(DATA_OFF + (size_t)c->max_msg),
+		.data_off = DATA_OFF,
+		.wr_kind = WR_DESC,
+		.hold = 1,
+	};
 	p->dstride = align_up(RDMX__READ_DESC_SIZE + (size_t)p->eager_cap);
 	p->rstride = align_up(c->max_msg);
 	p->fcap = p->ndesc + p->nrecv;
-	rc = alloc_send_side(p);
+	rc = rdmx__sendpool_make(c, &p->sp, RDMX__ACCESS_LOCAL | RDMX__ACCESS_READ);
+	if (!rc)
+		rc = alloc_send_side(p);
 	if (!rc)
 		rc = alloc_recv_side(p);
 	if (!rc)
@@ -643,8 +646,7 @@ static int rx_deliver(rdmx_conn *c, struct rdmx_msg *out)
 	out->cap = m->d.len;
 	out->imm = (m->d.flags & RDMX__READ_DESC_IMM) ? m->d.imm : 0;
 	out->flags = (m->d.flags & RDMX__READ_DESC_IMM) ? RDMX_MSG_IMM : 0;
-	out->priv_[0] = ((uint64_t)KIND_RECV << 32) | m->buf;
-	out->priv_[1] = (uintptr_t)c;
+	rdmx__msg_set(out, c, RDMX__MSG_RECV, m->buf);
 	p->fhead = (p->fhead + 1) % p->fcap;
 	p->fcount--;
 	p->fstarted--;
@@ -674,7 +676,7 @@ static int on_send_wc(rdmx_conn *c, const struct rdmx__wc *wc)
 	case WR_DESC:
 		if (wc->status != RDMX__WC_OK)
 			return rdmx__conn_wc_error(c, wc, "descriptor send");
-		p->tx[idx].sent = 1;
+		rdmx__sendpool_sent(&p->sp, idx);
 		return 0;
 	case WR_READ:
 		return on_read_done(c, wc, idx);
@@ -709,12 +711,6 @@ static uint64_t ack_load(const struct rd *p, uint32_t slot)
 	return rdmx__get_u64((const uint8_t *)&v);
 }
 
-static void tx_free(struct rd *p, uint32_t idx)
-{
-	p->tx[idx].state = TX_FREE;
-	p->free_tx[p->nfree_tx++] = idx;
-}
-
 /* Take in acks; a buffer is free once acked and its SEND completed. */
 static void tx_scan(struct rd *p)
 {
@@ -724,10 +720,10 @@ static void tx_scan(struct rd *p)
 
 		if (!t->acked && ack_load(p, s) == t->gen) {
 			t->acked = 1;
-			p->reserved--;
+			p->unacked--;
 		}
-		if (t->acked && t->sent) {
-			tx_free(p, s);
+		if (t->acked && rdmx__sendpool_done(&p->sp, s)) {
+			rdmx__sendpool_put(&p->sp, s);
 			p->posted[i] = p->posted[--p->nposted];
 			continue;
 		}
@@ -741,9 +737,10 @@ static uint32_t tx_unflushed(const struct rd *p)
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < p->nposted; i++) {
-		const struct tx *t = &p->tx[p->posted[i]];
+		uint32_t s = p->posted[i];
+		const struct tx *t = &p->tx[s];
 
-		n += !(t->acked || (t->eager && t->sent));
+		n += !(t->acked || (t->eager && rdmx__sendpool_done(&p->sp, s)));
 	}
 	return n;
 }
@@ -767,66 +764,36 @@ static int progress(rdmx_conn *c)
 	return rc;
 }
 
-static void fill_send_msg(rdmx_conn *c, uint32_t idx, struct rdmx_msg *m)
+/* The pool's room hook: a credit for one more descriptor. */
+static int rd_room(rdmx_conn *c)
 {
 	struct rd *p = rd_of(c);
 
-	p->tx[idx].state = TX_ALLOC;
-	p->reserved++;
-	m->data = p->sbuf + (size_t)idx * p->sstride + DATA_OFF;
-	m->cap = c->max_msg;
-	m->len = 0;
-	m->imm = 0;
-	m->flags = 0;
-	m->priv_[0] = ((uint64_t)KIND_SEND << 32) | idx;
-	m->priv_[1] = (uintptr_t)c;
+	return p->sp.nalloc + p->unacked < p->peer.desc_depth;
 }
 
-static int rd_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
-			int timeout_ms)
+/* The pool's unflushed hook. */
+static uint32_t rd_unflushed(rdmx_conn *c)
 {
-	struct rd *p = rd_of(c);
-	struct rdmx__deadline d;
-	int rc;
-
-	(void)size; /* every buffer holds max_msg bytes */
-	rdmx__deadline_start(&d, timeout_ms);
-	while (!p->nfree_tx || p->reserved >= p->peer.desc_depth) {
-		rc = progress(c);
-		if (rc)
-			return rc;
-		if (p->nfree_tx && p->reserved < p->peer.desc_depth)
-			break;
-		rc = rdmx__conn_wait(c, &d);
-		if (rc)
-			return rc;
-	}
-	fill_send_msg(c, p->free_tx[--p->nfree_tx], m);
-	return 0;
+	return tx_unflushed(rd_of(c));
 }
 
-/* The send buffer a handle refers to, or -EINVAL. */
-static int64_t tx_slot(rdmx_conn *c, const struct rdmx_msg *m)
-{
-	struct rd *p = rd_of(c);
-	uint32_t idx = (uint32_t)m->priv_[0];
-
-	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_SEND ||
-	    idx >= p->nsend || p->tx[idx].state != TX_ALLOC)
-		return -EINVAL;
-	return idx;
-}
+static const struct rdmx__sendpool_ops rd_pool_ops = {
+	.reap = progress,
+	.room = rd_room,
+	.unflushed = rd_unflushed,
+};
 
 /* The receive buffer a handle refers to, or -EINVAL. */
 static int64_t rb_slot(rdmx_conn *c, const struct rdmx_msg *m)
 {
 	struct rd *p = rd_of(c);
-	uint32_t idx = (uint32_t)m->priv_[0];
+	uint64_t idx;
 
-	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_RECV ||
-	    idx >= p->nrecv || p->rstate[idx] != RB_HELD)
+	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &idx) || idx >= p->nrecv ||
+	    p->rstate[idx] != RB_HELD)
 		return -EINVAL;
-	return idx;
+	return (int64_t)idx;
 }
 
 /* Write the descriptor in front of the payload; eager: one SGE for both. */
@@ -835,7 +802,7 @@ static void tx_describe(rdmx_conn *c, uint32_t idx, const struct rdmx_msg *m,
 {
 	struct rd *p = rd_of(c);
 	struct tx *t = &p->tx[idx];
-	uint8_t *slot = p->sbuf + (size_t)idx * p->sstride;
+	uint8_t *slot = rdmx__sendpool_at(&p->sp, idx);
 	struct rdmx__read_desc d = {
 		.type = RDMX__READ_DESC_EAGER,
 		.slot = (uint16_t)idx,
@@ -852,10 +819,9 @@ static void tx_describe(rdmx_conn *c, uint32_t idx, const struct rdmx_msg *m,
 	if (!t->eager) {
 		d.type = RDMX__READ_DESC_READ;
 		d.addr = (uintptr_t)(slot + DATA_OFF);
-		d.rkey = p->smr->rkey;
+		d.rkey = p->sp.mr->rkey;
 	}
 	rdmx__read_desc_encode(&d, slot + DESC_OFF);
-	wr->wr_id = wr_id(WR_DESC, idx);
 	wr->addr = slot + DESC_OFF;
 	wr->len = RDMX__READ_DESC_SIZE + (t->eager ? d.len : 0);
 }
@@ -863,12 +829,8 @@ static void tx_describe(rdmx_conn *c, uint32_t idx, const struct rdmx_msg *m,
 static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct rd *p = rd_of(c);
-	int64_t idx = tx_slot(c, m);
-	struct rdmx__wr wr = {
-		.op = RDMX__OP_SEND,
-		.flags = RDMX__WR_SIGNALED,
-		.lkey = p->smr->lkey,
-	};
+	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
+	struct rdmx__wr wr = { .op = RDMX__OP_SEND };
 	struct tx *t;
 	int rc;
 
@@ -876,35 +838,23 @@ static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EINVAL, "read: not a message from rdmx_msg_alloc on this connection");
 	t = &p->tx[idx];
 	tx_describe(c, (uint32_t)idx, m, &wr);
-	rc = rdmx__post_send(c, &wr, 1);
+	rc = rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
 	if (rc)
-		return rdmx__conn_down(c, rc, "posting a descriptor: %s", rdmx__last());
-	t->state = TX_POSTED;
-	t->sent = 0;
+		return rc;
 	t->acked = 0;
 	p->posted[p->nposted++] = (uint32_t)idx;
-	m->priv_[1] = 0; /* the handle is spent */
-	ack_flush(c);    /* acks go behind the data */
+	p->unacked++;
+	ack_flush(c); /* acks go behind the data */
 	return 0;
 }
 
+/* One round of progress first: queued acks go out even when nothing of
+ * ours is unflushed. */
 static int rd_flush(rdmx_conn *c, int timeout_ms)
 {
-	struct rd *p = rd_of(c);
-	struct rdmx__deadline d;
-	int rc;
+	int rc = progress(c);
 
-	rdmx__deadline_start(&d, timeout_ms);
-	for (;;) {
-		rc = progress(c);
-		if (rc)
-			return rc;
-		if (!tx_unflushed(p))
-			return 0;
-		rc = rdmx__conn_wait(c, &d);
-		if (rc)
-			return rc == -EAGAIN ? -ETIMEDOUT : rc;
-	}
+	return rc ? rc : rdmx__sendpool_flush(c, &rd_of(c)->sp, timeout_ms);
 }
 
 /* Messages whose data arrived before the peer left are still delivered. */
@@ -933,17 +883,16 @@ static int rd_release(rdmx_conn *c, struct rdmx_msg *m)
 	struct rd *p = rd_of(c);
 	int64_t idx;
 
-	if ((idx = tx_slot(c, m)) >= 0) {
-		tx_free(p, (uint32_t)idx);
-		p->reserved--;
-	} else if ((idx = rb_slot(c, m)) >= 0) {
+	if (!rdmx__sendpool_release(c, &p->sp, m))
+		return 0;
+	if ((idx = rb_slot(c, m)) >= 0) {
 		rb_free(p, (uint32_t)idx);
 		rx_start(c); /* a waiting descriptor may take it now */
 		ack_flush(c);
 	} else {
 		return rdmx__fail(-EINVAL, "read: message not held on this connection");
 	}
-	m->priv_[1] = 0;
+	rdmx__msg_spend(m);
 	return 0;
 }
 
@@ -976,7 +925,7 @@ const struct rdmx_protocol_ops rdmx__proto_read = {
 	.hello_out = rd_hello_out,
 	.hello_in = rd_hello_in,
 	.teardown = rd_teardown,
-	.msg_alloc = rd_msg_alloc,
+	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rd_send,
 	.flush = rd_flush,
 	.recv = rd_recv,

@@ -10,36 +10,42 @@
  * retried by the responder's RNR NAK (rnr_retry, 7 = forever); when the
  * retries run out the connection goes down with an RNR error, nothing is
  * dropped silently. Every SEND is signaled; its completion frees the slot.
+ * The send buffers are the core's send pool (core/sendpool.h).
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/sendpool.h"
 
-enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED, SLOT_HELD };
-enum { KIND_SEND = 1, KIND_RECV = 2 };
+enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 
 #define WC_BATCH 16
 #define SLOT_ALIGN 64
 
 struct sr {
+	struct rdmx__sendpool sp; /* send buffers */
 	struct rdmx__cq *scq, *rcq;
-	uint8_t *sbuf, *rbuf;
-	struct rdmx__mr *smr, *rmr;
+	uint8_t *rbuf;
+	struct rdmx__mr *rmr;
 	size_t slot;              /* bytes per buffer */
-	uint32_t nsend, nrecv;
-	uint32_t *free_stack;     /* free send slots */
-	uint32_t nfree;
-	uint8_t *sstate, *rstate; /* SLOT_* per send / receive buffer */
-	uint32_t inflight;        /* posted sends not completed */
+	uint32_t nrecv;
+	uint8_t *rstate;          /* SLOT_* per receive buffer */
 	struct rdmx__wc wc[WC_BATCH]; /* receive completions not handed out */
 	int wc_n, wc_i;
 };
+RDMX__SENDPOOL_FIRST(struct sr, sp);
 
 static struct sr *sr_of(rdmx_conn *c)
 {
 	return c->priv;
 }
+
+static int reap_sends(rdmx_conn *c);
+
+static const struct rdmx__sendpool_ops sr_pool_ops = {
+	.reap = reap_sends,
+};
 
 /* ---------------------------------------------------------------- setup */
 
@@ -58,43 +64,28 @@ static int post_one_recv(rdmx_conn *c, uint32_t idx)
 	return rdmx__post_recv(c, &wr, 1);
 }
 
-static int alloc_slots(struct sr *p)
+static int alloc_recv(struct sr *p)
 {
-	p->sbuf = rdmx__alloc_buf(p->slot * p->nsend);
 	p->rbuf = rdmx__alloc_buf(p->slot * p->nrecv);
-	p->free_stack = calloc(p->nsend, sizeof(*p->free_stack));
-	p->sstate = calloc(p->nsend, 1);
 	p->rstate = calloc(p->nrecv, 1);
-	if (!p->sbuf || !p->rbuf || !p->free_stack || !p->sstate || !p->rstate)
-		return rdmx__fail(-ENOMEM, "send_recv: out of memory for %u+%u buffers of %zu bytes",
-				  p->nsend, p->nrecv, p->slot);
-	for (uint32_t i = 0; i < p->nsend; i++)
-		p->free_stack[i] = p->nsend - 1 - i;
-	p->nfree = p->nsend;
+	if (!p->rbuf || !p->rstate)
+		return rdmx__fail(-ENOMEM, "send_recv: out of memory for %u receive buffers of %zu bytes",
+				  p->nrecv, p->slot);
 	return 0;
-}
-
-static void free_slots(struct sr *p)
-{
-	free(p->sbuf);
-	free(p->rbuf);
-	free(p->free_stack);
-	free(p->sstate);
-	free(p->rstate);
 }
 
 static int create_queues(rdmx_conn *c)
 {
 	struct sr *p = sr_of(c);
 	struct rdmx__qp_caps caps = {
-		.max_send_wr = p->nsend,
+		.max_send_wr = p->sp.n,
 		.max_recv_wr = p->nrecv,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
 	};
 	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)(p->nsend + RDMX__KA_WRS), &p->scq);
+	rc = c->f->create_cq(c->ep, (int)(p->sp.n + RDMX__KA_WRS), &p->scq);
 	if (rc)
 		return rc;
 	rc = c->f->create_cq(c->ep, (int)p->nrecv, &p->rcq);
@@ -115,9 +106,9 @@ static void sr_teardown(rdmx_conn *c)
 		c->f->destroy_cq(p->scq);
 	if (p->rmr)
 		c->f->dereg_mr(p->rmr);
-	if (p->smr)
-		c->f->dereg_mr(p->smr);
-	free_slots(p);
+	free(p->rbuf);
+	free(p->rstate);
+	rdmx__sendpool_unmake(c, &p->sp);
 }
 
 /* On failure the caller destroys the ep (and QP) first, then calls
@@ -128,12 +119,17 @@ static int sr_setup(rdmx_conn *c)
 	int rc;
 
 	p->slot = ((size_t)c->max_msg + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
-	p->nsend = c->opts.send_depth;
 	p->nrecv = c->opts.recv_depth;
-	rc = alloc_slots(p);
+	p->sp = (struct rdmx__sendpool){
+		.ops = &sr_pool_ops,
+		.who = "send_recv",
+		.post_what = "a send",
+		.n = c->opts.send_depth,
+		.stride = p->slot,
+	};
+	rc = rdmx__sendpool_make(c, &p->sp, RDMX__ACCESS_LOCAL);
 	if (!rc)
-		rc = c->f->reg_mr(c->ep, p->sbuf, p->slot * p->nsend,
-				  RDMX__ACCESS_LOCAL, &p->smr);
+		rc = alloc_recv(p);
 	if (!rc)
 		rc = c->f->reg_mr(c->ep, p->rbuf, p->slot * p->nrecv,
 				  RDMX__ACCESS_LOCAL, &p->rmr);
@@ -167,116 +163,20 @@ static int sr_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 static int reap_sends(rdmx_conn *c)
 {
 	struct sr *p = sr_of(c);
-	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH);
 
-	if (n < 0)
-		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
-	for (int i = 0; i < n; i++) {
-		uint32_t idx = (uint32_t)wc[i].wr_id;
-
-		if (wc[i].status != RDMX__WC_OK)
-			return rdmx__conn_wc_error(c, &wc[i], "send");
-		p->sstate[idx] = SLOT_FREE;
-		p->free_stack[p->nfree++] = idx;
-		p->inflight--;
-	}
-	return n;
+	return rdmx__sendpool_reap(c, &p->sp, p->scq);
 }
 
-static void fill_send_msg(rdmx_conn *c, uint32_t idx, struct rdmx_msg *m)
+/* The receive buffer a handle refers to, or -EINVAL. */
+static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
+	uint64_t idx;
 
-	p->sstate[idx] = SLOT_ALLOC;
-	m->data = p->sbuf + (size_t)idx * p->slot;
-	m->cap = c->max_msg;
-	m->len = 0;
-	m->imm = 0;
-	m->flags = 0;
-	m->priv_[0] = ((uint64_t)KIND_SEND << 32) | idx;
-	m->priv_[1] = (uintptr_t)c;
-}
-
-static int sr_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
-			int timeout_ms)
-{
-	struct sr *p = sr_of(c);
-	struct rdmx__deadline d;
-	int rc;
-
-	(void)size; /* every slot holds max_msg bytes */
-	rdmx__deadline_start(&d, timeout_ms);
-	while (!p->nfree) {
-		rc = reap_sends(c);
-		if (rc < 0)
-			return rc;
-		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
-			return rc;
-	}
-	fill_send_msg(c, p->free_stack[--p->nfree], m);
-	return 0;
-}
-
-/* The slot a message handle refers to, or -EINVAL. */
-static int64_t msg_slot(rdmx_conn *c, const struct rdmx_msg *m, int kind,
-			uint8_t want)
-{
-	struct sr *p = sr_of(c);
-	uint32_t idx = (uint32_t)m->priv_[0];
-	uint32_t n = kind == KIND_SEND ? p->nsend : p->nrecv;
-	uint8_t *state = kind == KIND_SEND ? p->sstate : p->rstate;
-
-	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != (uint64_t)kind ||
-	    idx >= n || state[idx] != want)
+	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &idx) || idx >= p->nrecv ||
+	    p->rstate[idx] != SLOT_HELD)
 		return -EINVAL;
-	return idx;
-}
-
-static int sr_send(rdmx_conn *c, struct rdmx_msg *m)
-{
-	struct sr *p = sr_of(c);
-	int64_t idx = msg_slot(c, m, KIND_SEND, SLOT_ALLOC);
-	struct rdmx__wr wr = {
-		.op = RDMX__OP_SEND,
-		.flags = RDMX__WR_SIGNALED,
-		.len = (uint32_t)m->len,
-		.lkey = p->smr->lkey,
-	};
-	int rc;
-
-	if (idx < 0)
-		return rdmx__fail(-EINVAL, "send_recv: not a message from rdmx_msg_alloc on this connection");
-	wr.wr_id = (uint64_t)idx;
-	wr.addr = p->sbuf + (size_t)idx * p->slot;
-	if (m->flags & RDMX_MSG_IMM) {
-		wr.op = RDMX__OP_SEND_IMM;
-		wr.imm = m->imm;
-	}
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "posting a send: %s", rdmx__last());
-	p->sstate[idx] = SLOT_POSTED;
-	p->inflight++;
-	m->priv_[1] = 0; /* the handle is spent */
-	return 0;
-}
-
-static int sr_flush(rdmx_conn *c, int timeout_ms)
-{
-	struct sr *p = sr_of(c);
-	struct rdmx__deadline d;
-	int rc;
-
-	rdmx__deadline_start(&d, timeout_ms);
-	while (p->inflight) {
-		rc = reap_sends(c);
-		if (rc < 0)
-			return rc;
-		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
-			return rc == -EAGAIN ? -ETIMEDOUT : rc;
-	}
-	return 0;
+	return (int64_t)idx;
 }
 
 /* ------------------------------------------------------------- receives */
@@ -296,8 +196,7 @@ static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
 	m->cap = wc->byte_len;
 	m->imm = wc->has_imm ? wc->imm : 0;
 	m->flags = wc->has_imm ? RDMX_MSG_IMM : 0;
-	m->priv_[0] = ((uint64_t)KIND_RECV << 32) | idx;
-	m->priv_[1] = (uintptr_t)c;
+	rdmx__msg_set(m, c, RDMX__MSG_RECV, idx);
 	return 0;
 }
 
@@ -332,10 +231,9 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 	struct sr *p = sr_of(c);
 	int64_t idx;
 
-	if ((idx = msg_slot(c, m, KIND_SEND, SLOT_ALLOC)) >= 0) {
-		p->sstate[idx] = SLOT_FREE;
-		p->free_stack[p->nfree++] = (uint32_t)idx;
-	} else if ((idx = msg_slot(c, m, KIND_RECV, SLOT_HELD)) >= 0) {
+	if (!rdmx__sendpool_release(c, &p->sp, m))
+		return 0;
+	if ((idx = recv_slot(c, m)) >= 0) {
 		if (c->state == RDMX__CONN_DOWN)
 			p->rstate[idx] = SLOT_FREE;
 		else if (post_one_recv(c, (uint32_t)idx))
@@ -344,7 +242,7 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 	} else {
 		return rdmx__fail(-EINVAL, "send_recv: message not held on this connection");
 	}
-	m->priv_[1] = 0;
+	rdmx__msg_spend(m);
 	return 0;
 }
 
@@ -364,9 +262,9 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.hello_out = sr_hello_out,
 	.hello_in = sr_hello_in,
 	.teardown = sr_teardown,
-	.msg_alloc = sr_msg_alloc,
-	.send = sr_send,
-	.flush = sr_flush,
+	.msg_alloc = rdmx__sendpool_msg_alloc,
+	.send = rdmx__sendpool_conn_send,
+	.flush = rdmx__sendpool_conn_flush,
 	.recv = sr_recv,
 	.release = sr_release,
 	.mem_estimate = sr_mem_estimate,

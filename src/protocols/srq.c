@@ -5,8 +5,9 @@
  * max_msg bytes and one receive CQ (c->group->shared); a dialed connection
  * has an SRQ of its own (a group of one, same code). Every message is one
  * SEND (SEND_WITH_IMM with immediate data) from one of send_depth
- * registered send buffers per connection, filled in place. The receiver
- * learns the connection from the completion's QP number.
+ * registered send buffers per connection (the core's send pool,
+ * core/sendpool.h), filled in place. The receiver learns the connection
+ * from the completion's QP number.
  *
  * recv_depth is the depth of the whole listener, sized once by its first
  * connection: receive memory is recv_depth x max_msg per listener however
@@ -33,11 +34,10 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/sendpool.h"
 #include "srq.h"
 
-enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED };
 enum { BUF_POSTED = 1, BUF_QUEUED, BUF_HELD };
-enum { KIND_SEND = 1, KIND_RECV = 2 };
 
 #define WC_BATCH 16
 #define SLOT_ALIGN 64
@@ -83,23 +83,23 @@ struct srq_shared {
 
 /* Per connection: the send side, and its queue of received messages. */
 struct srq_conn {
+	struct rdmx__sendpool sp;
 	struct rdmx__cq *scq;
-	uint8_t *sbuf;
-	struct rdmx__mr *smr;
-	size_t slot;
-	uint32_t nsend;
-	uint32_t *free_stack;
-	uint32_t nfree;
-	uint8_t *sstate;
-	uint32_t inflight;
 	uint32_t mhead, mtail;   /* queued for this connection (g->lock) */
 	unsigned idle;
 };
+RDMX__SENDPOOL_FIRST(struct srq_conn, sp);
 
 static struct srq_conn *sc_of(rdmx_conn *c)
 {
 	return c->priv;
 }
+
+static int reap_sends(rdmx_conn *c);
+
+static const struct rdmx__sendpool_ops srq_pool_ops = {
+	.reap = reap_sends,
+};
 
 static struct srq_shared *sh_of(const struct rdmx__group *g)
 {
@@ -312,20 +312,6 @@ static int poll_shared(struct srq_shared *sh)
 
 /* ---------------------------------------------------------------- setup */
 
-static int alloc_send(struct srq_conn *p)
-{
-	p->sbuf = rdmx__alloc_buf(p->slot * p->nsend);
-	p->free_stack = calloc(p->nsend, sizeof(*p->free_stack));
-	p->sstate = calloc(p->nsend, 1);
-	if (!p->sbuf || !p->free_stack || !p->sstate)
-		return rdmx__fail(-ENOMEM, "srq: out of memory for %u send buffers of %zu bytes",
-				  p->nsend, p->slot);
-	for (uint32_t i = 0; i < p->nsend; i++)
-		p->free_stack[i] = p->nsend - 1 - i;
-	p->nfree = p->nsend;
-	return 0;
-}
-
 /* A dialed connection is a group of one: its own SRQ, same code. */
 static int join_group(rdmx_conn *c)
 {
@@ -352,7 +338,7 @@ static int create_qp(rdmx_conn *c)
 	struct srq_shared *sh = sh_of(c->group);
 	struct srq_conn *p = sc_of(c);
 	struct rdmx__qp_caps caps = {
-		.max_send_wr = p->nsend,
+		.max_send_wr = p->sp.n,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
 		.recv_cq = sh->rcq,
@@ -360,7 +346,7 @@ static int create_qp(rdmx_conn *c)
 	};
 	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)(p->nsend + RDMX__KA_WRS), &p->scq);
+	rc = c->f->create_cq(c->ep, (int)(p->sp.n + RDMX__KA_WRS), &p->scq);
 	if (rc)
 		return rc;
 	caps.send_cq = p->scq;
@@ -386,14 +372,16 @@ static int srq_setup(rdmx_conn *c)
 	int rc;
 
 	p->mhead = p->mtail = NIL;
-	p->slot = ((size_t)c->max_msg + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
-	p->nsend = c->opts.send_depth;
+	p->sp = (struct rdmx__sendpool){
+		.ops = &srq_pool_ops,
+		.who = "srq",
+		.post_what = "a send",
+		.n = c->opts.send_depth,
+		.stride = ((size_t)c->max_msg + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1),
+	};
 	rc = join_group(c);
 	if (!rc)
-		rc = alloc_send(p);
-	if (!rc)
-		rc = c->f->reg_mr(c->ep, p->sbuf, p->slot * p->nsend,
-				  RDMX__ACCESS_LOCAL, &p->smr);
+		rc = rdmx__sendpool_make(c, &p->sp, RDMX__ACCESS_LOCAL);
 	if (!rc)
 		rc = shared_join(c);
 	if (!rc)
@@ -438,11 +426,7 @@ static void srq_teardown(rdmx_conn *c)
 		shared_leave(c);
 	if (p->scq)
 		c->f->destroy_cq(p->scq);
-	if (p->smr)
-		c->f->dereg_mr(p->smr);
-	free(p->sbuf);
-	free(p->free_stack);
-	free(p->sstate);
+	rdmx__sendpool_unmake(c, &p->sp);
 }
 
 /*
@@ -491,106 +475,8 @@ static int srq_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 static int reap_sends(rdmx_conn *c)
 {
 	struct srq_conn *p = sc_of(c);
-	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH);
 
-	if (n < 0)
-		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
-	for (int i = 0; i < n; i++) {
-		uint32_t idx = (uint32_t)wc[i].wr_id;
-
-		if (wc[i].status != RDMX__WC_OK)
-			return rdmx__conn_wc_error(c, &wc[i], "send");
-		p->sstate[idx] = SLOT_FREE;
-		p->free_stack[p->nfree++] = idx;
-		p->inflight--;
-	}
-	return n;
-}
-
-static int srq_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
-			 int timeout_ms)
-{
-	struct srq_conn *p = sc_of(c);
-	struct rdmx__deadline d;
-	uint32_t idx;
-	int rc;
-
-	(void)size; /* every slot holds max_msg bytes */
-	rdmx__deadline_start(&d, timeout_ms);
-	while (!p->nfree) {
-		rc = reap_sends(c);
-		if (rc < 0)
-			return rc;
-		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
-			return rc;
-	}
-	idx = p->free_stack[--p->nfree];
-	p->sstate[idx] = SLOT_ALLOC;
-	*m = (struct rdmx_msg){
-		.data = p->sbuf + (size_t)idx * p->slot,
-		.cap = c->max_msg,
-		.priv_ = { ((uint64_t)KIND_SEND << 32) | idx, (uintptr_t)c },
-	};
-	return 0;
-}
-
-/* The send slot a handle refers to, or -EINVAL. */
-static int64_t send_slot(rdmx_conn *c, const struct rdmx_msg *m)
-{
-	struct srq_conn *p = sc_of(c);
-	uint32_t idx = (uint32_t)m->priv_[0];
-
-	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_SEND ||
-	    idx >= p->nsend || p->sstate[idx] != SLOT_ALLOC)
-		return -EINVAL;
-	return idx;
-}
-
-static int srq_send(rdmx_conn *c, struct rdmx_msg *m)
-{
-	struct srq_conn *p = sc_of(c);
-	int64_t idx = send_slot(c, m);
-	struct rdmx__wr wr = {
-		.op = RDMX__OP_SEND,
-		.flags = RDMX__WR_SIGNALED,
-		.len = (uint32_t)m->len,
-		.lkey = p->smr->lkey,
-	};
-	int rc;
-
-	if (idx < 0)
-		return rdmx__fail(-EINVAL, "srq: not a message from rdmx_msg_alloc on this connection");
-	wr.wr_id = (uint64_t)idx;
-	wr.addr = p->sbuf + (size_t)idx * p->slot;
-	if (m->flags & RDMX_MSG_IMM) {
-		wr.op = RDMX__OP_SEND_IMM;
-		wr.imm = m->imm;
-	}
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "posting a send: %s", rdmx__last());
-	p->sstate[idx] = SLOT_POSTED;
-	p->inflight++;
-	m->priv_[1] = 0; /* the handle is spent */
-	return 0;
-}
-
-static int srq_flush(rdmx_conn *c, int timeout_ms)
-{
-	struct srq_conn *p = sc_of(c);
-	struct rdmx__deadline d;
-	int rc;
-
-	rdmx__deadline_start(&d, timeout_ms);
-	while (p->inflight) {
-		rc = reap_sends(c);
-		if (rc < 0)
-			return rc;
-		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
-			return rc == -EAGAIN ? -ETIMEDOUT : rc;
-	}
-	return 0;
+	return rdmx__sendpool_reap(c, &p->sp, p->scq);
 }
 
 /* ------------------------------------------------------------- receives */
@@ -614,8 +500,8 @@ static int deliver(struct srq_shared *sh, rdmx_conn *c, uint32_t idx,
 		.cap = wc->byte_len,
 		.imm = wc->has_imm ? wc->imm : 0,
 		.flags = wc->has_imm ? RDMX_MSG_IMM : 0,
-		.priv_ = { ((uint64_t)KIND_RECV << 32) | idx, (uintptr_t)c },
 	};
+	rdmx__msg_set(m, c, RDMX__MSG_RECV, idx);
 	return 0;
 }
 
@@ -671,20 +557,14 @@ static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 
 static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
 {
-	struct srq_conn *p = sc_of(c);
-	uint32_t idx = (uint32_t)m->priv_[0];
 	struct rdmx__group *g = c->group;
 	struct srq_shared *sh = sh_of(g);
-	int64_t sidx;
+	uint64_t idx;
 	int rc = -EINVAL;
 
-	if ((sidx = send_slot(c, m)) >= 0) {
-		p->sstate[sidx] = SLOT_FREE;
-		p->free_stack[p->nfree++] = (uint32_t)sidx;
-		m->priv_[1] = 0;
+	if (!rdmx__sendpool_release(c, &sc_of(c)->sp, m))
 		return 0;
-	}
-	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> 32) != KIND_RECV)
+	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &idx))
 		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
 	pthread_mutex_lock(&g->lock);
 	if (idx < sh->depth && sh->rb[idx].state == BUF_HELD && sh->rb[idx].owner == c)
@@ -694,7 +574,7 @@ static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
 	if (rc)
 		return rdmx__conn_down(c, rc, "reposting a shared receive: %s", rdmx__last());
-	m->priv_[1] = 0;
+	rdmx__msg_spend(m);
 	return 0;
 }
 
@@ -720,7 +600,8 @@ static int report_gone(struct rdmx__group *g, struct rdmx_msg *m)
 			continue;
 		}
 		c->reset_reported = 1;
-		*m = (struct rdmx_msg){ .priv_ = { 0, (uintptr_t)c } };
+		*m = (struct rdmx_msg){ 0 };
+		rdmx__msg_set(m, c, RDMX__MSG_CONN, 0);
 		return rdmx__fail(c->down_rc, "%s", c->err.msg);
 	}
 	return live ? NOTHING : rdmx__fail(-ENOTCONN, "no open connection on this listener");
@@ -752,7 +633,7 @@ static int group_once(struct rdmx__group *g, struct rdmx_msg *m)
 	rc = deliver(sh, c, queue_pop(sh, c), m);
 	if (rc) {
 		c->reset_reported = 1;
-		m->priv_[1] = (uintptr_t)c;
+		rdmx__msg_set(m, c, RDMX__MSG_CONN, 0);
 	}
 unlock:
 	pthread_mutex_unlock(&g->lock);
@@ -852,9 +733,9 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.hello_out = srq_hello_out,
 	.hello_in = srq_hello_in,
 	.teardown = srq_teardown,
-	.msg_alloc = srq_msg_alloc,
-	.send = srq_send,
-	.flush = srq_flush,
+	.msg_alloc = rdmx__sendpool_msg_alloc,
+	.send = rdmx__sendpool_conn_send,
+	.flush = rdmx__sendpool_conn_flush,
 	.recv = srq_recv,
 	.release = srq_release,
 	.shared_size = sizeof(struct srq_shared),

@@ -173,37 +173,40 @@
 #define STALE_WAIT_MS 10000  /* recover_stale(): wait for our add to show */
 
 enum { K_WRITE = 1, K_PAD, K_FAA, K_READ };
-enum { SLOT_FREE, SLOT_ALLOC, SLOT_POSTED };
 
 void (*rdmx__wa_test_reserved)(struct rdmx_conn *c, uint64_t voff,
 			       uint64_t rec);
 
 /* ------------------------------------------------------------- setup */
 
+static const struct rdmx__sendpool_ops wa_pool_ops; /* below */
+
+/* The send slots (core send pool) and the scratch words. */
 static int alloc_tx(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 
-	p->slot = wa_rec_size(c->max_msg);
-	p->nslot = c->opts.send_depth;
-	p->sbuf = rdmx__alloc_buf(p->slot * p->nslot);
+	p->sp = (struct rdmx__sendpool){
+		.ops = &wa_pool_ops,
+		.who = "write_atomic",
+		.post_what = "a write",
+		.n = c->opts.send_depth,
+		.stride = wa_rec_size(c->max_msg),
+		.data_off = WA_HDR,
+		.wr_kind = K_WRITE,
+	};
 	p->scratch = rdmx__alloc_buf(64);
-	p->free_stack = calloc(p->nslot, sizeof(*p->free_stack));
-	p->sstate = calloc(p->nslot, 1);
-	if (!p->sbuf || !p->scratch || !p->free_stack || !p->sstate)
+	if (!p->scratch)
 		return rdmx__fail(-ENOMEM, "write_atomic: out of memory for %u send buffers of %zu bytes",
-				  p->nslot, p->slot);
-	for (uint32_t i = 0; i < p->nslot; i++)
-		p->free_stack[i] = p->nslot - 1 - i;
-	p->nfree = p->nslot;
-	return 0;
+				  p->sp.n, p->sp.stride);
+	return rdmx__sendpool_make(c, &p->sp, RDMX__ACCESS_LOCAL);
 }
 
 static int create_tx(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 	struct rdmx__qp_caps caps = {
-		.max_send_wr = p->nslot + 4,
+		.max_send_wr = c->opts.send_depth + 4,
 		.srq = p->rx->srq,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
@@ -211,13 +214,10 @@ static int create_tx(rdmx_conn *c)
 	int rc = alloc_tx(c);
 
 	if (!rc)
-		rc = c->f->reg_mr(c->ep, p->sbuf, p->slot * p->nslot,
-				  RDMX__ACCESS_LOCAL, &p->smr);
-	if (!rc)
 		rc = c->f->reg_mr(c->ep, p->scratch, 64, RDMX__ACCESS_LOCAL,
 				  &p->scratch_mr);
 	if (!rc)
-		rc = c->f->create_cq(c->ep, (int)(p->nslot + 8 + RDMX__KA_WRS), &p->cq);
+		rc = c->f->create_cq(c->ep, (int)(p->sp.n + 8 + RDMX__KA_WRS), &p->cq);
 	if (rc)
 		return rc;
 	caps.send_cq = p->cq;
@@ -296,12 +296,8 @@ static void wa_teardown(rdmx_conn *c)
 		c->f->destroy_cq(p->cq);
 	if (p->scratch_mr)
 		c->f->dereg_mr(p->scratch_mr);
-	if (p->smr)
-		c->f->dereg_mr(p->smr);
-	free(p->sbuf);
+	rdmx__sendpool_unmake(c, &p->sp);
 	free(p->scratch);
-	free(p->free_stack);
-	free(p->sstate);
 	rdmx__wa_vq_free(&p->outs);
 	rdmx__wa_vq_free(&p->parked);
 	if (p->own.made || p->own.buf || p->own.ctrl)
@@ -414,17 +410,14 @@ static int reap(rdmx_conn *c)
 		if (wc[i].status != RDMX__WC_OK)
 			return rdmx__conn_wc_error(c, &wc[i], kind == K_FAA ? "fetch-and-add" :
 						   kind == K_READ ? "read of the head" : "write");
-		if (kind == K_FAA) {
+		if (kind == K_FAA)
 			p->faa_done = 1;
-		} else if (kind == K_READ) {
+		else if (kind == K_READ)
 			p->read_done = 1;
-		} else {
-			p->inflight--;
-			if (kind == K_WRITE) {
-				p->sstate[idx] = SLOT_FREE;
-				p->free_stack[p->nfree++] = idx;
-			}
-		}
+		else if (kind == K_WRITE)
+			rdmx__sendpool_sent(&p->sp, idx);
+		else
+			p->pads--;
 	}
 	return n;
 }
@@ -634,29 +627,19 @@ static int wait_space(rdmx_conn *c, uint64_t v, uint64_t len)
 	return check_skipped(c, v);
 }
 
-/* One WRITE_WITH_IMM of @len bytes at @v, announcing @span ring bytes. */
-static int post_write(rdmx_conn *c, uint64_t wr_id, void *src, uint32_t lkey,
-		      uint64_t v, uint64_t len, uint64_t span)
+/* One WRITE_WITH_IMM of @len bytes from @src at @v, announcing @span
+ * ring bytes (wr_id, lkey and signaling are the poster's). */
+static struct rdmx__wr write_wr(const struct wa *p, void *src, uint64_t v,
+				uint64_t len, uint64_t span)
 {
-	struct wa *p = wa_of(c);
-	struct rdmx__wr wr = {
-		.wr_id = wr_id,
+	return (struct rdmx__wr){
 		.op = RDMX__OP_WRITE_IMM,
 		.imm = wa_imm(v, span, p->r_size),
-		.flags = RDMX__WR_SIGNALED,
 		.addr = src,
 		.len = (uint32_t)len,
-		.lkey = lkey,
 		.remote_addr = p->r_ring + (v & (p->r_size - 1)),
 		.rkey = p->r_ring_rkey,
 	};
-	int rc;
-
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "posting a write: %s", rdmx__last());
-	p->inflight++;
-	return 0;
 }
 
 /* Fill the ring's end from @v with a pad record that skips @rec bytes. */
@@ -666,14 +649,21 @@ static int write_pad(rdmx_conn *c, uint64_t v, uint64_t rec)
 	struct wa_hdr h = { .len = (uint32_t)rec, .sender = p->tx_id,
 			    .flags = WA_F_PAD };
 	uint8_t *b = (uint8_t *)&p->scratch[2];
+	struct rdmx__wr wr = write_wr(p, b, v, WA_HDR, rec);
 	int rc = wait_space(c, v, WA_HDR);
 
 	if (rc)
 		return rc;
 	wa_put_hdr(b, &h);
 	wa_put_stamp(b + WA_STAMP_OFF, wa_hstamp(p->r_salt, v));
-	return post_write(c, (uint64_t)K_PAD << 32, b, p->scratch_mr->lkey, v, WA_HDR,
-			  rec);
+	wr.wr_id = (uint64_t)K_PAD << 32;
+	wr.flags = RDMX__WR_SIGNALED;
+	wr.lkey = p->scratch_mr->lkey;
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a write: %s", rdmx__last());
+	p->pads++;
+	return 0;
 }
 
 /* Reserve @rec bytes that do not cross the ring's end: *@v. */
@@ -701,86 +691,46 @@ static uint32_t credits_used(struct wa *p)
 {
 	while (p->outs.n && rdmx__wa_vq_front(&p->outs) <= p->cached_head)
 		rdmx__wa_vq_pop(&p->outs);
-	return p->outs.n + p->nalloc;
+	return p->outs.n + p->sp.nalloc;
 }
 
 /*
- * Room for one more message: a free buffer, a credit, and (as far as this
- * sender knows) ring space for a record and a pad after its last one, so
- * that a lone sender never waits in rdmx_send.
+ * Room for one more message besides a free buffer: a credit, and (as far
+ * as this sender knows) ring space for a record and a pad after its last
+ * one, so that a lone sender never waits in rdmx_send.
  */
 static int has_room(struct wa *p)
 {
-	return p->nfree > 0 && credits_used(p) < p->credits &&
-	       wa_fits(p->last_end, 2 * p->slot, p->cached_head, p->r_size);
+	return credits_used(p) < p->credits &&
+	       wa_fits(p->last_end, 2 * p->sp.stride, p->cached_head, p->r_size);
 }
 
-/* 1 if a message may be allocated, else 0 (after refreshing the head). */
-static int can_alloc(rdmx_conn *c)
+/* The pool's room hook: 1 if a message may be allocated, else 0 (after
+ * refreshing the head), or -errno. */
+static int wa_room(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 	int rc;
 
 	if (has_room(p))
 		return 1;
-	if (!p->nfree)
-		return 0;
 	rc = read_head(c);
 	return rc ? rc : has_room(p);
 }
 
-static void fill_send_msg(rdmx_conn *c, uint32_t idx, struct rdmx_msg *m)
+/* The pool's unflushed hook: its WRITEs and the pads in flight. */
+static uint32_t wa_unflushed(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 
-	p->sstate[idx] = SLOT_ALLOC;
-	p->nalloc++;
-	m->data = p->sbuf + (size_t)idx * p->slot + WA_HDR;
-	m->cap = c->max_msg;
-	m->len = 0;
-	m->imm = 0;
-	m->flags = 0;
-	m->priv_[0] = SEND_TAG | idx;
-	m->priv_[1] = (uintptr_t)c;
+	return p->sp.inflight + p->pads;
 }
 
-static int wa_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
-			int timeout_ms)
-{
-	struct wa *p = wa_of(c);
-	struct rdmx__deadline d;
-	int rc;
-
-	(void)size; /* every buffer holds max_msg bytes */
-	rdmx__deadline_start(&d, timeout_ms);
-	for (;;) {
-		rc = reap(c);
-		if (rc < 0)
-			return rc;
-		rc = can_alloc(c);
-		if (rc < 0)
-			return rc;
-		if (rc)
-			break;
-		rc = rdmx__conn_wait(c, &d);
-		if (rc)
-			return rc;
-	}
-	fill_send_msg(c, p->free_stack[--p->nfree], m);
-	return 0;
-}
-
-/* The send buffer a handle refers to, or -EINVAL. */
-static int64_t send_slot(rdmx_conn *c, const struct rdmx_msg *m)
-{
-	struct wa *p = wa_of(c);
-	uint64_t idx = m->priv_[0] & ~SEND_TAG;
-
-	if (m->priv_[1] != (uintptr_t)c || !(m->priv_[0] & SEND_TAG) ||
-	    idx >= p->nslot || p->sstate[idx] != SLOT_ALLOC)
-		return -EINVAL;
-	return (int64_t)idx;
-}
+static const struct rdmx__sendpool_ops wa_pool_ops = {
+	.reap = reap,
+	.room = wa_room,
+	.unflushed = wa_unflushed,
+};
 
 /* Header, stamps and trailer around the payload in send buffer @b. */
 static void seal(struct wa *p, uint8_t *b, const struct rdmx_msg *m, uint64_t v)
@@ -800,14 +750,15 @@ static void seal(struct wa *p, uint8_t *b, const struct rdmx_msg *m, uint64_t v)
 static int wa_send(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wa *p = wa_of(c);
-	int64_t idx = send_slot(c, m);
+	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
 	uint64_t rec = wa_rec_size(m->len), v = 0;
+	struct rdmx__wr wr;
 	uint8_t *b;
 	int rc;
 
 	if (idx < 0)
 		return rdmx__fail(-EINVAL, "write_atomic: not a message from rdmx_msg_alloc on this connection");
-	b = p->sbuf + (size_t)idx * p->slot;
+	b = rdmx__sendpool_at(&p->sp, (uint32_t)idx);
 	rc = reserve_record(c, rec, &v);
 	if (!rc && rdmx__wa_test_reserved)
 		rdmx__wa_test_reserved(c, v, rec);
@@ -816,51 +767,26 @@ static int wa_send(rdmx_conn *c, struct rdmx_msg *m)
 	if (rc)
 		return rc;
 	seal(p, b, m, v);
-	rc = post_write(c, ((uint64_t)K_WRITE << 32) | (uint64_t)idx, b,
-			p->smr->lkey, v, wa_write_len(m->len), rec);
+	wr = write_wr(p, b, v, wa_write_len(m->len), rec);
+	rc = rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
 	if (rc)
 		return rc;
-	p->sstate[idx] = SLOT_POSTED;
-	p->nalloc--;
-	m->priv_[1] = 0;
 	return rdmx__wa_vq_push(&p->outs, v + rec);
-}
-
-static int wa_flush(rdmx_conn *c, int timeout_ms)
-{
-	struct wa *p = wa_of(c);
-	struct rdmx__deadline d;
-	int rc;
-
-	rdmx__deadline_start(&d, timeout_ms);
-	while (p->inflight) {
-		rc = reap(c);
-		if (rc < 0)
-			return rc;
-		if (rc == 0 && (rc = rdmx__conn_wait(c, &d)))
-			return rc == -EAGAIN ? -ETIMEDOUT : rc;
-	}
-	return 0;
 }
 
 static int wa_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wa *p = wa_of(c);
-	int64_t idx = send_slot(c, m);
+	uint64_t v;
 	int rc = -EINVAL;
 
-	if (idx >= 0) {
-		p->sstate[idx] = SLOT_FREE;
-		p->free_stack[p->nfree++] = (uint32_t)idx;
-		p->nalloc--;
-		rc = 0;
-	} else if (m->priv_[1] == (uintptr_t)c && !(m->priv_[0] & SEND_TAG) &&
-		   p->rx && p->rx->made) {
-		rc = rdmx__wa_release_rx(p->rx, c, m->priv_[0]);
-	}
+	if (!rdmx__sendpool_release(c, &p->sp, m))
+		return 0;
+	if (!rdmx__msg_get(m, c, RDMX__MSG_RECV, &v) && p->rx && p->rx->made)
+		rc = rdmx__wa_release_rx(p->rx, c, v);
 	if (rc)
 		return rdmx__fail(-EINVAL, "write_atomic: message not held on this connection");
-	m->priv_[1] = 0;
+	rdmx__msg_spend(m);
 	return 0;
 }
 
@@ -878,9 +804,9 @@ const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.hello_out = wa_hello_out,
 	.hello_in = wa_hello_in,
 	.teardown = wa_teardown,
-	.msg_alloc = wa_msg_alloc,
+	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = wa_send,
-	.flush = wa_flush,
+	.flush = rdmx__sendpool_conn_flush,
 	.recv = rdmx__wa_recv,
 	.release = wa_release,
 	.shared_size = sizeof(struct wa_ring),

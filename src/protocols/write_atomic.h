@@ -8,11 +8,11 @@
 #define RDMX_PROTOCOLS_WRITE_ATOMIC_H
 
 #include "core/internal.h"
+#include "core/sendpool.h"
 #include "protocols/write_atomic_rec.h"
 
 #define CTRL_BYTES 4096
 #define HEAD_OFF 64          /* head word: this far after the tail word */
-#define SEND_TAG (1ull << 63) /* priv_[0] of a send buffer handle */
 #define DOWN_POLLS 100000u
 
 /* A growable FIFO of 64-bit virtual offsets. */
@@ -69,6 +69,7 @@ struct wa_ring {
 
 /* Per connection: its sending state and its place in a ring. */
 struct wa {
+	struct rdmx__sendpool sp; /* send buffers: header, payload, trailer */
 	struct wa_ring own;       /* dialer: the ring it receives on */
 	struct wa_ring *rx;       /* own, or the listener's shared ring */
 	uint32_t rx_id;           /* the peer's sender id on rx */
@@ -79,13 +80,9 @@ struct wa {
 	int down_seen;            /* the listener saw it down (rx->lock) */
 	/* sending */
 	struct rdmx__cq *cq;
-	uint8_t *sbuf;
-	struct rdmx__mr *smr, *scratch_mr;
+	struct rdmx__mr *scratch_mr;
 	uint64_t *scratch;        /* [0] FETCH_ADD result, [1] head, [2..] pad */
-	size_t slot;
-	uint32_t nslot, nfree, nalloc, inflight;
-	uint32_t *free_stack;
-	uint8_t *sstate;
+	uint32_t pads;            /* pad WRITEs in flight (not from sp) */
 	int faa_done, read_done;
 	struct vq outs;           /* ends of my records not yet consumed */
 	uint32_t credits;         /* peer recv_depth + send_depth */
@@ -99,6 +96,8 @@ struct wa {
 	uint32_t r_ring_rkey, r_tail_rkey, r_head_rkey, tx_id;
 	uint32_t r_hole_ms;       /* the peer skips a hole after this long */
 };
+
+RDMX__SENDPOOL_FIRST(struct wa, sp);
 
 static inline struct wa *wa_of(rdmx_conn *c)
 {

@@ -339,8 +339,7 @@ static void deliver(struct wa_ring *r, rdmx_conn *c, uint64_t v,
 	m->cap = e->len;
 	m->imm = (e->flags & WA_F_IMM) ? e->imm : 0;
 	m->flags = (e->flags & WA_F_IMM) ? RDMX_MSG_IMM : 0;
-	m->priv_[0] = v;
-	m->priv_[1] = (uintptr_t)c;
+	rdmx__msg_set(m, c, RDMX__MSG_RECV, v);
 }
 
 /* Park the record at @v for @owner (another member). Locked. */
@@ -560,7 +559,7 @@ static int group_idle(struct wa_ring *r, struct rdmx_msg *m,
 
 	if (gone) {
 		gone->reset_reported = 1;
-		m->priv_[1] = (uintptr_t)gone;
+		rdmx__msg_set(m, gone, RDMX__MSG_CONN, 0);
 		return rdmx__fail(gone->down_rc, "%s", gone->err.msg);
 	}
 	if (!live)

@@ -71,11 +71,8 @@
 #define TAG_ASK 2ull
 #define TAG_READ 3ull
 
-/* msg->priv_[0]: kind in the top byte, then an alloc id or record seq. */
-#define KIND_SEND 1ull
-#define KIND_RECV 2ull
-#define KIND_SHIFT 56
-#define KIND_MASK ((1ull << KIND_SHIFT) - 1)
+/* Message handles (internal.h): a SEND handle's value is the alloc id,
+ * a RECV handle's the record's sequence number. */
 
 #define HELLO_MAGIC 0x1
 
@@ -654,7 +651,7 @@ int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	if (rc)
 		return rc;
 	p->alloc_live = 1;
-	p->alloc_id = (p->alloc_id + 1) & KIND_MASK;
+	p->alloc_id++;
 	p->alloc_start = rdmx__ring_place(&p->sgeo, p->tail, rsize, &pad);
 	p->alloc_cap = size;
 	m->data = p->stage + (p->alloc_start & p->sgeo.mask) + RDMX__RING_HDR;
@@ -662,17 +659,17 @@ int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	m->len = 0;
 	m->imm = 0;
 	m->flags = 0;
-	m->priv_[0] = (KIND_SEND << KIND_SHIFT) | p->alloc_id;
-	m->priv_[1] = (uintptr_t)c;
+	rdmx__msg_set(m, c, RDMX__MSG_SEND, p->alloc_id);
 	return 0;
 }
 
 static int live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
+	uint64_t id;
 
-	return m->priv_[1] == (uintptr_t)c && p->alloc_live &&
-	       m->priv_[0] == ((KIND_SEND << KIND_SHIFT) | p->alloc_id);
+	return !rdmx__msg_get(m, c, RDMX__MSG_SEND, &id) && p->alloc_live &&
+	       id == p->alloc_id;
 }
 
 /* A pad WRITE (unsignaled) for the bytes between the tail and @start. */
@@ -734,7 +731,7 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 	p->data_out++;
 	p->alloc_live = 0;
 	p->st.records_out++;
-	m->priv_[1] = 0;
+	rdmx__msg_spend(m);
 	return 0;
 }
 
@@ -767,8 +764,7 @@ static void fill_recv_msg(rdmx_conn *c, const struct rdmx__ring_rec_view *v,
 	m->cap = v->len;
 	m->imm = (v->flags & RDMX__RING_REC_IMM) ? v->imm : 0;
 	m->flags = (v->flags & RDMX__RING_REC_IMM) ? RDMX_MSG_IMM : 0;
-	m->priv_[0] = (KIND_RECV << KIND_SHIFT) | seq;
-	m->priv_[1] = (uintptr_t)c;
+	rdmx__msg_set(m, c, RDMX__MSG_RECV, seq);
 }
 
 /* Take the record at rd: 1 with @m filled, 0 if none is complete yet. */
@@ -834,19 +830,19 @@ int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
-	uint64_t seq = m->priv_[0] & KIND_MASK;
+	uint64_t seq;
 	int n;
 
 	if (live_alloc(c, m)) {
 		p->alloc_live = 0;
-		m->priv_[1] = 0;
+		rdmx__msg_spend(m);
 		return 0;
 	}
-	if (m->priv_[1] != (uintptr_t)c || (m->priv_[0] >> KIND_SHIFT) != KIND_RECV ||
+	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &seq) ||
 	    (n = rdmx__ring_rel_release(&p->rel, seq)) < 0)
 		return rdmx__fail(-EINVAL, "%s: message not held on this connection",
 				  c->proto->name);
-	m->priv_[1] = 0;
+	rdmx__msg_spend(m);
 	if (n && p->duplex)
 		__atomic_store_n(&p->ctl->released, p->rel.released, __ATOMIC_RELEASE);
 	return n ? maybe_update(c) : 0;

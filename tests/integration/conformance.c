@@ -236,6 +236,39 @@ static void test_bad_handles(void **state)
 	th_pair_close(&p);
 }
 
+/* A handle is user memory: one with its value or its kind tampered with
+ * is refused by send and release (no slot is touched), a received one
+ * cannot be sent, and the real handle still works afterwards. */
+static void test_forged_handles(void **state)
+{
+	struct rdmx_conn_opts o = opts();
+	const uint64_t flip[][2] = {
+		{ UINT64_C(1) << 40, 0 }, { UINT64_MAX, 0 },
+		{ 0, RDMX__MSG_SEND }, { 0, RDMX__MSG_SEND ^ RDMX__MSG_RECV },
+	};
+	struct rdmx_msg m, bad;
+	struct th_pair p;
+
+	(void)state;
+	open_pair(&p, &o, &o);
+	assert_int_equal(rdmx_msg_alloc(p.client, 8, &m, 0), 0);
+	m.len = 8;
+	memset(m.data, 7, 8);
+	for (size_t i = 0; i < sizeof(flip) / sizeof(flip[0]); i++) {
+		bad = m;
+		bad.priv_[0] ^= flip[i][0];
+		bad.priv_[1] ^= flip[i][1];
+		assert_int_equal(rdmx_send(p.client, &bad), -EINVAL);
+		assert_int_equal(rdmx_msg_release(p.client, &bad), -EINVAL);
+	}
+	assert_int_equal(rdmx_send(p.client, &m), 0);
+	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+	assert_int_equal(m.len, 8);
+	assert_int_equal(rdmx_send(p.server, &m), -EINVAL);
+	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	th_pair_close(&p);
+}
+
 /* A receiver that does not receive: the sender runs out of buffers and
  * is told so; nothing is lost or overwritten once the receiver drains. */
 static void test_backpressure(void **state)
@@ -462,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_oversize_is_emsgsize),
 		cmocka_unit_test(test_max_msg_negotiated),
 		cmocka_unit_test(test_bad_handles),
+		cmocka_unit_test(test_forged_handles),
 		cmocka_unit_test(test_backpressure),
 		cmocka_unit_test(test_dial_without_listener),
 		cmocka_unit_test(test_bad_hello_rejected_listener_survives),

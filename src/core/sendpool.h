@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send-buffer pool (sendpool.c): the registered send slots of one
+ * connection, which rdmx_msg_alloc hands out and rdmx_send posts. Every
+ * protocol that sends from slots of its own (send_recv, srq, read,
+ * write_atomic) uses this one pool; the protocol keeps only what really
+ * differs: what it posts from a slot (a SEND, a descriptor SEND, a
+ * WRITE_WITH_IMM), what else a message needs before it may be allocated
+ * (credits, ring space: the room hook), what a completion means (reap
+ * hook) and what "flushed" means (unflushed hook).
+ *
+ * Life of a slot: FREE (on the free stack) -> ALLOC (handed to the user
+ * by rdmx__sendpool_msg_alloc, a SEND handle in the message) -> POSTED
+ * (rdmx__sendpool_post, the handle spent; or back to FREE by
+ * rdmx__sendpool_release) -> FREE when the protocol's reap sees the
+ * post's completion (rdmx__sendpool_sent). A pool with @hold set keeps a
+ * completed slot SENT until the protocol gives it back with
+ * rdmx__sendpool_put (read: the buffer is the sender's until the
+ * receiver acknowledged it); the protocol asks the pool whether a slot's
+ * post completed (rdmx__sendpool_done) and keeps no flag of its own. Every wait (alloc, flush) is the one wait
+ * step, rdmx__conn_wait, bounded by the caller's timeout.
+ *
+ * The message handle (internal.h, rdmx__msg_set) of a slot is its index
+ * with kind RDMX__MSG_SEND; rdmx__sendpool_slot checks a handle (user
+ * memory) before anything uses it: its connection, its kind, the index in
+ * range and the slot ALLOC. The post's wr_id is wr_kind << 32 | slot.
+ *
+ * Two later changes land inside the pool and nowhere else:
+ *  - Per-send completion tokens (issue 9 section 2): rdmx__sendpool_post
+ *    returns a token (slot, a per-slot generation bumped at each post);
+ *    the generation is done at rdmx__sendpool_sent, or in a hold pool
+ *    at rdmx__sendpool_put (read: once the receiver acknowledged, which
+ *    ). A failed completion takes the
+ *    connection down, so a pending token then ends with the connection's
+ *    error. A token wait is pool_wait() with "this generation done" as
+ *    its condition. A slot is reused only after it is done, so a token
+ *    never names a later send. Protocols change nothing: every completion
+ *    of a pool post already reaches the pool through _sent / _put.
+ *  - Doorbell batching and selective signaling (issue 10): only
+ *    rdmx__sendpool_post sets the flags of a slot's work request and
+ *    posts it, and only _sent / _put retire slots. Signaling one post in
+ *    N makes post set RDMX__WR_SIGNALED on every Nth (and on the last
+ *    post before a flush or an alloc waits) and keep the posted slots in
+ *    post order; _sent then retires every slot up to the signaled one (a
+ *    send queue completes in post order; the protocols' own work requests
+ *    on it, acks, READs, FETCH_ADDs, stay signaled and are not the
+ *    pool's). Batching makes post chain several sends' work requests into
+ *    one rdmx__post_send, rung by flush, by an alloc that would wait, or
+ *    after N. The pool's struct gets the FIFO and N; no protocol changes.
+ */
+#ifndef RDMX_CORE_SENDPOOL_H
+#define RDMX_CORE_SENDPOOL_H
+
+#include <stddef.h>
+
+#include "internal.h"
+
+enum rdmx__sp_state {
+	RDMX__SP_FREE,
+	RDMX__SP_ALLOC,
+	RDMX__SP_POSTED,
+	RDMX__SP_SENT,            /* hold pools: completed, not yet put */
+};
+
+struct rdmx__sendpool_ops {
+	/* Take in @c's send completions, calling rdmx__sendpool_sent() for
+	 * the pool's posts: how many were seen (>= 0), or -errno with the
+	 * connection down. */
+	int (*reap)(rdmx_conn *c);
+	/* Optional: besides a free slot, what one more message needs
+	 * (credits, ring space): 1 there is room, 0 not yet, or -errno. */
+	int (*room)(rdmx_conn *c);
+	/* Optional: messages sent but not yet where rdmx_flush wants them
+	 * (default: posts whose completion is not in). */
+	uint32_t (*unflushed)(rdmx_conn *c);
+};
+
+struct rdmx__sendpool {
+	/* set by the protocol before rdmx__sendpool_make() */
+	const struct rdmx__sendpool_ops *ops;
+	const char *who;          /* the protocol's name, for messages */
+	const char *post_what;    /* "a send": "posting a send: ..." */
+	uint32_t n;               /* slots (send_depth) */
+	size_t stride;            /* bytes between two slots */
+	size_t data_off;          /* the user's bytes in a slot */
+	uint32_t wr_kind;         /* wr_id of a post: wr_kind << 32 | slot */
+	int hold;                 /* completed slots stay until _put() */
+	/* the pool's */
+	uint8_t *buf;             /* n * stride registered bytes */
+	struct rdmx__mr *mr;
+	uint32_t *free_stack;
+	uint32_t nfree;
+	uint8_t *state;           /* enum rdmx__sp_state per slot */
+	uint32_t nalloc;          /* handed out, neither posted nor released */
+	uint32_t inflight;        /* posted, completion not seen */
+};
+
+/* Allocate and register (@access: RDMX__ACCESS_*) the slots; on failure
+ * rdmx__sendpool_unmake() frees what was made. */
+int rdmx__sendpool_make(rdmx_conn *c, struct rdmx__sendpool *sp,
+			unsigned access);
+void rdmx__sendpool_unmake(rdmx_conn *c, struct rdmx__sendpool *sp);
+
+
+/* rdmx__sendpool_post failed with @rc: the connection goes down. */
+int rdmx__sendpool_post_failed(rdmx_conn *c, const struct rdmx__sendpool *sp,
+			       int rc);
+
+/* The reap hook of a pool whose CQ carries nothing but its posts. */
+int rdmx__sendpool_reap(rdmx_conn *c, struct rdmx__sendpool *sp,
+			struct rdmx__cq *cq);
+
+/* rdmx_flush: wait until nothing is unflushed; -ETIMEDOUT or the
+ * connection's error. */
+int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
+			 int timeout_ms);
+
+/*
+ * The msg_alloc and flush operations of a protocol whose per-connection
+ * state (c->priv) begins with its pool (RDMX__SENDPOOL_FIRST).
+ */
+int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			     int timeout_ms);
+int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms);
+/* The send operation of the two-sided protocols (send_recv, srq): the
+ * slot's bytes as one SEND, SEND_WITH_IMM when @m carries immediate data. */
+int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m);
+#define RDMX__SENDPOOL_FIRST(type, member) \
+	_Static_assert(offsetof(type, member) == 0, \
+		       #type "'s send pool comes first (rdmx__sendpool_msg_alloc)")
+
+/*
+ * The per-message steps below are inline: they are a few instructions
+ * each, on every message's path, and a call into another object of the
+ * library costs as much again (bench/profile).
+ */
+
+/* Start of slot @idx. */
+static inline uint8_t *rdmx__sendpool_at(const struct rdmx__sendpool *sp,
+					 uint32_t idx)
+{
+	return sp->buf + (size_t)idx * sp->stride;
+}
+
+/* The ALLOC slot @m names on @c, or -EINVAL (no message formatted). */
+static inline int64_t rdmx__sendpool_slot(rdmx_conn *c,
+					  const struct rdmx__sendpool *sp,
+					  const struct rdmx_msg *m)
+{
+	uint64_t idx;
+
+	if (rdmx__msg_get(m, c, RDMX__MSG_SEND, &idx) || idx >= sp->n ||
+	    sp->state[idx] != RDMX__SP_ALLOC)
+		return -EINVAL;
+	return (int64_t)idx;
+}
+
+/* Post @wr (op, addr, len and the rest filled by the caller) for slot
+ * @idx, which @m names: wr_id, lkey and signaling are the pool's. Marks
+ * the slot POSTED and spends @m; on failure the connection goes down. */
+static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
+				      uint32_t idx, struct rdmx__wr *wr,
+				      struct rdmx_msg *m)
+{
+	int rc;
+
+	wr->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
+	wr->flags |= RDMX__WR_SIGNALED;
+	wr->lkey = sp->mr->lkey;
+	rc = rdmx__post_send(c, wr, 1);
+	if (rc)
+		return rdmx__sendpool_post_failed(c, sp, rc);
+	sp->state[idx] = RDMX__SP_POSTED;
+	sp->nalloc--;
+	sp->inflight++;
+	rdmx__msg_spend(m);
+	return 0;
+}
+
+/* A hold pool: the protocol is done with posted slot @idx. Also the
+ * pool's own way to free a slot. */
+static inline void rdmx__sendpool_put(struct rdmx__sendpool *sp, uint32_t idx)
+{
+	sp->state[idx] = RDMX__SP_FREE;
+	sp->free_stack[sp->nfree++] = idx;
+}
+
+/* The completion of slot @idx's post came in (OK status). */
+static inline void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx)
+{
+	sp->inflight--;
+	if (sp->hold)
+		sp->state[idx] = RDMX__SP_SENT;
+	else
+		rdmx__sendpool_put(sp, idx);
+}
+
+/* A hold pool: 1 once the post of slot @idx completed. */
+static inline int rdmx__sendpool_done(const struct rdmx__sendpool *sp,
+				      uint32_t idx)
+{
+	return sp->state[idx] == RDMX__SP_SENT;
+}
+
+/* rdmx_msg_release of an allocated, unsent slot: 0, or -EINVAL (no
+ * message formatted) when @m is not one of them. */
+static inline int rdmx__sendpool_release(rdmx_conn *c,
+					 struct rdmx__sendpool *sp,
+					 struct rdmx_msg *m)
+{
+	int64_t idx = rdmx__sendpool_slot(c, sp, m);
+
+	if (idx < 0)
+		return -EINVAL;
+	rdmx__sendpool_put(sp, (uint32_t)idx);
+	sp->nalloc--;
+	rdmx__msg_spend(m);
+	return 0;
+}
+
+#endif /* RDMX_CORE_SENDPOOL_H */
