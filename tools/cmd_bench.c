@@ -12,13 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "bench_client.h"
 #include "bench_pcap.h"
 #include "bench_pre.h"
 #include "bench_server.h"
 #include "cmds.h"
+#include "json_out.h"
 
 #define DEFAULT_SIZES	"8,64,512,4K,32K,256K,1M"
 #define DEFAULT_ITERS	1000
@@ -379,7 +379,8 @@ struct run {
 	struct bench_server *self;	/* the self-test's server */
 	struct bench_target target;
 	char local[64], device[64], stamp[32];
-	char cmdline[2048], config[4096], host[128], kernel[256];
+	char config[4096];
+	struct jw_prov prov;
 	struct bench_report rep;
 	struct bench_pcap pcap;		/* --pcap's tcpdump */
 	bool pcap_failed;		/* it did not start: no test runs */
@@ -519,16 +520,6 @@ static int self_test_start(struct run *r)
 	return EXIT_OK;
 }
 
-/* The command line as one string (for the JSON; not shell-quoted). */
-static void join_args(const struct bench_cfg *cfg, char *buf, size_t len)
-{
-	int i;
-
-	snprintf(buf, len, "rdmx");
-	for (i = 0; i < cfg->argc; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), " %s", cfg->argv[i]);
-}
-
 /* The effective settings as a JSON object (names are identifiers). */
 static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 {
@@ -556,20 +547,13 @@ static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 
 static void provenance(struct run *r)
 {
-	struct utsname u;
-
-	join_args(r->cfg, r->cmdline, sizeof(r->cmdline));
+	jw_provenance(&r->prov, r->cfg->argc, r->cfg->argv);
 	config_json(r->cfg, r->config, sizeof(r->config));
-	if (uname(&u))
-		memset(&u, 0, sizeof(u));
-	snprintf(r->host, sizeof(r->host), "%s", u.nodename);
-	snprintf(r->kernel, sizeof(r->kernel), "%s %s %s", u.sysname, u.release,
-		 u.machine);
 	r->rep.version = RDMX_VERSION_STRING;
-	r->rep.cmdline = r->cmdline;
+	r->rep.cmdline = r->prov.cmdline;
 	r->rep.config_json = r->config;
-	r->rep.host = r->host;
-	r->rep.kernel = r->kernel;
+	r->rep.host = r->prov.host;
+	r->rep.kernel = r->prov.kernel;
 }
 
 /* --pcap: tcpdump on the device's interface before the first test. */
