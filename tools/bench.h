@@ -135,12 +135,9 @@ int bench_write_json(const struct bench_report *r, FILE *f);
 /** bench_write_csv - every figure, one line per result row. 0 or -errno. */
 int bench_write_csv(const struct bench_report *r, FILE *f);
 
-/**
- * bench_write_file - call @fn on @path opened for writing (a temporary file
- * renamed over it), or on stdout for "-"; 0 or -errno.
- */
-int bench_write_file(const char *path, const struct bench_report *r,
-		     int (*fn)(const struct bench_report *, FILE *));
+/** bench_json_writer, bench_csv_writer - the two writers for jw_save() (json_out.h). */
+int bench_json_writer(const void *r, FILE *f);
+int bench_csv_writer(const void *r, FILE *f);
 
 /* ------------------------------------------------------------ bench_plot.c */
 

@@ -273,23 +273,12 @@ int bench_write_csv(const struct bench_report *r, FILE *f)
 	return ferror(f) ? -EIO : 0;
 }
 
-/* The report's writer behind jw_write_file's generic callback. */
-struct write_job {
-	const struct bench_report *r;
-	int (*fn)(const struct bench_report *, FILE *);
-};
-
-static int write_job_run(const void *arg, FILE *f)
+int bench_json_writer(const void *r, FILE *f)
 {
-	const struct write_job *j = arg;
-
-	return j->fn(j->r, f);
+	return bench_write_json(r, f);
 }
 
-int bench_write_file(const char *path, const struct bench_report *r,
-		     int (*fn)(const struct bench_report *, FILE *))
+int bench_csv_writer(const void *r, FILE *f)
 {
-	struct write_job j = { r, fn };
-
-	return jw_write_file("bench", path, &j, write_job_run);
+	return bench_write_csv(r, f);
 }

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,17 +118,7 @@ static const char *const lat_columns[] = { "rtt", "one-way", NULL };
 static const char *const rate_columns[] = { "gbps", "mbs", NULL };
 #define ALL_SIZES	"2..8M"	/* -a, as perftest's */
 
-static int __attribute__((format(printf, 1, 2))) usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "rdmx bench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'rdmx bench --help' for more information.\n");
-	return EXIT_USAGE;
-}
+#define usage_err(...) cmd_usage_err("bench", __VA_ARGS__)
 
 static int check_roles(const struct bench_cfg *cfg)
 {
@@ -398,16 +387,8 @@ static void target_for(struct run *r, const char *proto, struct bench_target *t)
  * ("-") only once, when @final. */
 static int save_files(struct run *r, bool final)
 {
-	const struct bench_cfg *cfg = r->cfg;
-	int rc = 0;
-
-	if (cfg->json && (final || strcmp(cfg->json, "-")) &&
-	    bench_write_file(cfg->json, &r->rep, bench_write_json))
-		rc = EXIT_FAIL;
-	if (cfg->csv && (final || strcmp(cfg->csv, "-")) &&
-	    bench_write_file(cfg->csv, &r->rep, bench_write_csv))
-		rc = EXIT_FAIL;
-	return rc;
+	return jw_save("bench", r->cfg->json, r->cfg->csv, final, &r->rep,
+		       bench_json_writer, bench_csv_writer) ? EXIT_FAIL : 0;
 }
 
 static void run_protocol(struct run *r, int pi)
@@ -524,18 +505,11 @@ static int self_test_start(struct run *r)
 static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 {
 	size_t n;
-	int i;
 
-	snprintf(buf, len, "{\"protocols\": [");
-	for (i = 0; i < cfg->n_protos; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\"", i ? ", " : "",
-			 cfg->protos[i]);
-	snprintf(buf + strlen(buf), len - strlen(buf), "], \"sizes\": [");
-	for (i = 0; i < cfg->n_sizes; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%s%llu", i ? ", " : "",
-			 (unsigned long long)cfg->sizes[i]);
+	jw_config_head(buf, len, "protocols", cfg->protos, cfg->n_protos, cfg->sizes,
+		       cfg->n_sizes);
 	n = strlen(buf);
-	snprintf(buf + n, len - n, "], \"mode\": \"%s\", \"wait\": \"%s\", \"iters\": %lld, "
+	snprintf(buf + n, len - n, ", \"mode\": \"%s\", \"wait\": \"%s\", \"iters\": %lld, "
 		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
 		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
 		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "

@@ -93,6 +93,35 @@ void jw_csv_lat(FILE *f, const struct hist *h)
 		hist_stdev(h) / 1e3);
 }
 
+void jw_config_head(char *buf, size_t len, const char *key, const char *const *names,
+		    int n, const uint64_t *sizes, int n_sizes)
+{
+	int i;
+
+	snprintf(buf, len, "{\"%s\": [", key);
+	for (i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\"", i ? ", " : "",
+			 names[i]);
+	snprintf(buf + strlen(buf), len - strlen(buf), "], \"sizes\": [");
+	for (i = 0; i < n_sizes; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%" PRIu64, i ? ", " : "",
+			 sizes[i]);
+	snprintf(buf + strlen(buf), len - strlen(buf), "]");
+}
+
+int jw_save(const char *cmd, const char *json, const char *csv, bool final,
+	    const void *arg, int (*json_fn)(const void *, FILE *),
+	    int (*csv_fn)(const void *, FILE *))
+{
+	int rc = 0;
+
+	if (json && (final || strcmp(json, "-")) && jw_write_file(cmd, json, arg, json_fn))
+		rc = -1;
+	if (csv && (final || strcmp(csv, "-")) && jw_write_file(cmd, csv, arg, csv_fn))
+		rc = -1;
+	return rc;
+}
+
 void jw_provenance(struct jw_prov *p, int argc, char **argv)
 {
 	struct utsname u;

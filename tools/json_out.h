@@ -38,6 +38,23 @@ void jw_lat(FILE *f, const char *k, const struct hist *h, double div);
 /** jw_csv_lat - min, the percentiles, max, mean, stdev in us, each + ','. */
 void jw_csv_lat(FILE *f, const struct hist *h);
 
+/**
+ * jw_config_head - the start of a configuration object into @buf:
+ * {"@key": [@names...], "sizes": [@sizes...] - the caller appends the
+ * rest and the closing brace.
+ */
+void jw_config_head(char *buf, size_t len, const char *key, const char *const *names,
+		    int n, const uint64_t *sizes, int n_sizes);
+
+/**
+ * jw_save - write @arg with @json_fn to @json and with @csv_fn to @csv
+ * (each NULL: not asked); stdout ("-") only when @final. 0, or -1 if
+ * one failed (said on stderr).
+ */
+int jw_save(const char *cmd, const char *json, const char *csv, bool final,
+	    const void *arg, int (*json_fn)(const void *, FILE *),
+	    int (*csv_fn)(const void *, FILE *));
+
 /* Where a run's figures came from. */
 struct jw_prov {
 	char cmdline[2048], host[128], kernel[256];
