@@ -61,7 +61,9 @@ static const struct opts_page page = {
 		"address rdmx would use (see rdmx devices), or on the fake fabric.\n"
 		"\n"
 		"--json and --csv write every figure, rewritten whole as each test\n"
-		"finishes. SIGINT or SIGTERM ends the test under way (its row is\n"
+		"finishes; --plot writes PNG and SVG charts with gnuplot: calls/s vs\n"
+		"clients per transport and size, and the round-trip CDF of one client\n"
+		"at the smallest size. SIGINT or SIGTERM ends the test under way (its row is\n"
 		"dropped) and writes the rows finished before it.",
 	.exit_status =
 		"0   every test ran\n"
@@ -145,16 +147,16 @@ static int check_cfg(struct rb_cfg *cfg)
 		cfg->iters = DEFAULT_ITERS;
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
 		return usage_err("--fabric fake runs only the self-test (no --server, no ADDR)");
-	if (cfg->server && (cfg->json || cfg->csv))
-		return usage_err("--json and --csv are for the client or the self-test, "
-				 "not --server");
+	if (cfg->server && (cfg->json || cfg->csv || cfg->plot))
+		return usage_err("--json, --csv and --plot are for the client or the "
+				 "self-test, not --server");
 	if (cfg->addr && !cfg->server && cfg->port == 0)
 		return usage_err("--port: a client needs the server's port (1-65532)");
 	if (cfg->port + RB_MAX_TRANSPORTS - 1 > 65535)
 		return usage_err("--port: too high for one port per transport");
 	if (cfg->json && cfg->csv && !strcmp(cfg->json, "-") && !strcmp(cfg->csv, "-"))
 		return usage_err("--json - and --csv -: only one can go to stdout");
-	if (bench_check_outputs(cfg->json, cfg->csv, NULL, err, sizeof(err)))
+	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
 		return usage_err("%s", err);
 	return CMD_CONTINUE;
 }
@@ -309,6 +311,8 @@ static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 	      (cfg->csv && !strcmp(cfg->csv, "-")) ? stderr : stdout;
 	rb_print_table(&r.rep, out);
 	rc = save_files(&r, true);
+	if (cfg->plot && r.rep.n && rb_plot(&r.rep, cfg->plot))
+		rc = EXIT_FAIL;
 	for (i = 0; i < r.rep.n; i++)
 		free(r.rep.rows[i].rtt);
 	free(r.rep.rows);
@@ -372,6 +376,8 @@ int cmd_rpc_bench(int argc, char **argv)
 		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
 		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
 		  "write every figure as CSV ('-': stdout)" },
+		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
+		  "write PNG and SVG charts (gnuplot) into DIR" },
 		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
 		  "base port: msg on PORT, rfp + 1, herd + 2, tcp + 3 (--server: 0 "
 		  "picks free ones)" },

@@ -6,7 +6,7 @@
  *   rpc_bench_srv.c   the servers: rdmx RPC (msg, rfp, herd) and TCP
  *   rpc_bench_run.c   the clients: one thread each, and a group's figures
  *   rpc_bench_tcp.c   the TCP RPC baseline's calls (length-prefixed frames)
- *   rpc_bench_out.c   table, JSON and CSV
+ *   rpc_bench_out.c   table, JSON and CSV;  rpc_bench_plot.c  gnuplot
  *
  * The contract: method 1 'echo' (request and response up to max_size
  * bytes) and method 2 'stats' (the server's process CPU time, calls
@@ -174,6 +174,10 @@ void rb_tcp_srv_stop(struct rb_tcp_srv *s);
 void rb_print_table(const struct rb_report *r, FILE *f);
 int rb_write_json(const void *report, FILE *f);
 int rb_write_csv(const void *report, FILE *f);
+
+/** rb_plot - calls/s vs clients and the latency CDF into @dir (gnuplot;
+ * rpc_bench_plot.c). 0 or -errno (said on stderr). */
+int rb_plot(const struct rb_report *r, const char *dir);
 
 int cmd_rpc_bench(int argc, char **argv);
 

@@ -3,8 +3,9 @@
 # baseline on loopback): the JSON parses and has a row per transport, size
 # and client count with sane figures (calls > 0, p50 <= p99, the clients'
 # calls sum to the row's, fairness in (0, 1], work requests per call for
-# the RDMA transports only); the CSV has the same rows; bad input exits 2
-# with a message naming the problem; SIGINT keeps the finished rows.
+# the RDMA transports only); the CSV has the same rows, --plot its charts;
+# bad input exits 2 with a message naming the problem; SIGINT keeps the
+# finished rows.
 # Usage: rpc_bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
@@ -12,8 +13,10 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
+plot=()
+command -v gnuplot >/dev/null && plot=(--plot "$dir/plots")
 "$rdmx" rpc bench --fabric fake -T all --sizes 32,4K --clients 4 --iters 200 --warmup 20 \
-	--json "$dir/r.json" --csv "$dir/r.csv" >"$dir/out" ||
+	--json "$dir/r.json" --csv "$dir/r.csv" "${plot[@]}" >"$dir/out" ||
 	{ cat "$dir/out"; fail "rdmx rpc bench exited $?"; }
 cat "$dir/out"
 jq -e . "$dir/r.json" >/dev/null || fail "the JSON does not parse"
@@ -41,6 +44,12 @@ jq -e '.tool == "rdmx rpc bench" and .config.clients == 4 and .config.sizes == [
 	fail "the provenance or the configuration is missing"
 [ "$(wc -l <"$dir/r.csv")" -eq $((rows + 1)) ] || fail "CSV rows differ from JSON rows"
 grep -q '^transport *size *clients' "$dir/out" || fail "no table on stdout"
+if [ ${#plot[@]} -gt 0 ]; then
+	for c in rpc_calls_vs_clients rpc_latency_cdf; do for ext in png svg; do
+		[ -s "$dir/plots/$c.$ext" ] || fail "--plot wrote no $c.$ext"
+	done; done
+	[ ! -s "$dir/plots/gnuplot.log" ] || { cat "$dir/plots/gnuplot.log"; fail "gnuplot complained"; }
+fi
 # --duration: the clients' calls still sum to the row's
 "$rdmx" rpc bench --fabric fake -T msg,tcp --sizes 64 --clients 2 --duration 0.3 --window 4 \
 	--protocol write_duplex --json - >"$dir/d.json" 2>"$dir/err" || { cat "$dir/err"; fail "--duration"; }
@@ -69,6 +78,9 @@ usage "'nope' is not one of" --protocol nope
 usage "self-test" --server
 usage "only one can go to stdout" --json - --csv -
 usage "cannot write in $dir/nodir" --json "$dir/nodir/x.json"
+touch "$dir/afile"
+usage "not a directory" --plot "$dir/afile"
+usage "not --server" --fabric verbs --server --plot "$dir/p"
 
 # Ctrl-C: exit 130 with the rows finished before it, whole files.
 set +e
