@@ -13,13 +13,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_ep.h"
 #include "rpc_bench.h"
 
 #define CALL_HDR 16u
-#define SRV_CONNS 256		/* connections one server serves in its life */
+#define SRV_CONNS 256		/* connections served at once */
 #define ACCEPT_POLL_MS 100
 
 struct rb_tcp {
@@ -115,6 +116,8 @@ struct srv_conn {
 	struct rb_tcp_srv *s;
 	struct bench_ep *ep;
 	pthread_t t;
+	bool used;		/* a thread runs or ran: join it */
+	atomic_bool done;	/* the thread has ended */
 };
 
 struct rb_tcp_srv {
@@ -125,7 +128,6 @@ struct rb_tcp_srv {
 	atomic_bool stop;
 	atomic_uint_fast64_t calls;
 	pthread_t accept_t;
-	int n;
 	struct srv_conn conns[SRV_CONNS];
 };
 
@@ -166,26 +168,58 @@ static void *conn_main(void *arg)
 		if (!rx.ctrl)
 			atomic_fetch_add(&c->s->calls, 1);
 	}
+	atomic_store(&c->done, true);
 	return NULL;
+}
+
+/* Join a connection's thread and close it; the slot is free again. */
+static void conn_reap(struct srv_conn *c)
+{
+	pthread_join(c->t, NULL);
+	bench_ep_close(c->ep);
+	c->used = false;
+}
+
+/* A free slot (reaping ended connections), or NULL when all are busy. */
+static struct srv_conn *conn_slot(struct rb_tcp_srv *s)
+{
+	struct srv_conn *free_one = NULL;
+
+	for (int i = 0; i < SRV_CONNS; i++) {
+		struct srv_conn *c = &s->conns[i];
+
+		if (c->used && atomic_load(&c->done))
+			conn_reap(c);
+		if (!c->used && !free_one)
+			free_one = c;
+	}
+	return free_one;
 }
 
 static void *accept_main(void *arg)
 {
 	struct rb_tcp_srv *s = arg;
+	struct timespec nap = { 0, ACCEPT_POLL_MS * 1000000L };
 	struct cli_err e = { "" };
+	struct srv_conn *c;
 	struct bench_ep *ep;
-	int rc;
 
-	while (!atomic_load(&s->stop) && s->n < SRV_CONNS) {
-		rc = bench_tcp_accept(s->lfd, ACCEPT_POLL_MS, CALL_HDR + s->max,
-				      s->timeout_ms, &ep, &e);
-		if (rc)
+	while (!atomic_load(&s->stop)) {
+		c = conn_slot(s);
+		if (!c) { /* all busy: the kernel's backlog holds the next */
+			nanosleep(&nap, NULL);
 			continue;
-		s->conns[s->n] = (struct srv_conn){ .s = s, .ep = ep };
-		if (pthread_create(&s->conns[s->n].t, NULL, conn_main, &s->conns[s->n]))
+		}
+		if (bench_tcp_accept(s->lfd, ACCEPT_POLL_MS, CALL_HDR + s->max, s->timeout_ms,
+				     &ep, &e))
+			continue;
+		c->s = s;
+		c->ep = ep;
+		atomic_store(&c->done, false);
+		if (pthread_create(&c->t, NULL, conn_main, c))
 			bench_ep_close(ep);
 		else
-			s->n++;
+			c->used = true;
 	}
 	return NULL;
 }
@@ -228,10 +262,9 @@ void rb_tcp_srv_stop(struct rb_tcp_srv *s)
 {
 	atomic_store(&s->stop, true);
 	pthread_join(s->accept_t, NULL);
-	for (int i = 0; i < s->n; i++) {
-		pthread_join(s->conns[i].t, NULL);
-		bench_ep_close(s->conns[i].ep);
-	}
+	for (int i = 0; i < SRV_CONNS; i++)
+		if (s->conns[i].used)
+			conn_reap(&s->conns[i]);
 	close(s->lfd);
 	free(s);
 }
