@@ -264,6 +264,7 @@ static void run_transport(struct run *r, const char *transport)
 	rb_server_stop(s);
 }
 
+/* The report's header fields and room for every row. */
 static int report_init(struct run *r)
 {
 	const struct rb_cfg *cfg = r->cfg;
@@ -292,6 +293,7 @@ static int report_init(struct run *r)
 	return EXIT_OK;
 }
 
+/* The self-test or the client: every transport, then the outputs. */
 static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 {
 	struct run r = { .cfg = cfg, .ctx = ctx };
@@ -325,6 +327,7 @@ static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 	return r.failures ? EXIT_FAIL : rc;
 }
 
+/* A context on --fabric, then the server or the client. */
 static int run(const struct rb_cfg *cfg)
 {
 	struct rdmx_ctx_opts o;

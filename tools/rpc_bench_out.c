@@ -35,6 +35,7 @@ static void client_range(const struct rb_result *x, double *lo, double *hi)
 	}
 }
 
+/* One row of the table. */
 static void row(const struct rb_result *x, FILE *f)
 {
 	char name[64], sz[32], wrs[16];
@@ -91,6 +92,7 @@ static void json_clients(const struct rb_result *x, FILE *f)
 	fputc(']', f);
 }
 
+/* One result row as a JSON object. */
 static void json_row(const struct rb_report *r, const struct rb_result *x, FILE *f)
 {
 	double lo, hi;

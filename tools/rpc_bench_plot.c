@@ -19,6 +19,7 @@ struct lines {
 	char names[MAX_LINES][48];
 };
 
+/* The smallest size of the rows. */
 static uint64_t min_size(const struct rb_report *r)
 {
 	uint64_t s = 0;
@@ -93,6 +94,7 @@ static int write_cdf(const struct rb_report *r, const char *dir, uint64_t size,
 	return fclose(f) ? -EIO : 0;
 }
 
+/* plots.gp: the two charts over the data files. */
 static int write_script(const struct rb_report *r, const char *dir,
 			const struct lines *calls, const struct lines *cdf, uint64_t size)
 {

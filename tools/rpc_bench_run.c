@@ -82,6 +82,7 @@ cl_fail(struct rb_client *c, int rc, const char *fmt, ...)
 	return c->rc = rc;
 }
 
+/* The TCP baseline rather than an RPC transport? */
 static bool is_tcp(const char *transport)
 {
 	return !strcmp(transport, RB_TCP);
@@ -202,6 +203,7 @@ static int calls(struct rb_client *c, uint64_t n, bool timed)
 	return 0;
 }
 
+/* The window's request and response buffers. */
 static int slots_new(struct rb_client *c)
 {
 	uint32_t w = (uint32_t)c->cfg->window;
@@ -217,6 +219,7 @@ static int slots_new(struct rb_client *c)
 	return c->slots ? 0 : cl_fail(c, -ENOMEM, "out of memory");
 }
 
+/* Close a client and free what it holds. */
 static void client_free(struct rb_client *c)
 {
 	for (long long i = 0; c->slots && i < c->cfg->window; i++) {
@@ -253,6 +256,7 @@ static void gate_wait(struct rb_gate *g, int n)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* The harness: let the clients run (@go) or skip the run. */
 static void gate_open(struct rb_gate *g, bool go)
 {
 	pthread_mutex_lock(&g->lock);
@@ -261,6 +265,7 @@ static void gate_open(struct rb_gate *g, bool go)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* A client's thread: connect, warm up, wait at the gate, run timed. */
 static void *client_main(void *arg)
 {
 	struct rb_client *c = arg;
@@ -295,6 +300,7 @@ struct ctl {
 	struct rb_tcp *tcp;
 };
 
+/* The server's figures now, over the harness's connection. */
 static int ctl_snap(struct ctl *k, struct rb_snap *s, int timeout_ms, char *err,
 		    size_t len)
 {

@@ -58,13 +58,14 @@ void rb_proc_cpu(struct rb_snap *s)
 	s->sys_ns = tv_ns(&ru.ru_stime);
 }
 
-/* Little-endian u64 at @p. */
+/* Write @v at @p, little-endian. */
 static void put64(unsigned char *p, uint64_t v)
 {
 	v = htole64(v);
 	memcpy(p, &v, sizeof(v));
 }
 
+/* The little-endian u64 at @p. */
 static uint64_t get64(const unsigned char *p)
 {
 	uint64_t v;
@@ -118,6 +119,7 @@ static void on_stats(rdmx_rpc_req *req, void *arg)
 	rdmx_rpc_respond(req, 0, RB_STATS_LEN);
 }
 
+/* The server's thread: rdmx_rpc_server_run until stopped. */
 static void *serve_main(void *arg)
 {
 	struct rb_server *s = arg;

@@ -196,6 +196,7 @@ static struct srv_conn *conn_slot(struct rb_tcp_srv *s)
 	return free_one;
 }
 
+/* Accept connections until stopped, a thread each. */
 static void *accept_main(void *arg)
 {
 	struct rb_tcp_srv *s = arg;
