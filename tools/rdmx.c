@@ -41,7 +41,7 @@ static const struct opts_page rdmx_page = {
 	.name = "rdmx - RDMA messaging tool",
 	.synopsis =
 		"rdmx COMMAND [OPTIONS] [ARGS]\n"
-		"rdmx help [COMMAND]\n"
+		"rdmx help [COMMAND [SUBCOMMAND]]\n"
 		"rdmx help --man COMMAND [SUBCOMMAND]\n"
 		"rdmx --version",
 	.description =
@@ -131,12 +131,12 @@ static int man_page(int argc, char **argv)
 	return c->fn(argc - 1, args);
 }
 
-/* rdmx help [COMMAND]: COMMAND --help. */
+/* rdmx help [COMMAND [SUBCOMMAND]]: COMMAND [SUBCOMMAND] --help. */
 static int cmd_help(int argc, char **argv)
 {
 	const struct command *c;
 	char help[] = "--help";
-	char *args[3];
+	char *args[4];
 
 	if (argc >= 2 && !strcmp(argv[1], "--man"))
 		return man_page(argc, argv);
@@ -144,8 +144,9 @@ static int cmd_help(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (argc > 2) {
-		fprintf(stderr, "rdmx help: too many arguments; usage: rdmx help [COMMAND]\n");
+	if (argc > 3) {
+		fprintf(stderr, "rdmx help: too many arguments; usage: rdmx help "
+			"[COMMAND [SUBCOMMAND]]\n");
 		return EXIT_USAGE;
 	}
 	c = find_command(argv[1]);
@@ -154,9 +155,11 @@ static int cmd_help(int argc, char **argv)
 	if (c->fn == cmd_help)
 		return cmd_help(1, argv);
 	args[0] = argv[1];
-	args[1] = help;
-	args[2] = NULL;
-	return c->fn(2, args);
+	args[argc - 1] = help; /* after the subcommand (rpc bench), if any */
+	if (argc == 3)
+		args[1] = argv[2];
+	args[argc] = NULL;
+	return c->fn(argc, args);
 }
 
 static void version(void)
