@@ -135,12 +135,9 @@ int bench_write_json(const struct bench_report *r, FILE *f);
 /** bench_write_csv - every figure, one line per result row. 0 or -errno. */
 int bench_write_csv(const struct bench_report *r, FILE *f);
 
-/**
- * bench_write_file - call @fn on @path opened for writing (a temporary file
- * renamed over it), or on stdout for "-"; 0 or -errno.
- */
-int bench_write_file(const char *path, const struct bench_report *r,
-		     int (*fn)(const struct bench_report *, FILE *));
+/** bench_json_writer, bench_csv_writer - the two writers for jw_save() (json_out.h). */
+int bench_json_writer(const void *r, FILE *f);
+int bench_csv_writer(const void *r, FILE *f);
 
 /* ------------------------------------------------------------ bench_plot.c */
 
@@ -150,5 +147,33 @@ int bench_write_file(const char *path, const struct bench_report *r,
  * Returns 0 or -errno (message on stderr).
  */
 int bench_plot(const struct bench_report *r, const char *dir);
+
+/* The pieces of bench_plot.c other charts use (rdmx rpc bench --plot). */
+struct plot_series {
+	int n;
+	const char *name[BENCH_MAX_PROTOS];	/* one data block each, in order */
+};
+
+/** plot_mkdir - create @dir if it is not there; 0 or -errno (said). */
+int plot_mkdir(const char *dir);
+
+/** plot_open - @dir/@name for writing; NULL (said on stderr) if it fails. */
+FILE *plot_open(const char *dir, const char *name);
+
+/** plot_head - plots.gp's first lines: the PNG terminal and the subtitle. */
+void plot_head(FILE *f, const char *tool, const char *timestamp, const char *device);
+
+/**
+ * plot_chart - chart @name (PNG and SVG) of @data's blocks, one line per
+ * series, columns @cols, after the gnuplot @settings.
+ */
+void plot_chart(FILE *f, const char *name, const char *settings, const char *data,
+		const struct plot_series *s, const char *cols);
+
+/** plot_cdf - @h's CDF as "microseconds fraction" lines (denser in the tail). */
+void plot_cdf(FILE *f, const struct hist *h);
+
+/** plot_run - run gnuplot on plots.gp inside @dir; 0 or -errno (said). */
+int plot_run(const char *dir);
 
 #endif /* RDMX_TOOLS_BENCH_H */

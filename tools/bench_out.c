@@ -4,14 +4,12 @@
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench.h"
+#include "json_out.h"
 #include "opts.h"
 
-static const double pcts[] = { 50, 90, 99, 99.9 };
-#define N_PCTS (sizeof(pcts) / sizeof(pcts[0]))
-
+/* Nanoseconds as microseconds. */
 static double us(uint64_t ns)
 {
 	return (double)ns / 1e3;
@@ -50,8 +48,8 @@ static void lat_row(const struct bench_result *x, double d, FILE *f)
 
 	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %9.2f", x->protocol, x->conns,
 		opts_format_size(x->size, sz, sizeof(sz)), x->msgs, us(hist_min(h)) / d);
-	for (i = 0; i < N_PCTS; i++)
-		fprintf(f, " %9.2f", us(hist_percentile(h, pcts[i])) / d);
+	for (i = 0; i < JW_N_PCTS; i++)
+		fprintf(f, " %9.2f", us(hist_percentile(h, jw_pcts[i])) / d);
 	fprintf(f, " %9.2f %9.2f %9.2f %9.2f %9s %9s\n", us(hist_max(h)) / d,
 		hist_mean(h) / 1e3 / d, hist_stdev(h) / 1e3 / d,
 		us(hist_percentile(h, 50)) / 2,
@@ -135,83 +133,17 @@ void bench_print_counters(const struct bench_report *r, FILE *f)
 
 /* ------------------------------------------------------------------- JSON */
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-/* A number; JSON has no inf or nan, so those are null (not a fake 0). */
-static void json_num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.9g", v);
-	else
-		fputs("null", f);
-}
-
-static void json_key(FILE *f, const char *k, bool first)
-{
-	if (!first)
-		fputs(", ", f);
-	json_str(f, k);
-	fputs(": ", f);
-}
-
-static void json_kv_num(FILE *f, const char *k, double v, bool first)
-{
-	json_key(f, k, first);
-	json_num(f, v);
-}
-
-static void json_kv_u64(FILE *f, const char *k, uint64_t v, bool first)
-{
-	json_key(f, k, first);
-	fprintf(f, "%" PRIu64, v);
-}
-
-static void json_kv_str(FILE *f, const char *k, const char *v, bool first)
-{
-	json_key(f, k, first);
-	json_str(f, v);
-}
-
-/* min, p50, ... max, mean, stdev in microseconds, each divided by @div. */
-static void json_lat(FILE *f, const char *k, const struct hist *h, double div)
-{
-	static const char *const names[] = { "p50", "p90", "p99", "p99_9" };
-	size_t i;
-
-	json_key(f, k, false);
-	fputc('{', f);
-	json_kv_num(f, "min", us(hist_min(h)) / div, true);
-	for (i = 0; i < N_PCTS; i++)
-		json_kv_num(f, names[i], us(hist_percentile(h, pcts[i])) / div, false);
-	json_kv_num(f, "max", us(hist_max(h)) / div, false);
-	json_kv_num(f, "mean", hist_mean(h) / 1e3 / div, false);
-	json_kv_num(f, "stdev", hist_stdev(h) / 1e3 / div, false);
-	fputc('}', f);
-}
-
 static void json_cpu(FILE *f, const struct bench_result *x)
 {
-	json_key(f, "cpu", false);
+	jw_key(f, "cpu", false);
 	fputc('{', f);
-	json_kv_num(f, "client_user_s", (double)x->client.user_ns / 1e9, true);
-	json_kv_num(f, "client_sys_s", (double)x->client.sys_ns / 1e9, false);
-	json_kv_num(f, "server_user_s", (double)x->server.user_ns / 1e9, false);
-	json_kv_num(f, "server_sys_s", (double)x->server.sys_ns / 1e9, false);
-	json_kv_num(f, "client_pct", bench_pct(x->client.user_ns + x->client.sys_ns,
+	jw_kv_num(f, "client_user_s", (double)x->client.user_ns / 1e9, true);
+	jw_kv_num(f, "client_sys_s", (double)x->client.sys_ns / 1e9, false);
+	jw_kv_num(f, "server_user_s", (double)x->server.user_ns / 1e9, false);
+	jw_kv_num(f, "server_sys_s", (double)x->server.sys_ns / 1e9, false);
+	jw_kv_num(f, "client_pct", bench_pct(x->client.user_ns + x->client.sys_ns,
 					       x->wall_ns), false);
-	json_kv_num(f, "server_pct", bench_pct(x->server.user_ns + x->server.sys_ns,
+	jw_kv_num(f, "server_pct", bench_pct(x->server.user_ns + x->server.sys_ns,
 					       x->wall_ns), false);
 	fputc('}', f);
 }
@@ -222,29 +154,29 @@ static void json_result(const struct bench_report *r,
 	int i;
 
 	fputs("    {", f);
-	json_kv_str(f, "protocol", x->protocol, true);
-	json_kv_str(f, "mode", mode_name(x->mode), false);
-	json_kv_u64(f, "size", x->size, false);
-	json_kv_u64(f, "conns", (uint64_t)x->conns, false);
-	json_kv_str(f, "device", r->device, false);
-	json_kv_str(f, "timestamp", r->timestamp, false);
-	json_kv_u64(f, "msgs", x->msgs, false);
-	json_kv_u64(f, "warmup", x->warmup, false);
-	json_kv_num(f, "seconds", (double)x->wall_ns / 1e9, false);
-	json_kv_num(f, "msg_rate", x->msg_rate, false);
-	json_kv_num(f, "gbps", x->gbps, false);
-	json_key(f, "per_conn_msg_rate", false);
+	jw_kv_str(f, "protocol", x->protocol, true);
+	jw_kv_str(f, "mode", mode_name(x->mode), false);
+	jw_kv_u64(f, "size", x->size, false);
+	jw_kv_u64(f, "conns", (uint64_t)x->conns, false);
+	jw_kv_str(f, "device", r->device, false);
+	jw_kv_str(f, "timestamp", r->timestamp, false);
+	jw_kv_u64(f, "msgs", x->msgs, false);
+	jw_kv_u64(f, "warmup", x->warmup, false);
+	jw_kv_num(f, "seconds", (double)x->wall_ns / 1e9, false);
+	jw_kv_num(f, "msg_rate", x->msg_rate, false);
+	jw_kv_num(f, "gbps", x->gbps, false);
+	jw_key(f, "per_conn_msg_rate", false);
 	fputc('[', f);
 	for (i = 0; i < x->conns && i < BENCH_MAX_THREADS; i++) {
 		if (i)
 			fputs(", ", f);
-		json_num(f, x->thread_rate[i]);
+		jw_num(f, x->thread_rate[i]);
 	}
 	fputc(']', f);
 	json_cpu(f, x);
 	if (x->mode == BENCH_LAT && x->rtt) {
-		json_lat(f, "rtt_us", x->rtt, 1);
-		json_lat(f, "one_way_us", x->rtt, 2);
+		jw_lat(f, "rtt_us", x->rtt, 1);
+		jw_lat(f, "one_way_us", x->rtt, 2);
 	}
 	fputc('}', f);
 }
@@ -257,10 +189,10 @@ static void json_counters(const struct bench_report *r, FILE *f)
 	fputs("  \"hw_counters\": {", f);
 	for (p = 0; p < r->n_protos; p++) {
 		c = &r->counters[p];
-		json_key(f, r->protos[p] ? r->protos[p] : "?", p == 0);
+		jw_key(f, r->protos[p] ? r->protos[p] : "?", p == 0);
 		fputc('{', f);
 		for (i = 0; i < c->n; i++)
-			json_kv_u64(f, c->name[i], c->value[i], i == 0);
+			jw_kv_u64(f, c->name[i], c->value[i], i == 0);
 		fputc('}', f);
 	}
 	fputs("}\n", f);
@@ -271,22 +203,22 @@ int bench_write_json(const struct bench_report *r, FILE *f)
 	int i;
 
 	fputs("{\n  ", f);
-	json_kv_str(f, "tool", "rdmx bench", true);
+	jw_kv_str(f, "tool", "rdmx bench", true);
 	fputs(",\n  ", f);
-	json_kv_str(f, "timestamp", r->timestamp, true);
-	json_kv_str(f, "device", r->device, false);
-	json_kv_str(f, "fabric", r->fabric, false);
-	json_kv_str(f, "peer", r->peer, false);
-	json_kv_num(f, "outstanding", r->outstanding, false);
+	jw_kv_str(f, "timestamp", r->timestamp, true);
+	jw_kv_str(f, "device", r->device, false);
+	jw_kv_str(f, "fabric", r->fabric, false);
+	jw_kv_str(f, "peer", r->peer, false);
+	jw_kv_num(f, "outstanding", r->outstanding, false);
 	fputs(",\n  ", f);
-	json_kv_str(f, "rdmx_version", r->version, true);
-	json_kv_str(f, "command_line", r->cmdline, false);
-	json_kv_str(f, "host", r->host, false);
-	json_kv_str(f, "kernel", r->kernel, false);
+	jw_kv_str(f, "rdmx_version", r->version, true);
+	jw_kv_str(f, "command_line", r->cmdline, false);
+	jw_kv_str(f, "host", r->host, false);
+	jw_kv_str(f, "kernel", r->kernel, false);
 	if (r->pcap)
-		json_kv_str(f, "pcap", r->pcap, false);
+		jw_kv_str(f, "pcap", r->pcap, false);
 	if (r->config_json) {
-		json_key(f, "config", false);
+		jw_key(f, "config", false);
 		fputs(r->config_json, f);
 	}
 	fputs(",\n  \"results\": [\n", f);
@@ -310,17 +242,12 @@ static const char csv_header[] =
 
 static void csv_lat(const struct hist *h, FILE *f)
 {
-	size_t i;
-
 	if (!h) {
 		fputs(",,,,,,,,,", f);
 		return;
 	}
-	fprintf(f, "%.3f,", us(hist_min(h)));
-	for (i = 0; i < N_PCTS; i++)
-		fprintf(f, "%.3f,", us(hist_percentile(h, pcts[i])));
-	fprintf(f, "%.3f,%.3f,%.3f,%.3f,", us(hist_max(h)), hist_mean(h) / 1e3,
-		hist_stdev(h) / 1e3, us(hist_percentile(h, 50)) / 2);
+	jw_csv_lat(f, h);
+	fprintf(f, "%.3f,", us(hist_percentile(h, 50)) / 2);
 }
 
 int bench_write_csv(const struct bench_report *r, FILE *f)
@@ -346,33 +273,12 @@ int bench_write_csv(const struct bench_report *r, FILE *f)
 	return ferror(f) ? -EIO : 0;
 }
 
-int bench_write_file(const char *path, const struct bench_report *r,
-		     int (*fn)(const struct bench_report *, FILE *))
+int bench_json_writer(const void *r, FILE *f)
 {
-	char tmp[4096];
-	int rc = -ENAMETOOLONG;
-	FILE *f;
+	return bench_write_json(r, f);
+}
 
-	if (!strcmp(path, "-")) { /* stdout: written once, at the end */
-		rc = fn(r, stdout);
-		return fflush(stdout) ? -errno : rc;
-	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		goto fail;
-	f = fopen(tmp, "w");
-	if (!f) {
-		rc = -errno;
-		goto fail;
-	}
-	rc = fn(r, f);
-	if (fclose(f) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (!rc)
-		return 0;
-	unlink(tmp);
-fail:
-	fprintf(stderr, "rdmx bench: cannot write %s: %s\n", path, strerror(-rc));
-	return rc;
+int bench_csv_writer(const void *r, FILE *f)
+{
+	return bench_write_csv(r, f);
 }

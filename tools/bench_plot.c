@@ -22,10 +22,7 @@ static const double cdf_pcts[] = {
 	85, 90, 92, 94, 95, 96, 97, 98, 99, 99.5, 99.9, 99.95, 99.99, 100,
 };
 
-struct series {
-	int n;
-	const char *proto[BENCH_MAX_PROTOS];
-};
+#define series plot_series
 
 static uint64_t min_size(const struct bench_report *r, enum bench_mode m)
 {
@@ -38,7 +35,7 @@ static uint64_t min_size(const struct bench_report *r, enum bench_mode m)
 	return s;
 }
 
-static FILE *open_in(const char *dir, const char *name)
+FILE *plot_open(const char *dir, const char *name)
 {
 	char path[1024];
 	FILE *f;
@@ -46,7 +43,7 @@ static FILE *open_in(const char *dir, const char *name)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "w");
 	if (!f)
-		fprintf(stderr, "rdmx bench: --plot: cannot write %s: %s\n", path,
+		fprintf(stderr, "rdmx: --plot: cannot write %s: %s\n", path,
 			strerror(errno));
 	return f;
 }
@@ -57,7 +54,7 @@ typedef bool (*row_fn)(const struct bench_result *x, uint64_t size, FILE *f);
 static int write_blocks(const struct bench_report *r, const char *dir,
 			const char *name, uint64_t size, row_fn fn, struct series *s)
 {
-	FILE *f = open_in(dir, name);
+	FILE *f = plot_open(dir, name);
 	bool any;
 	int p, i;
 
@@ -70,23 +67,28 @@ static int write_blocks(const struct bench_report *r, const char *dir,
 			if (r->results[i].protocol == r->protos[p])
 				any |= fn(&r->results[i], size, f);
 		if (any) {
-			s->proto[s->n++] = r->protos[p];
+			s->name[s->n++] = r->protos[p];
 			fputs("\n\n", f);
 		}
 	}
 	return fclose(f) ? -EIO : 0;
 }
 
-static bool cdf_rows(const struct bench_result *x, uint64_t size, FILE *f)
+void plot_cdf(FILE *f, const struct hist *h)
 {
 	size_t i;
 
+	for (i = 0; i < sizeof(cdf_pcts) / sizeof(cdf_pcts[0]); i++)
+		fprintf(f, "%.3f %g\n", (double)hist_percentile(h, cdf_pcts[i]) / 1e3,
+			cdf_pcts[i] / 100);
+}
+
+static bool cdf_rows(const struct bench_result *x, uint64_t size, FILE *f)
+{
 	if (x->mode != BENCH_LAT || x->size != size || x->conns != 1 || !x->rtt ||
 	    !hist_count(x->rtt))
 		return false;
-	for (i = 0; i < sizeof(cdf_pcts) / sizeof(cdf_pcts[0]); i++)
-		fprintf(f, "%.3f %g\n", (double)hist_percentile(x->rtt, cdf_pcts[i]) / 1e3,
-			cdf_pcts[i] / 100);
+	plot_cdf(f, x->rtt);
 	return true;
 }
 
@@ -116,12 +118,11 @@ static void plot_cmd(FILE *f, const char *data, const struct series *s,
 	fputs("plot ", f);
 	for (i = 0; i < s->n; i++)
 		fprintf(f, "%s'%s' index %d using %s with linespoints title '%s' noenhanced",
-			i ? ", \\\n     " : "", data, i, cols, s->proto[i]);
+			i ? ", \\\n     " : "", data, i, cols, s->name[i]);
 	fputc('\n', f);
 }
 
-/* Each chart twice: once per terminal. */
-static void chart(FILE *f, const char *name, const char *settings,
+void plot_chart(FILE *f, const char *name, const char *settings,
 		  const char *data, const struct series *s, const char *cols)
 {
 	fprintf(f, "reset\nset term @pngterm size 1000,650\nset output '%s.png'\n"
@@ -131,13 +132,13 @@ static void chart(FILE *f, const char *name, const char *settings,
 		"set output '%s.svg'\nreplot\nset output\n\n", name);
 }
 
-static void script_head(FILE *f, const struct bench_report *r)
+void plot_head(FILE *f, const char *tool, const char *timestamp, const char *device)
 {
-	fprintf(f, "# rdmx bench --plot: run with 'gnuplot plots.gp' in this directory\n"
+	fprintf(f, "# %s --plot: run with 'gnuplot plots.gp' in this directory\n"
 		"pngterm = strstrt(GPVAL_TERMINALS, 'pngcairo') > 0 ? "
 		"'pngcairo enhanced font \"sans,11\"' : 'png'\n"
 		"set macros\n"
-		"subtitle = 'rdmx bench %s, device %s'\n\n", r->timestamp, r->device);
+		"subtitle = '%s %s, device %s'\n\n", tool, tool, timestamp, device);
 }
 
 /* "set xtics ("8" 8, "4K" 4096, ...)" for the sizes of the bandwidth rows. */
@@ -168,12 +169,12 @@ static int write_script(const struct bench_report *r, const char *dir,
 			const struct series *cdf, const struct series *bw,
 			const struct series *cn, uint64_t lat_size, uint64_t bw_size)
 {
-	FILE *f = open_in(dir, "plots.gp");
+	FILE *f = plot_open(dir, "plots.gp");
 	char set[2000], tics[1200], a[32], b[32];
 
 	if (!f)
 		return -EIO;
-	script_head(f, r);
+	plot_head(f, "rdmx bench", r->timestamp, r->device);
 	if (cdf->n) {
 		snprintf(set, sizeof(set), "set title sprintf(\"Latency CDF, %s-byte messages "
 			 "(round trip)\\n%%s\", subtitle)\nset xlabel 'round-trip "
@@ -181,7 +182,7 @@ static int write_script(const struct bench_report *r, const char *dir,
 			 "round trips at or below'\nset logscale x\nset format x '%%g'\n"
 			 "set yrange [0:1]",
 			 opts_format_size(lat_size, a, sizeof(a)));
-		chart(f, "latency_cdf", set, "lat_cdf.dat", cdf, "1:2");
+		plot_chart(f, "latency_cdf", set, "lat_cdf.dat", cdf, "1:2");
 	}
 	size_tics(r, tics, sizeof(tics));
 	if (bw->n) {
@@ -190,13 +191,13 @@ static int write_script(const struct bench_report *r, const char *dir,
 			 "size (bytes, log scale)'\nset ylabel 'payload throughput "
 			 "(Gb/s, log scale)'\nset logscale x 2\nset logscale y\nset format y '%%g'\n"
 			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
-		chart(f, "throughput_vs_size", set, "bw.dat", bw, "1:2");
+		plot_chart(f, "throughput_vs_size", set, "bw.dat", bw, "1:2");
 		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
 			 "message size (1 connection)\\n%%s\", subtitle)\nset xlabel "
 			 "'message size (bytes, log scale)'\nset ylabel 'messages per "
 			 "second (log scale)'\nset logscale x 2\nset logscale y\nset format y '%%g'\n"
 			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
-		chart(f, "msgrate_vs_size", set, "bw.dat", bw, "1:3");
+		plot_chart(f, "msgrate_vs_size", set, "bw.dat", bw, "1:3");
 	}
 	if (cn->n) {
 		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
@@ -205,13 +206,12 @@ static int write_script(const struct bench_report *r, const char *dir,
 			 "messages per second'\nset xtics 1\nset yrange [0:*]\nset "
 			 "offsets 0, 0.5, 0, 0\nset xrange [0:*]",
 			 opts_format_size(bw_size, b, sizeof(b)));
-		chart(f, "msgrate_vs_conns", set, "conns.dat", cn, "1:2");
+		plot_chart(f, "msgrate_vs_conns", set, "conns.dat", cn, "1:2");
 	}
 	return fclose(f) ? -EIO : 0;
 }
 
-/* Run gnuplot on plots.gp inside @dir. */
-static int run_gnuplot(const char *dir)
+int plot_run(const char *dir)
 {
 	int st, log;
 	pid_t pid = fork();
@@ -225,7 +225,7 @@ static int run_gnuplot(const char *dir)
 				dup2(log, STDERR_FILENO); /* its warnings */
 			execlp("gnuplot", "gnuplot", "plots.gp", (char *)NULL);
 		}
-		fprintf(stderr, "rdmx bench: --plot: cannot run gnuplot: %s "
+		fprintf(stderr, "rdmx: --plot: cannot run gnuplot: %s "
 			"(install gnuplot-nox)\n", strerror(errno));
 		_exit(127);
 	}
@@ -233,9 +233,18 @@ static int run_gnuplot(const char *dir)
 		return -errno;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
-	fprintf(stderr, "rdmx bench: --plot: gnuplot failed (see %s/gnuplot.log); "
+	fprintf(stderr, "rdmx: --plot: gnuplot failed (see %s/gnuplot.log); "
 		"the data and %s/plots.gp are kept\n", dir, dir);
 	return -EIO;
+}
+
+int plot_mkdir(const char *dir)
+{
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "rdmx: --plot: cannot create %s: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
 }
 
 int bench_plot(const struct bench_report *r, const char *dir)
@@ -244,13 +253,9 @@ int bench_plot(const struct bench_report *r, const char *dir)
 	uint64_t lat_size = min_size(r, BENCH_LAT), bw_size = min_size(r, BENCH_BW);
 	int rc;
 
-	if (mkdir(dir, 0777) && errno != EEXIST) {
-		rc = -errno;
-		fprintf(stderr, "rdmx bench: --plot: cannot create %s: %s\n", dir,
-			strerror(-rc));
-		return rc;
-	}
-	rc = write_blocks(r, dir, "lat_cdf.dat", lat_size, cdf_rows, &cdf);
+	rc = plot_mkdir(dir);
+	if (!rc)
+		rc = write_blocks(r, dir, "lat_cdf.dat", lat_size, cdf_rows, &cdf);
 	if (!rc)
 		rc = write_blocks(r, dir, "bw.dat", 0, bw_rows, &bw);
 	if (!rc)
@@ -258,6 +263,6 @@ int bench_plot(const struct bench_report *r, const char *dir)
 	if (!rc)
 		rc = write_script(r, dir, &cdf, &bw, &cn, lat_size, bw_size);
 	if (!rc && (cdf.n || bw.n || cn.n))
-		rc = run_gnuplot(dir);
+		rc = plot_run(dir);
 	return rc;
 }

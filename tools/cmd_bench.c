@@ -8,17 +8,16 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "bench_client.h"
 #include "bench_pcap.h"
 #include "bench_pre.h"
 #include "bench_server.h"
 #include "cmds.h"
+#include "json_out.h"
 
 #define DEFAULT_SIZES	"8,64,512,4K,32K,256K,1M"
 #define DEFAULT_ITERS	1000
@@ -119,17 +118,7 @@ static const char *const lat_columns[] = { "rtt", "one-way", NULL };
 static const char *const rate_columns[] = { "gbps", "mbs", NULL };
 #define ALL_SIZES	"2..8M"	/* -a, as perftest's */
 
-static int __attribute__((format(printf, 1, 2))) usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "rdmx bench: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'rdmx bench --help' for more information.\n");
-	return EXIT_USAGE;
-}
+#define usage_err(...) cmd_usage_err("bench", __VA_ARGS__)
 
 static int check_roles(const struct bench_cfg *cfg)
 {
@@ -379,7 +368,8 @@ struct run {
 	struct bench_server *self;	/* the self-test's server */
 	struct bench_target target;
 	char local[64], device[64], stamp[32];
-	char cmdline[2048], config[4096], host[128], kernel[256];
+	char config[4096];
+	struct jw_prov prov;
 	struct bench_report rep;
 	struct bench_pcap pcap;		/* --pcap's tcpdump */
 	bool pcap_failed;		/* it did not start: no test runs */
@@ -397,16 +387,8 @@ static void target_for(struct run *r, const char *proto, struct bench_target *t)
  * ("-") only once, when @final. */
 static int save_files(struct run *r, bool final)
 {
-	const struct bench_cfg *cfg = r->cfg;
-	int rc = 0;
-
-	if (cfg->json && (final || strcmp(cfg->json, "-")) &&
-	    bench_write_file(cfg->json, &r->rep, bench_write_json))
-		rc = EXIT_FAIL;
-	if (cfg->csv && (final || strcmp(cfg->csv, "-")) &&
-	    bench_write_file(cfg->csv, &r->rep, bench_write_csv))
-		rc = EXIT_FAIL;
-	return rc;
+	return jw_save("bench", r->cfg->json, r->cfg->csv, final, &r->rep,
+		       bench_json_writer, bench_csv_writer) ? EXIT_FAIL : 0;
 }
 
 static void run_protocol(struct run *r, int pi)
@@ -519,32 +501,15 @@ static int self_test_start(struct run *r)
 	return EXIT_OK;
 }
 
-/* The command line as one string (for the JSON; not shell-quoted). */
-static void join_args(const struct bench_cfg *cfg, char *buf, size_t len)
-{
-	int i;
-
-	snprintf(buf, len, "rdmx");
-	for (i = 0; i < cfg->argc; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), " %s", cfg->argv[i]);
-}
-
 /* The effective settings as a JSON object (names are identifiers). */
 static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 {
 	size_t n;
-	int i;
 
-	snprintf(buf, len, "{\"protocols\": [");
-	for (i = 0; i < cfg->n_protos; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\"", i ? ", " : "",
-			 cfg->protos[i]);
-	snprintf(buf + strlen(buf), len - strlen(buf), "], \"sizes\": [");
-	for (i = 0; i < cfg->n_sizes; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%s%llu", i ? ", " : "",
-			 (unsigned long long)cfg->sizes[i]);
+	jw_config_head(buf, len, "protocols", cfg->protos, cfg->n_protos, cfg->sizes,
+		       cfg->n_sizes);
 	n = strlen(buf);
-	snprintf(buf + n, len - n, "], \"mode\": \"%s\", \"wait\": \"%s\", \"iters\": %lld, "
+	snprintf(buf + n, len - n, ", \"mode\": \"%s\", \"wait\": \"%s\", \"iters\": %lld, "
 		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
 		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
 		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "
@@ -556,20 +521,13 @@ static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 
 static void provenance(struct run *r)
 {
-	struct utsname u;
-
-	join_args(r->cfg, r->cmdline, sizeof(r->cmdline));
+	jw_provenance(&r->prov, r->cfg->argc, r->cfg->argv);
 	config_json(r->cfg, r->config, sizeof(r->config));
-	if (uname(&u))
-		memset(&u, 0, sizeof(u));
-	snprintf(r->host, sizeof(r->host), "%s", u.nodename);
-	snprintf(r->kernel, sizeof(r->kernel), "%s %s %s", u.sysname, u.release,
-		 u.machine);
 	r->rep.version = RDMX_VERSION_STRING;
-	r->rep.cmdline = r->cmdline;
+	r->rep.cmdline = r->prov.cmdline;
 	r->rep.config_json = r->config;
-	r->rep.host = r->host;
-	r->rep.kernel = r->kernel;
+	r->rep.host = r->prov.host;
+	r->rep.kernel = r->prov.kernel;
 }
 
 /* --pcap: tcpdump on the device's interface before the first test. */

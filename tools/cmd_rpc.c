@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "rpc_bench.h"
 
 #define M_ECHO 1
 
@@ -25,7 +26,8 @@ static const struct opts_page rpc_page = {
 	.synopsis =
 		"rdmx rpc [OPTIONS] serve [ADDR]\n"
 		"rdmx rpc [OPTIONS] call ADDR\n"
-		"rdmx rpc [OPTIONS]",
+		"rdmx rpc [OPTIONS]\n"
+		"rdmx rpc bench [BENCH OPTIONS] [ADDR]",
 	.description =
 		"The contract of both sides is one method, 1 'echo' (idempotent),\n"
 		"whose largest request and response are --max-size bytes: a client\n"
@@ -44,6 +46,10 @@ static const struct opts_page rpc_page = {
 		"(or 'fake' with --fabric fake) on an ephemeral port on a thread,\n"
 		"call on this one.\n"
 		"\n"
+		"rdmx rpc bench measures the echo's latency and calls/s per\n"
+		"transport, size and number of clients, and a TCP baseline; it has\n"
+		"its own options: see rdmx rpc bench --help (rdmx-rpc-bench(1)).\n"
+		"\n"
 		"Every failure is one line on stderr, 'rdmx rpc: WHAT: ERROR\n"
 		"(DETAIL)'.",
 	.exit_status =
@@ -55,7 +61,7 @@ static const struct opts_page rpc_page = {
 		"rdmx rpc serve                                    # on host A\n"
 		"rdmx rpc --size 4K --count 100000 call HOST_A     # on host B\n"
 		"sandbox/run -- rdmx rpc --protocol write_atomic",
-	.see_also = "rdmx(1), rdmx-pingpong(1), rdmx-bench(1)",
+	.see_also = "rdmx(1), rdmx-rpc-bench(1), rdmx-pingpong(1), rdmx-bench(1)",
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
@@ -366,6 +372,8 @@ int cmd_rpc(int argc, char **argv)
 	const char *pos[2];
 	int rc, npos = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "bench")) /* its own options and page */
+		return cmd_rpc_bench(argc - 1, argv + 1);
 	rc = cmd_parse(&rpc_page, table, argc, argv, pos, 2, &npos);
 	if (rc != CMD_CONTINUE)
 		return rc;

@@ -32,4 +32,11 @@ int cmd_rpc(int argc, char **argv);
 int cmd_parse(const struct opts_page *page, const struct opt *table,
 	      int argc, char **argv, const char **pos, int max_pos, int *n_pos);
 
+/**
+ * cmd_usage_err - "rdmx @cmd: MESSAGE" and the --help hint on stderr;
+ * returns EXIT_USAGE.
+ */
+int cmd_usage_err(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #endif /* RDMX_TOOLS_CMDS_H */

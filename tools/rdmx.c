@@ -3,6 +3,7 @@
  * rdmx - the command-line tool of the rdmx library: a table of subcommands,
  * each with its own table of options (see opts.h).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,8 +41,8 @@ static const struct opts_page rdmx_page = {
 	.name = "rdmx - RDMA messaging tool",
 	.synopsis =
 		"rdmx COMMAND [OPTIONS] [ARGS]\n"
-		"rdmx help [COMMAND]\n"
-		"rdmx help --man COMMAND\n"
+		"rdmx help [COMMAND [SUBCOMMAND]]\n"
+		"rdmx help --man COMMAND [SUBCOMMAND]\n"
 		"rdmx --version",
 	.description =
 		"rdmx inspects the RDMA devices of this host and exercises rdmx\n"
@@ -103,15 +104,16 @@ static int unknown_command(const char *name)
 	return EXIT_USAGE;
 }
 
-/* rdmx help --man COMMAND: the man page of COMMAND (or of rdmx) as roff. */
+/* rdmx help --man COMMAND [SUBCOMMAND]: the man page of COMMAND (or of
+ * rdmx; rpc bench: of the subcommand) as roff. */
 static int man_page(int argc, char **argv)
 {
 	const struct command *c;
 	char help[] = "--help=man";
-	char *args[3];
+	char *args[4];
 
-	if (argc != 3) {
-		fprintf(stderr, "rdmx help: usage: rdmx help --man COMMAND\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "rdmx help: usage: rdmx help --man COMMAND [SUBCOMMAND]\n");
 		return EXIT_USAGE;
 	}
 	if (!strcmp(argv[2], "rdmx") || !strcmp(argv[2], "help")) {
@@ -122,17 +124,19 @@ static int man_page(int argc, char **argv)
 	if (!c)
 		return unknown_command(argv[2]);
 	args[0] = argv[2];
-	args[1] = help;
-	args[2] = NULL;
-	return c->fn(2, args);
+	args[argc - 2] = help; /* after the subcommand (rpc bench), if any */
+	if (argc == 4)
+		args[1] = argv[3];
+	args[argc - 1] = NULL;
+	return c->fn(argc - 1, args);
 }
 
-/* rdmx help [COMMAND]: COMMAND --help. */
+/* rdmx help [COMMAND [SUBCOMMAND]]: COMMAND [SUBCOMMAND] --help. */
 static int cmd_help(int argc, char **argv)
 {
 	const struct command *c;
 	char help[] = "--help";
-	char *args[3];
+	char *args[4];
 
 	if (argc >= 2 && !strcmp(argv[1], "--man"))
 		return man_page(argc, argv);
@@ -140,8 +144,9 @@ static int cmd_help(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (argc > 2) {
-		fprintf(stderr, "rdmx help: too many arguments; usage: rdmx help [COMMAND]\n");
+	if (argc > 3) {
+		fprintf(stderr, "rdmx help: too many arguments; usage: rdmx help "
+			"[COMMAND [SUBCOMMAND]]\n");
 		return EXIT_USAGE;
 	}
 	c = find_command(argv[1]);
@@ -150,9 +155,11 @@ static int cmd_help(int argc, char **argv)
 	if (c->fn == cmd_help)
 		return cmd_help(1, argv);
 	args[0] = argv[1];
-	args[1] = help;
-	args[2] = NULL;
-	return c->fn(2, args);
+	args[argc - 1] = help; /* after the subcommand (rpc bench), if any */
+	if (argc == 3)
+		args[1] = argv[2];
+	args[argc] = NULL;
+	return c->fn(argc, args);
 }
 
 static void version(void)
@@ -186,6 +193,18 @@ int cmd_parse(const struct opts_page *page, const struct opt *table,
 		return EXIT_USAGE;
 	}
 	return CMD_CONTINUE;
+}
+
+int cmd_usage_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "rdmx %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'rdmx %s --help' for more information.\n", cmd);
+	return EXIT_USAGE;
 }
 
 int main(int argc, char **argv)

@@ -153,6 +153,12 @@ struct rdmx_rpc_server_stats {
 	uint64_t rejected;    /* clients refused for their contract */
 	uint64_t calls;       /* requests answered */
 	uint64_t bad_frames;  /* connections dropped for a malformed frame */
+	uint64_t work_requests; /* outbound work requests the server posted:
+				 * messages and one-sided operations on its
+				 * connections (rdmx_conn_stats) plus herd's
+				 * UD SENDs; rfp in fetch mode posts none per
+				 * call. A protocol's own housekeeping (the
+				 * ring protocols' credit returns) is not in it */
 };
 
 /** rdmx_rpc_server_stats - fill @st with @srv's counters (any thread). */

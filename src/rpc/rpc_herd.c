@@ -907,6 +907,14 @@ void rdmx__rpc_herd_counts(const struct rdmx_rpc_server *s, uint64_t *ud_sends,
 	*ctrl_sends = atomic_load(&hs->ctrl_sends);
 }
 
+/* The UD SENDs: work requests outside the connections. */
+static uint64_t herd_posts(const struct rdmx_rpc_server *s)
+{
+	struct herd_srv *hs = s->tstate;
+
+	return hs ? atomic_load(&hs->ud_sends) : 0;
+}
+
 const struct rpc_transport_ops rdmx__rpc_transport_herd = {
 	.name = "herd",
 	.listen = herd_listen,
@@ -925,4 +933,5 @@ const struct rpc_transport_ops rdmx__rpc_transport_herd = {
 	.get_user = herd_get_user,
 	.close = herd_close,
 	.conn = herd_conn,
+	.posts = herd_posts,
 };

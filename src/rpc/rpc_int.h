@@ -153,6 +153,9 @@ struct rpc_transport_ops {
 	void *(*get_user)(const void *t);
 	rdmx_conn *(*conn)(const void *t);   /* the rdmx connection under @t */
 	void (*close)(void *t);
+	/* optional: outbound work requests the listener posted outside the
+	 * connections (herd: its UD SENDs) */
+	uint64_t (*posts)(const struct rdmx_rpc_server *s);
 };
 
 extern const struct rpc_transport_ops rdmx__rpc_transport_msg;
@@ -234,6 +237,7 @@ struct rdmx_rpc_server {
 	struct rpc_sconn *conns, *to_close;
 	struct rdmx_rpc_req *outstanding; /* handed out, not answered */
 	struct rdmx_rpc_server_stats st;
+	uint64_t wr_closed;           /* work requests of closed connections */
 	atomic_int stop;
 	struct rdmx__err err;
 };

@@ -28,9 +28,21 @@ static void req_run(struct rdmx_rpc_req *req);
 
 /* ------------------------------------------------------------ connections */
 
+/* Outbound work requests posted on @sc's connection so far. */
+static uint64_t sc_posts(const struct rdmx_rpc_server *s, const struct rpc_sconn *sc)
+{
+	struct rdmx_conn_stats cs = { .size = sizeof(cs) };
+	rdmx_conn *c = s->ops->conn(sc->t);
+
+	if (!c || rdmx_conn_stats(c, &cs))
+		return 0;
+	return cs.msgs_sent + cs.onesided_ops;
+}
+
 static void sc_close(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
 {
 	pthread_mutex_lock(&s->lock);
+	s->wr_closed += sc_posts(s, sc); /* nothing is sent on it any more */
 	if (sc->prev)
 		sc->prev->next = sc->next;
 	else
@@ -638,5 +650,10 @@ void rdmx_rpc_server_stats(rdmx_rpc_server *s, struct rdmx_rpc_server_stats *st)
 		return;
 	pthread_mutex_lock(&s->lock);
 	*st = s->st;
+	st->work_requests = s->wr_closed;
+	for (const struct rpc_sconn *sc = s->conns; sc; sc = sc->next)
+		st->work_requests += sc_posts(s, sc);
 	pthread_mutex_unlock(&s->lock);
+	if (s->ops->posts)
+		st->work_requests += s->ops->posts(s);
 }

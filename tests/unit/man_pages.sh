@@ -8,13 +8,15 @@ set -euo pipefail
 rdmx=$1
 mandir=$2
 fail() { echo "FAIL: $*"; exit 1; }
-for cmd in rdmx devices pingpong bench doctor kv rpc; do
+# rpc-bench: the subcommand rdmx rpc bench (rdmx help --man rpc bench)
+for cmd in rdmx devices pingpong bench doctor kv rpc rpc-bench; do
 	page=$mandir/rdmx-$cmd.1
 	[ "$cmd" = rdmx ] && page=$mandir/rdmx.1
 	[ -s "$page" ] || fail "no $page"
-	man=$("$rdmx" help --man "$cmd")
-	[ "$man" = "$(cat "$page")" ] || fail "$page is not what 'rdmx help --man $cmd' writes"
-	if [ "$cmd" = rdmx ]; then help=$("$rdmx" --help); else help=$("$rdmx" "$cmd" --help); fi
+	read -ra words <<<"${cmd//-/ }"
+	man=$("$rdmx" help --man "${words[@]}")
+	[ "$man" = "$(cat "$page")" ] || fail "$page is not what 'rdmx help --man ${words[*]}' writes"
+	if [ "$cmd" = rdmx ]; then help=$("$rdmx" --help); else help=$("$rdmx" "${words[@]}" --help); fi
 	# the option names of --help's OPTIONS section (no subprocess per
 	# option: this runs under a loaded machine in make check)
 	n=0 in_opts=0

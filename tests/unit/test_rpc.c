@@ -586,10 +586,12 @@ static void t_threads(void **state)
 
 /* rfp: the server's SENDs to a client (its msgs_recv) per call: none in
  * fetch mode (only the set-up), one per call when every call asks for
- * the push at once (fetch_retries 0). */
-static uint64_t rfp_sends(struct srv *v, uint32_t retries, int n)
+ * the push at once (fetch_retries 0). The server's work_requests over
+ * the calls go to *@wrs. */
+static uint64_t rfp_sends(struct srv *v, uint32_t retries, int n, uint64_t *wrs)
 {
 	struct rdmx_conn_stats st = { .size = sizeof(st) };
+	struct rdmx_rpc_server_stats s0, s1;
 	struct rdmx_rpc_opts o;
 	rdmx_rpc_client *c;
 	unsigned char buf[64];
@@ -601,12 +603,15 @@ static uint64_t rfp_sends(struct srv *v, uint32_t retries, int n)
 	o.fetch_retries = retries;
 	assert_int_equal(rdmx_rpc_client_create(v->ctx, th_addr(), rdmx_rpc_server_port(v->s),
 						contract, NMETHODS, &o, &c), 0);
+	rdmx_rpc_server_stats(v->s, &s0);
 	for (int i = 0; i < n; i++) {
 		th_fill(buf, sizeof(buf), (uint64_t)i);
 		assert_int_equal(rdmx_rpc_call(c, M_ECHO, buf, sizeof(buf), buf, sizeof(buf),
 					       NULL, &status, WAIT_MS), 0);
 		assert_int_equal(th_check(buf, sizeof(buf), (uint64_t)i), -1);
 	}
+	rdmx_rpc_server_stats(v->s, &s1);
+	*wrs = s1.work_requests - s0.work_requests;
 	assert_int_equal(rdmx_conn_stats(rdmx_rpc_client_conn(c), &st), 0);
 	rdmx_rpc_client_destroy(c);
 	return st.msgs_recv;
@@ -616,13 +621,17 @@ static void t_rfp_fetch_push(void **state)
 {
 	struct srv v;
 	const char *t = getenv("RPC_TRANSPORT");
+	uint64_t wrs;
 
 	(void)state;
 	if (!t || strcmp(t, "rfp"))
 		setenv("RPC_TRANSPORT", "rfp", 1);
+
 	srv_start(&v, 1);
-	assert_int_equal(rfp_sends(&v, 1u << 30, 200), 1);   /* the set-up */
-	assert_int_equal(rfp_sends(&v, 0, 200), 2 + 200); /* set-up, hello, each call */
+	assert_int_equal(rfp_sends(&v, 1u << 30, 200, &wrs), 1);   /* the set-up */
+	assert_int_equal(wrs, 0); /* fetch mode: no work request per call */
+	assert_int_equal(rfp_sends(&v, 0, 200, &wrs), 2 + 200); /* set-up, hello, each call */
+	assert_int_equal(wrs, 200); /* a push per call */
 	srv_stop(&v);
 	if (!t)
 		unsetenv("RPC_TRANSPORT");
@@ -711,11 +720,13 @@ static rdmx_rpc_client *herd_start(struct srv *v, unsigned workers)
 static void t_herd_counts(void **state)
 {
 	uint64_t ud, ctrl, n = calls(500);
+	struct rdmx_rpc_server_stats s0, s1;
 	rdmx_rpc_client *c;
 	struct srv v;
 
 	(void)state;
 	c = herd_start(&v, 1);
+	rdmx_rpc_server_stats(v.s, &s0);
 	for (uint64_t i = 0; i < n; i++)
 		echo_once(c, 100, i);
 	for (uint64_t i = 0; i < 5; i++)
@@ -727,6 +738,8 @@ static void t_herd_counts(void **state)
 	       (unsigned long long)ctrl, (double)(ud + ctrl - 1) / (double)(n + 5));
 	assert_int_equal(ud, n);
 	assert_int_equal(ctrl, 1 + 5);
+	rdmx_rpc_server_stats(v.s, &s1);
+	assert_int_equal(s1.work_requests - s0.work_requests, n + 5); /* the public count */
 	rdmx_rpc_client_destroy(c);
 	srv_stop(&v);
 }
