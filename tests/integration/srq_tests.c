@@ -526,12 +526,25 @@ static void *accept_any(void *arg)
 	return NULL;
 }
 
-/* A protocol block that does not match is refused with what did not. */
+/* A well-formed version-2 block (credits), @bytes per buffer. */
+static void good_block(uint8_t *blk, uint32_t bytes)
+{
+	memset(blk, 0, 28);
+	blk[0] = 2;
+	rdmx__put_u32(blk + 4, 16);
+	rdmx__put_u32(blk + 8, bytes);
+	rdmx__put_u32(blk + 12, 4);        /* credits granted */
+	rdmx__put_u32(blk + 16, 0x1234);   /* credit word rkey */
+	rdmx__put_u64(blk + 20, 0x10000);  /* and address */
+}
+
+/* A protocol block that does not match is refused with what did not: an
+ * rdmx from before credits (version 1) included. */
 static void test_hello_mismatch_rejected(void **state)
 {
 	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
 	struct rdmx_conn_opts o = srq_opts(16);
-	uint8_t blk[12] = { 1 };
+	uint8_t blk[28];
 	struct fleet f = { .n = 1 };
 	char why[160];
 	uint16_t port;
@@ -542,25 +555,35 @@ static void test_hello_mismatch_rejected(void **state)
 	assert_int_equal(rdmx_listen(f.ctx, th_addr(), 0, &o, &f.lis), 0);
 	port = rdmx_listener_port(f.lis);
 	pthread_create(&t, NULL, accept_any, &f);
-	rdmx__put_u32(blk + 4, 16);
-	rdmx__put_u32(blk + 8, 64); /* buffers smaller than max_msg */
-	assert_int_equal(raw_connect(f.ctx, port, blk, 12, why, sizeof(why)), -ECONNREFUSED);
+	good_block(blk, 64); /* buffers smaller than max_msg */
+	assert_int_equal(raw_connect(f.ctx, port, blk, 28, why, sizeof(why)), -ECONNREFUSED);
 	assert_non_null(strstr(why, "hold 64 bytes"));
 	blk[0] = 9;
-	assert_int_equal(raw_connect(f.ctx, port, blk, 12, why, sizeof(why)), -ECONNREFUSED);
+	assert_int_equal(raw_connect(f.ctx, port, blk, 28, why, sizeof(why)), -ECONNREFUSED);
 	assert_non_null(strstr(why, "block version 9"));
+	good_block(blk, MAX_MSG);
+	blk[0] = 1; /* RNR flow control, 12 bytes */
+	assert_int_equal(raw_connect(f.ctx, port, blk, 12, why, sizeof(why)), -ECONNREFUSED);
+	assert_non_null(strstr(why, "block version 1, expected 2"));
+	blk[0] = 2;
 	assert_int_equal(raw_connect(f.ctx, port, blk, 4, why, sizeof(why)), -ECONNREFUSED);
 	assert_non_null(strstr(why, "4 bytes"));
-	blk[0] = 1;
 	rdmx__put_u32(blk + 4, 99);
-	rdmx__put_u32(blk + 8, MAX_MSG);
-	assert_int_equal(raw_connect(f.ctx, port, blk, 12, why, sizeof(why)), -ECONNREFUSED);
+	assert_int_equal(raw_connect(f.ctx, port, blk, 28, why, sizeof(why)), -ECONNREFUSED);
 	assert_non_null(strstr(why, "depth 99"));
+	good_block(blk, MAX_MSG);
+	rdmx__put_u32(blk + 12, 17); /* more credits than its SRQ holds */
+	assert_int_equal(raw_connect(f.ctx, port, blk, 28, why, sizeof(why)), -ECONNREFUSED);
+	assert_non_null(strstr(why, "grants 17 credits"));
+	good_block(blk, MAX_MSG);
+	rdmx__put_u64(blk + 20, 0x10004); /* a credit word not 8-aligned */
+	assert_int_equal(raw_connect(f.ctx, port, blk, 28, why, sizeof(why)), -ECONNREFUSED);
+	assert_non_null(strstr(why, "not 8-aligned"));
 	/* A proper dialer still gets in. */
 	assert_int_equal(rdmx_dial(f.ctx, th_addr(), port, &o, &f.dialed[0]), 0);
 	pthread_join(t, NULL);
 	assert_int_equal(f.accept_rc, 0);
-	assert_int_equal(rdmx_listener_rejected(f.lis), 4);
+	assert_int_equal(rdmx_listener_rejected(f.lis), 7);
 	fleet_close(&f);
 }
 
