@@ -925,6 +925,11 @@ uint32_t rdmx__srq_posted(rdmx_conn *c)
 	return n;
 }
 
+uint8_t *rdmx__srq_credit_word(rdmx_conn *c)
+{
+	return (uint8_t *)sc_of(c)->cr.w;
+}
+
 /* Registered per connection: its send slots (the SRQ is the listener's). */
 static uint64_t srq_mem_estimate(const rdmx_conn *c)
 {

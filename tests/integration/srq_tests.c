@@ -432,9 +432,9 @@ static void test_backpressure_slow_receiver(void **state)
 	(void)state;
 	o.send_depth = 16;
 	fleet_open(&f, MAXS, &o);
-	/* No fairness among senders: one may wait while others get every
-	 * reposted buffer (rxe backs off 655 ms per RNR NAK), so the bound on
-	 * a sender's wait is the whole run, not one message. */
+	/* Each sender has a share (4 / 8 rounds to one credit each: more
+	 * senders than buffers, RNR covers the excess), so the bound on a
+	 * sender's wait stays generous. */
 	senders_start(&f, s, per, 300000);
 	while (t.total < MAXS * per)
 		take_one(&f, &t, t.total % 2 ? 0 : 1000);
@@ -635,6 +635,61 @@ static void test_fair_share(void **state)
 	fleet_close(&f);
 }
 
+/* Write @w (and, if @good, its complement) into @c's credit word, as its
+ * peer's NIC would. */
+static void poke_credit(rdmx_conn *c, uint32_t w, int good)
+{
+	uint8_t b[8];
+	uint64_t v;
+
+	rdmx__put_u32(b, w);
+	rdmx__put_u32(b + 4, good ? ~w : w);
+	memcpy(&v, b, 8);
+	__atomic_store_n((uint64_t *)(void *)rdmx__srq_credit_word(c), v, __ATOMIC_RELEASE);
+}
+
+/* A hostile peer's grants: a word whose halves do not match is no grant;
+ * one beyond the peer's SRQ depth fails the connection (-EPROTO), and so
+ * does, on the receiving side, a message beyond the credits granted. */
+static void test_hostile_credits(void **state)
+{
+	struct rdmx_conn_opts o = srq_opts(16);
+	struct rdmx_msg m;
+	struct fleet f;
+	int rc = 0, i;
+
+	(void)state;
+	fleet_open(&f, 2, &o); /* shares: 16 for the first, 8 for the second */
+	poke_credit(f.dialed[0], 1000, 0);
+	assert_int_equal(rdmx_msg_alloc(f.dialed[0], 8, &m, 0), 0);
+	assert_int_equal(rdmx_msg_release(f.dialed[0], &m), 0);
+	poke_credit(f.dialed[0], 1000, 1);
+	rc = rdmx_msg_alloc(f.dialed[0], 8, &m, 0);
+	assert_int_equal(rc, -EPROTO);
+	assert_non_null(strstr(rdmx_conn_error(f.dialed[0]), "more than its shared receive depth 16"));
+	/* 8 more than granted, within the SRQ: the receiver notices. */
+	poke_credit(f.dialed[1], 8, 1);
+	rc = 0;
+	for (i = 0; i < 16 && !rc; i++) {
+		rc = rdmx_msg_alloc(f.dialed[1], 8, &m, 1000);
+		if (!rc) {
+			memset(m.data, 0, 8);
+			m.len = 8;
+			rc = rdmx_send(f.dialed[1], &m);
+		}
+	}
+	if (rc)
+		fail_msg("send %d: %s (%s)", i, rdmx_strerror(rc), rdmx_conn_error(f.dialed[1]));
+	assert_int_equal(rdmx_flush(f.dialed[1], 10000), 0);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(rdmx_recv(f.accepted[1], &m, 10000), 0);
+		assert_int_equal(rdmx_msg_release(f.accepted[1], &m), 0);
+	}
+	assert_int_equal(rdmx_recv(f.accepted[1], &m, 10000), -EPROTO);
+	assert_non_null(strstr(rdmx_conn_error(f.accepted[1]), "none of its credits left"));
+	fleet_close(&f);
+}
+
 /* Connect with a hand-made srq hello; the reject reason lands in @why. */
 static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *blk,
 		       uint8_t blen, char *why, size_t wlen)
@@ -726,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_zero_timeout_sees_leaver),
 		cmocka_unit_test(test_hello_mismatch_rejected),
 		cmocka_unit_test(test_fair_share),
+		cmocka_unit_test(test_hostile_credits),
 	};
 
 	print_message("=== srq on the %s fabric ===\n", th_fabric());
