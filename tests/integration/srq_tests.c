@@ -531,10 +531,9 @@ static double fair_ratio(const uint64_t *n, int senders, int window_ms)
 	return (double)hi / (double)lo;
 }
 
-/* One message, held FAIR_HOLD_US before its release: the receiver is
- * the bottleneck, so the senders contend for the SRQ's buffers. */
-#define FAIR_HOLD_US 20
-static void fair_take(struct fleet *f, struct tally *t)
+/* One message, held @hold_us before its release: the receiver is the
+ * bottleneck, so the senders contend for the SRQ's buffers. */
+static void fair_take(struct fleet *f, struct tally *t, int hold_us)
 {
 	struct rdmx_msg m;
 	double t0;
@@ -547,7 +546,7 @@ static void fair_take(struct fleet *f, struct tally *t)
 	}
 	check_msg(t, &m, sender_of(f, rdmx_msg_conn(&m)));
 	t0 = th_now_ms();
-	while (th_now_ms() - t0 < FAIR_HOLD_US / 1000.0)
+	while (th_now_ms() - t0 < hold_us / 1000.0)
 		;
 	assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
 }
@@ -596,14 +595,16 @@ static void fair_drain(struct fleet *f, struct sender *s, struct tally *t)
  * the receiver is the bottleneck (fair_take), so the senders contend for
  * the SRQ. The messages each sender gets delivered in a fixed window
  * (after a warm-up) are within 2x of each other, and none is starved.
- * With RNR as the flow control (before credits) this fails: 6.7x and 9x
- * on the fake fabric, whose SRQ serves waiting senders in list order.
+ * With RNR as the flow control (before credits) this fails: on the fake
+ * fabric, whose SRQ serves waiting senders in list order, one sender got
+ * 0 messages and another 84,090; on rxe 730 against 2,689 (3.7x).
  */
 static void test_fair_share(void **state)
 {
 	struct rdmx_conn_opts o = srq_opts(64);
 	int fake = !strcmp(th_fabric(), "fake");
 	int warm_ms = fake ? 500 : 2000, window_ms = fake ? 5000 : 15000;
+	int hold_us = fake ? 50 : 500; /* rxe in a VM is slow to deliver */
 	uint64_t from[MAXS], n[MAXS];
 	struct sender s[MAXS];
 	struct tally t = { 0 };
@@ -622,11 +623,11 @@ static void test_fair_share(void **state)
 	}
 	t0 = th_now_ms();
 	while (th_now_ms() - t0 < warm_ms)
-		fair_take(&f, &t);
+		fair_take(&f, &t, hold_us);
 	memcpy(from, t.next, sizeof(from));
 	t0 = th_now_ms();
 	while (th_now_ms() - t0 < window_ms)
-		fair_take(&f, &t);
+		fair_take(&f, &t, hold_us);
 	for (int i = 0; i < MAXS; i++)
 		n[i] = t.next[i] - from[i];
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
