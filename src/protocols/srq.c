@@ -59,6 +59,11 @@
  * Sums of shares can exceed the depth for a while (a member keeps the
  * credits of a larger share when another joins; more members than
  * buffers get one each): RNR (rnr_retry) stays as the backstop then.
+ * A credit WRITE's completion is taken by the core's reap while its
+ * stash of the member's other send completions (RDMX__KA_STASH) has room;
+ * a full stash is drained through the protocol's own poll, by the
+ * member's owner or, from the listener's thread, when the member's lock
+ * is free (else at a later wait).
  * Peers are not trusted: a grant beyond the peer's SRQ depth, or a
  * message beyond the credits we granted, fails that connection (-EPROTO).
  *
@@ -164,7 +169,7 @@ static void top_up_all(struct srq_shared *sh)
 {
 	for (size_t i = 0; i < sh->nmem; i++)
 		rdmx__srq_credit_top_up(sh->mem[i].c, &sc_of(sh->mem[i].c)->cr,
-					share_of(sh));
+					share_of(sh), 0);
 }
 
 /* ------------------------------------------------------- shared buffers */
@@ -858,7 +863,7 @@ static int check_peers(struct rdmx__group *g)
 
 		if (c->state != RDMX__CONN_DOWN && rdmx__conn_check_peer(c))
 			left = 1;
-		rdmx__srq_credit_top_up(c, &sc_of(c)->cr, share_of(sh_of(g)));
+		rdmx__srq_credit_top_up(c, &sc_of(c)->cr, share_of(sh_of(g)), 0);
 	}
 	pthread_mutex_unlock(&g->lock);
 	return left;

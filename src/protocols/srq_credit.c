@@ -168,14 +168,35 @@ static void credit_post(rdmx_conn *c, struct srq_credit *cr)
 	__atomic_add_fetch(&cr->inflight, 1, __ATOMIC_ACQ_REL);
 }
 
+/*
+ * Reap the send CQ for credit WRITE completions (the own_wc hook takes
+ * them out). When the core's stash of the connection's other completions
+ * is full, they must be drained through the protocol's own poll first:
+ * by @c's owner (@owner: the caller holds c->lock) or, from another
+ * thread, if c->lock is free right now (never waited for: g->lock is
+ * held, and the owner takes g->lock under c->lock).
+ */
+static void credit_reap(rdmx_conn *c, int owner)
+{
+	if (rdmx__live_reap(c) != -ENOBUFS)
+		return;
+	if (owner) {
+		(void)c->proto->flush(c, 0);
+	} else if (!pthread_mutex_trylock(&c->lock)) {
+		(void)c->proto->flush(c, 0);
+		pthread_mutex_unlock(&c->lock);
+	}
+	rdmx__live_reap(c);
+}
+
 /* Send the grant if it changed and a credit WRITE slot is free (reaping
  * the send CQ for one if not). g->lock. */
-static void credit_push(rdmx_conn *c, struct srq_credit *cr)
+static void credit_push(rdmx_conn *c, struct srq_credit *cr, int owner)
 {
 	if (!__atomic_load_n(&cr->dirty, __ATOMIC_RELAXED) || c->state != RDMX__CONN_UP)
 		return;
 	if (__atomic_load_n(&cr->inflight, __ATOMIC_ACQUIRE) >= (int)SRQ_CREDIT_WRS)
-		rdmx__live_reap(c); /* takes ours out via the own_wc hook */
+		credit_reap(c, owner);
 	if (__atomic_load_n(&cr->inflight, __ATOMIC_ACQUIRE) < (int)SRQ_CREDIT_WRS)
 		credit_post(c, cr);
 }
@@ -191,7 +212,7 @@ int rdmx__srq_credit_arrived(rdmx_conn *c, struct srq_credit *cr)
 }
 
 void rdmx__srq_credit_top_up(rdmx_conn *c, struct srq_credit *cr,
-			     uint32_t share)
+			     uint32_t share, int owner)
 {
 	uint32_t have = (cr->given - cr->recvd) + cr->held;
 
@@ -199,7 +220,7 @@ void rdmx__srq_credit_top_up(rdmx_conn *c, struct srq_credit *cr,
 		cr->given += share - have;
 		__atomic_store_n(&cr->dirty, 1, __ATOMIC_RELAXED);
 	}
-	credit_push(c, cr);
+	credit_push(c, cr, owner);
 }
 
 void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr,
@@ -207,7 +228,7 @@ void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr,
 {
 	if (cr->held)
 		cr->held--;
-	rdmx__srq_credit_top_up(c, cr, share);
+	rdmx__srq_credit_top_up(c, cr, share, 1);
 }
 
 void rdmx__srq_credit_kick(rdmx_conn *c, struct srq_credit *cr)
@@ -217,7 +238,7 @@ void rdmx__srq_credit_kick(rdmx_conn *c, struct srq_credit *cr)
 	if (!__atomic_load_n(&cr->dirty, __ATOMIC_RELAXED))
 		return; /* a hint: a grant made meanwhile is pushed by its maker */
 	pthread_mutex_lock(&g->lock);
-	credit_push(c, cr);
+	credit_push(c, cr, 1);
 	pthread_mutex_unlock(&g->lock);
 }
 

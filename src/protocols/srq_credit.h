@@ -59,13 +59,16 @@ void rdmx__srq_credit_untake(struct srq_credit *cr);
 /* Receiving, all under g->lock. A message of @c arrived (0, or -EPROTO
  * with @c down: it had no credit for it). */
 int rdmx__srq_credit_arrived(rdmx_conn *c, struct srq_credit *cr);
-/* One of @c's buffers went back to the SRQ: top it up to @share. */
+/* One of @c's buffers went back to the SRQ: top it up to @share. The
+ * caller holds c->lock (rdmx_msg_release). */
 void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr,
 			    uint32_t share);
-/* Grant @c up to @share credits outstanding plus held, and send them. */
+/* Grant @c up to @share credits outstanding plus held, and send them;
+ * @owner: the caller holds c->lock. */
 void rdmx__srq_credit_top_up(rdmx_conn *c, struct srq_credit *cr,
-			     uint32_t share);
-/* Send grants not sent yet (all credit WRITE slots were busy). */
+			     uint32_t share, int owner);
+/* Send grants not sent yet (all credit WRITE slots were busy); the
+ * caller holds c->lock, not g->lock. */
 void rdmx__srq_credit_kick(rdmx_conn *c, struct srq_credit *cr);
 
 /* The protocol's own_wc hook: 1 if @wc was a credit WRITE's. */

@@ -823,6 +823,48 @@ static void test_both_send(void **state)
 	fleet_close(&f);
 }
 
+/* Send @n small messages on @c, each within 10 s. */
+static void send_n(rdmx_conn *c, int n)
+{
+	struct rdmx_msg m;
+
+	for (int i = 0; i < n; i++) {
+		int rc = rdmx_msg_alloc(c, 8, &m, 10000);
+
+		if (rc)
+			fail_msg("send %d: %s (%s)", i, rdmx_strerror(rc), rdmx_conn_error(c));
+		memset(m.data, 0, 8);
+		m.len = 8;
+		assert_int_equal(rdmx_send(c, &m), 0);
+	}
+}
+
+/* The server end sent send_depth (64) messages it never reaps, so the
+ * core's stash of its send completions fills: the completions of its
+ * credit WRITEs queue behind them and must still be reaped, or its grants
+ * stop and the client waits for credits (2 at a time) forever. */
+static void test_credits_behind_full_stash(void **state)
+{
+	struct rdmx_conn_opts so = srq_opts(2), co = srq_opts(128);
+	struct rdmx_msg m;
+	struct th_pair p;
+
+	(void)state;
+	so.send_depth = 64;
+	assert_int_equal(th_pair_open(&p, &so, &co), 0);
+	send_n(p.server, 64);
+	for (int i = 0; i < 40; i++) {
+		send_n(p.client, 1);
+		assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
+		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	}
+	for (int i = 0; i < 64; i++) {
+		assert_int_equal(rdmx_recv(p.client, &m, 10000), 0);
+		assert_int_equal(rdmx_msg_release(p.client, &m), 0);
+	}
+	th_pair_close(&p);
+}
+
 /* Connect with a hand-made srq hello; the reject reason lands in @why. */
 static int raw_connect(rdmx_ctx *ctx, uint16_t port, const uint8_t *blk,
 		       uint8_t blen, char *why, size_t wlen)
@@ -916,6 +958,7 @@ int main(void)
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_hostile_credits),
 		cmocka_unit_test(test_both_send),
+		cmocka_unit_test(test_credits_behind_full_stash),
 	};
 
 	print_message("=== srq on the %s fabric ===\n", th_fabric());
