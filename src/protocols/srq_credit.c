@@ -170,15 +170,16 @@ static void credit_post(rdmx_conn *c, struct srq_credit *cr)
 
 /*
  * Reap the send CQ for credit WRITE completions (the own_wc hook takes
- * them out). When the core's stash of the connection's other completions
- * is full, they must be drained through the protocol's own poll first:
- * by @c's owner (@owner: the caller holds c->lock) or, from another
- * thread, if c->lock is free right now (never waited for: g->lock is
- * held, and the owner takes g->lock under c->lock).
+ * them out). They may sit behind the connection's other completions in a
+ * stash the core filled: then those are drained through the protocol's
+ * own poll first, by @c's owner (@owner: the caller holds c->lock) or,
+ * from another thread, if c->lock is free right now (never waited for:
+ * g->lock is held, and the owner takes g->lock under c->lock).
  */
-static void credit_reap(rdmx_conn *c, int owner)
+static void credit_reap(rdmx_conn *c, struct srq_credit *cr, int owner)
 {
-	if (rdmx__live_reap(c) != -ENOBUFS)
+	rdmx__live_reap(c);
+	if (__atomic_load_n(&cr->inflight, __ATOMIC_ACQUIRE) < (int)SRQ_CREDIT_WRS)
 		return;
 	if (owner) {
 		(void)c->proto->flush(c, 0);
@@ -196,7 +197,7 @@ static void credit_push(rdmx_conn *c, struct srq_credit *cr, int owner)
 	if (!__atomic_load_n(&cr->dirty, __ATOMIC_RELAXED) || c->state != RDMX__CONN_UP)
 		return;
 	if (__atomic_load_n(&cr->inflight, __ATOMIC_ACQUIRE) >= (int)SRQ_CREDIT_WRS)
-		credit_reap(c, owner);
+		credit_reap(c, cr, owner);
 	if (__atomic_load_n(&cr->inflight, __ATOMIC_ACQUIRE) < (int)SRQ_CREDIT_WRS)
 		credit_post(c, cr);
 }
