@@ -190,7 +190,10 @@ struct rdmx_conn_opts {
 	uint32_t max_msg_size;   /* largest message, default 65536 */
 	uint32_t send_depth;     /* send buffers / sends in flight, default 64 */
 	uint32_t recv_depth;     /* posted receive buffers, default 64; srq:
-				  * shared by all connections of a listener */
+				  * shared by all connections of a listener,
+				  * each granted an equal share as credits
+				  * (a sender waits for one in
+				  * rdmx_msg_alloc) */
 	uint8_t rnr_retry;       /* 0..7 (7 = retry forever), default 7 */
 	uint8_t retry_count;     /* transport retries 0..7, default 7; 7 is
 				  * used as 6 (rxe retries forever on 7,

@@ -234,6 +234,12 @@ struct rdmx_protocol_ops {
 	 * from c->opts and the negotiated c->max_msg; NULL counts 0. The
 	 * listener's memory cap is checked against it before setup(). */
 	uint64_t (*mem_estimate)(const rdmx_conn *c);
+	/* Work requests the protocol posts from threads other than the
+	 * connection's (srq's credit WRITEs): the core takes their
+	 * completions out of the send CQ like its own and hands each here;
+	 * 1 if @wc was one. Runs under core locks: atomics only, no group
+	 * lock. NULL: none. */
+	int (*own_wc)(rdmx_conn *c, const struct rdmx__wc *wc);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */

@@ -85,8 +85,8 @@ static void ka_done(rdmx_conn *c, const struct rdmx__wc *wc)
 				rdmx__wc_status_name(wc->status), wc->vendor_status);
 }
 
-/* Take the core's completions (keepalive, one-sided) out of @wc[0..n),
- * keeping the order. */
+/* Take the core's completions (keepalive, one-sided, the protocol's
+ * own_wc) out of @wc[0..n), keeping the order. */
 static int ka_filter(rdmx_conn *c, struct rdmx__wc *wc, int n)
 {
 	int kept = 0;
@@ -96,6 +96,8 @@ static int ka_filter(rdmx_conn *c, struct rdmx__wc *wc, int n)
 			rdmx__os_done(c, &wc[i]);
 			continue;
 		}
+		if (c->proto->own_wc && c->proto->own_wc(c, &wc[i]))
+			continue;
 		if (wc[i].wr_id != RDMX__KA_WRID) {
 			if (kept != i)
 				wc[kept] = wc[i];
@@ -163,6 +165,8 @@ static int ka_reap(rdmx_conn *c)
 			rdmx__os_done(c, &wc[i]);
 			continue;
 		}
+		if (c->proto->own_wc && c->proto->own_wc(c, &wc[i]))
+			continue;
 		/* A protocol WR ahead of the keepalive failed (RETRY on a cut
 		 * link): the keepalive behind it is only flushed, and the
 		 * caller may be waiting on the other CQ, so this is the

@@ -20,15 +20,62 @@
  * each entry holds an SRQ buffer. A buffer goes back to the SRQ on
  * release. Everything shared is guarded by g->lock.
  *
- * Flow control is RNR: a SEND that finds the SRQ empty is retried by the
- * responder's RNR NAK (rnr_retry 7 = forever), never dropped. A member's
- * QP has no receives of its own, so a peer that leaves flushes nothing:
- * its departure is noticed through rdma_cm (rdmx__conn_check_peer) and
- * reported after everything it sent was delivered.
+ * Flow control is by credits, one per SRQ buffer (srq_credit.c). A
+ * sender may have as many messages on the way or held by the receiving
+ * user as the receiver granted it; rdmx_msg_alloc takes a credit (waiting
+ * for one within its timeout), releasing an unsent message gives it back.
+ * The receiver grants each member connection up to its share,
+ * share = max(1, SRQ depth / members), counting what the member has
+ * outstanding (granted, not yet arrived) plus what it holds (arrived, not
+ * yet released): when a message of the member is released, it is topped
+ * up to its share again; when a member leaves, every other is (the share
+ * grew); a new member gets its share in its hello. Grants travel by RDMA
+ * WRITE of a running total into the sender's credit word (format in
+ * srq_credit.c), so they take no receive buffer and need no credit.
+ *
+ * Why it is fair: the SRQ no longer decides who gets a freed buffer (with
+ * RNR as the flow control, the sender whose retry happened to come first
+ * took it, so one sender could take every buffer while another waited out
+ * RNR back-offs). Every member has the same window, a member holding its
+ * share gets nothing more until it releases, and a buffer a member's
+ * message frees returns as that member's credit. Senders that keep their
+ * windows full therefore get the receiver's buffers in equal parts, and
+ * arrival-order receive serves them in proportion.
+ *
+ * Why it cannot deadlock: a credit WRITE needs no credit and no receive
+ * buffer at the peer; it has SRQ_CREDIT_WRS send-queue slots (and send-CQ
+ * entries) of its own beside the send buffers' and beside the core's
+ * keepalive and one-sided slots (RDMX__KA_WRS), so neither user sends nor
+ * rdmx_read/write/fetch_add/cmp_swap can take its place, and a user send
+ * is posted only with a credit, so no SEND ahead of it on the send queue
+ * waits in RNR. Its completion is taken out of the send CQ by whoever
+ * polls it (the own_wc hook); a grant made while both slots are busy is
+ * sent by the next release or by any wait on the receiving side (listener
+ * or member receive, and rdmx_msg_alloc of the same connection, so two
+ * sides that both send each push the other's credits while they wait).
+ * A sender waits for credits only inside its rdmx_msg_alloc timeout and
+ * under liveness: a peer that stops granting is -ETIMEDOUT, one that
+ * stops answering -ECONNRESET.
+ *
+ * Sums of shares can exceed the depth for a while (a member keeps the
+ * credits of a larger share when another joins; more members than
+ * buffers get one each): RNR (rnr_retry) stays as the backstop then.
+ * A credit WRITE's completion is taken by the core's reap while its
+ * stash of the member's other send completions (RDMX__KA_STASH) has room;
+ * a full stash is drained through the protocol's own poll, by the
+ * member's owner or, from the listener's thread, when the member's lock
+ * is free (else at a later wait).
+ * Peers are not trusted: a grant beyond the peer's SRQ depth, or a
+ * message beyond the credits we granted, fails that connection (-EPROTO).
+ *
+ * A member's QP has no receives of its own, so a peer that leaves flushes
+ * nothing: its departure is noticed through rdma_cm
+ * (rdmx__conn_check_peer) and reported after everything it sent was
+ * delivered.
  *
  * Limits: every member of a listener must be on the device of the first
- * (one SRQ lives on one device); a slow member's messages hold shared
- * buffers and so slow every sender of the listener.
+ * (one SRQ lives on one device); a member that holds its messages holds
+ * its share of the buffers, not more.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +83,7 @@
 #include "core/internal.h"
 #include "core/sendpool.h"
 #include "srq.h"
+#include "srq_credit.h"
 
 enum { BUF_POSTED = 1, BUF_QUEUED, BUF_HELD };
 
@@ -44,8 +92,8 @@ enum { BUF_POSTED = 1, BUF_QUEUED, BUF_HELD };
 #define NIL UINT32_MAX
 #define NOTHING 1            /* internal: nothing to hand out */
 #define PEER_CHECK_IDLE 64   /* zero-timeout polls between peer checks */
-#define BLOCK_VERSION 1
-#define BLOCK_LEN 12
+#define BLOCK_VERSION 2
+#define BLOCK_LEN (12 + SRQ_CREDIT_BLOCK)
 
 /* One SRQ receive buffer and, once consumed, its completion. */
 struct rbuf {
@@ -87,6 +135,7 @@ struct srq_conn {
 	struct rdmx__cq *scq;
 	uint32_t mhead, mtail;   /* queued for this connection (g->lock) */
 	unsigned idle;
+	struct srq_credit cr;    /* flow control, both directions */
 };
 RDMX__SENDPOOL_FIRST(struct srq_conn, sp);
 
@@ -104,6 +153,22 @@ static const struct rdmx__sendpool_ops srq_pool_ops = {
 static struct srq_shared *sh_of(const struct rdmx__group *g)
 {
 	return g->shared;
+}
+
+/* Credits each member may have outstanding plus held (g->lock). */
+static uint32_t share_of(const struct srq_shared *sh)
+{
+	uint32_t s = sh->depth / (uint32_t)(sh->nmem ? sh->nmem : 1);
+
+	return s ? s : 1;
+}
+
+/* Top every member up to the share (it grew: one left). g->lock. */
+static void top_up_all(struct srq_shared *sh)
+{
+	for (size_t i = 0; i < sh->nmem; i++)
+		rdmx__srq_credit_top_up(sh->mem[i].c, &sc_of(sh->mem[i].c)->cr,
+					share_of(sh), 0);
 }
 
 /* ------------------------------------------------------- shared buffers */
@@ -281,7 +346,8 @@ static int route(struct srq_shared *sh, const struct rdmx__wc *wc)
 	if (idx >= sh->depth || sh->rb[idx].state != BUF_POSTED)
 		return rdmx__fail(-EIO, "srq: completion for buffer %u that was not posted", idx);
 	c = member_find(sh, wc->qp_num);
-	if (!c)
+	if (!c || (wc->status == RDMX__WC_OK &&
+		   rdmx__srq_credit_arrived(c, &sc_of(c)->cr)))
 		return buf_post(sh, NULL, idx);
 	sh->rb[idx].wc = *wc;
 	queue_push(sh, c, idx);
@@ -338,7 +404,7 @@ static int create_qp(rdmx_conn *c)
 	struct srq_shared *sh = sh_of(c->group);
 	struct srq_conn *p = sc_of(c);
 	struct rdmx__qp_caps caps = {
-		.max_send_wr = p->sp.n,
+		.max_send_wr = p->sp.n + SRQ_CREDIT_WRS,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
 		.recv_cq = sh->rcq,
@@ -346,7 +412,8 @@ static int create_qp(rdmx_conn *c)
 	};
 	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)(p->sp.n + RDMX__KA_WRS), &p->scq);
+	rc = c->f->create_cq(c->ep, (int)(p->sp.n + SRQ_CREDIT_WRS + RDMX__KA_WRS),
+			     &p->scq);
 	if (rc)
 		return rc;
 	caps.send_cq = p->scq;
@@ -383,6 +450,8 @@ static int srq_setup(rdmx_conn *c)
 	if (!rc)
 		rc = rdmx__sendpool_make(c, &p->sp, RDMX__ACCESS_LOCAL);
 	if (!rc)
+		rc = rdmx__srq_credit_setup(c, &p->cr);
+	if (!rc)
 		rc = shared_join(c);
 	if (!rc)
 		rc = create_qp(c);
@@ -407,6 +476,7 @@ static void shared_leave_locked(rdmx_conn *c)
 	for (uint32_t i = 0; i < sh->depth; i++)
 		if (sh->rb[i].state == BUF_HELD && sh->rb[i].owner == c)
 			buf_post(sh, NULL, i);
+	top_up_all(sh);
 }
 
 static void shared_leave(rdmx_conn *c)
@@ -427,17 +497,26 @@ static void srq_teardown(rdmx_conn *c)
 	if (p->scq)
 		c->f->destroy_cq(p->scq);
 	rdmx__sendpool_unmake(c, &p->sp);
+	rdmx__srq_credit_teardown(c, &p->cr);
 }
 
 /*
- * Protocol block (12 bytes, little-endian):
- *   0 u8  block version (1), 1..3 reserved
- *   4 u32 shared receive depth of this side (its SRQ, for all connections)
- *   8 u32 bytes each of its shared receive buffers holds
+ * Protocol block (28 bytes, little-endian):
+ *   off size field
+ *     0  u8  block version (2: credits; 1 was RNR flow control), 1..3 0
+ *     4  u32 shared receive depth of this side (its SRQ, for all
+ *            connections), equal to the hello's receive depth
+ *     8  u32 bytes each of its shared receive buffers holds, >= max_msg
+ *    12  u32 credits granted to the peer by this hello, 1..depth
+ *    16  u32 rkey of this side's credit word (srq_credit.c)
+ *    20  u64 address of this side's credit word, 8-aligned
+ * A peer with another version (an rdmx before credits) is refused at
+ * connect with the version in the reason.
  */
 static int srq_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 {
-	struct srq_shared *sh = sh_of(c->group);
+	struct rdmx__group *g = c->group;
+	struct srq_shared *sh = sh_of(g);
 
 	if (cap < BLOCK_LEN)
 		return rdmx__fail(-EMSGSIZE, "srq: no room for the protocol block");
@@ -445,6 +524,9 @@ static int srq_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 	block[1] = block[2] = block[3] = 0;
 	rdmx__put_u32(block + 4, sh->depth);
 	rdmx__put_u32(block + 8, sh->buf_bytes);
+	pthread_mutex_lock(&g->lock);
+	rdmx__srq_credit_hello_out(&sc_of(c)->cr, share_of(sh), block + 12);
+	pthread_mutex_unlock(&g->lock);
 	*len = BLOCK_LEN;
 	return 0;
 }
@@ -453,12 +535,12 @@ static int srq_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 {
 	uint32_t depth, bytes;
 
+	if (len >= 1 && block[0] != BLOCK_VERSION)
+		return rdmx__fail(-EPROTO, "srq: protocol block version %u, expected %d "
+				  "(credit flow control)", block[0], BLOCK_VERSION);
 	if (len != BLOCK_LEN)
 		return rdmx__fail(-EPROTO, "srq: protocol block of %zu bytes, expected %d",
 				  len, BLOCK_LEN);
-	if (block[0] != BLOCK_VERSION)
-		return rdmx__fail(-EPROTO, "srq: protocol block version %u, expected %d",
-				  block[0], BLOCK_VERSION);
 	depth = rdmx__get_u32(block + 4);
 	bytes = rdmx__get_u32(block + 8);
 	if (depth == 0 || depth != c->peer_recv_depth)
@@ -467,7 +549,7 @@ static int srq_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 	if (bytes < c->max_msg)
 		return rdmx__fail(-EPROTO, "srq: peer's shared receive buffers hold %u bytes, less than the negotiated max message %u",
 				  bytes, c->max_msg);
-	return 0;
+	return rdmx__srq_credit_hello_in(&sc_of(c)->cr, block + 12, depth);
 }
 
 /* ---------------------------------------------------------------- sends */
@@ -477,6 +559,33 @@ static int reap_sends(rdmx_conn *c)
 	struct srq_conn *p = sc_of(c);
 
 	return rdmx__sendpool_reap(c, &p->sp, p->scq);
+}
+
+/* What is left of @d for a second wait in the same call: the caller's
+ * -1 (forever) and 0 (poll once) as they were, else the milliseconds left. */
+static int timeout_left(struct rdmx__deadline *d, int timeout_ms)
+{
+	return timeout_ms <= 0 ? timeout_ms : rdmx__deadline_left_ms(d);
+}
+
+/* rdmx_msg_alloc: a credit from the peer first (srq_credit.c), then a slot
+ * of the send pool, both within @timeout_ms; the credit goes back if no
+ * slot came. */
+static int srq_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
+			 int timeout_ms)
+{
+	struct srq_conn *p = sc_of(c);
+	struct rdmx__deadline d;
+	int rc;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	rc = rdmx__srq_credit_take(c, &p->cr, &d);
+	if (rc)
+		return rc;
+	rc = rdmx__sendpool_msg_alloc(c, size, m, timeout_left(&d, timeout_ms));
+	if (rc)
+		rdmx__srq_credit_untake(&p->cr);
+	return rc;
 }
 
 /* ------------------------------------------------------------- receives */
@@ -534,6 +643,7 @@ static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d)
 
 	if (d->once && ++p->idle % PEER_CHECK_IDLE == 0)
 		rdmx__conn_check_peer(c);
+	rdmx__srq_credit_kick(c, &p->cr);
 	return rdmx__conn_wait(c, d);
 }
 
@@ -557,18 +667,23 @@ static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 
 static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
 {
+	struct srq_conn *p = sc_of(c);
 	struct rdmx__group *g = c->group;
 	struct srq_shared *sh = sh_of(g);
 	uint64_t idx;
 	int rc = -EINVAL;
 
-	if (!rdmx__sendpool_release(c, &sc_of(c)->sp, m))
+	if (!rdmx__sendpool_release(c, &p->sp, m)) {
+		rdmx__srq_credit_untake(&p->cr);
 		return 0;
+	}
 	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &idx))
 		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
 	pthread_mutex_lock(&g->lock);
-	if (idx < sh->depth && sh->rb[idx].state == BUF_HELD && sh->rb[idx].owner == c)
+	if (idx < sh->depth && sh->rb[idx].state == BUF_HELD && sh->rb[idx].owner == c) {
 		rc = buf_post(sh, c, idx) ? -EIO : 0;
+		rdmx__srq_credit_freed(c, &p->cr, share_of(sh));
+	}
 	pthread_mutex_unlock(&g->lock);
 	if (rc == -EINVAL)
 		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
@@ -640,7 +755,8 @@ unlock:
 	return rc;
 }
 
-/* Ask rdma_cm about every member not known to be down; 1 if one left. */
+/* Ask rdma_cm about every member not known to be down; 1 if one left.
+ * Grants not sent yet go out on the way. */
 static int check_peers(struct rdmx__group *g)
 {
 	int left = 0;
@@ -651,6 +767,7 @@ static int check_peers(struct rdmx__group *g)
 
 		if (c->state != RDMX__CONN_DOWN && rdmx__conn_check_peer(c))
 			left = 1;
+		rdmx__srq_credit_top_up(c, &sc_of(c)->cr, share_of(sh_of(g)), 0);
 	}
 	pthread_mutex_unlock(&g->lock);
 	return left;
@@ -717,12 +834,23 @@ uint32_t rdmx__srq_posted(rdmx_conn *c)
 	return n;
 }
 
+uint8_t *rdmx__srq_credit_word(rdmx_conn *c)
+{
+	return (uint8_t *)sc_of(c)->cr.w;
+}
+
 /* Registered per connection: its send slots (the SRQ is the listener's). */
 static uint64_t srq_mem_estimate(const rdmx_conn *c)
 {
 	uint64_t slot = ((uint64_t)c->max_msg + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1);
 
 	return slot * c->opts.send_depth;
+}
+
+/* The core's hook for the completions of credit WRITEs. */
+static int srq_own_wc(rdmx_conn *c, const struct rdmx__wc *wc)
+{
+	return rdmx__srq_credit_wc(c, &sc_of(c)->cr, wc);
 }
 
 const struct rdmx_protocol_ops rdmx__proto_srq = {
@@ -733,7 +861,7 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.hello_out = srq_hello_out,
 	.hello_in = srq_hello_in,
 	.teardown = srq_teardown,
-	.msg_alloc = rdmx__sendpool_msg_alloc,
+	.msg_alloc = srq_msg_alloc,
 	.send = rdmx__sendpool_conn_send,
 	.flush = rdmx__sendpool_conn_flush,
 	.recv = srq_recv,
@@ -743,4 +871,5 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.group_recv = srq_group_recv,
 	.group_unlist = shared_leave_locked,
 	.mem_estimate = srq_mem_estimate,
+	.own_wc = srq_own_wc,
 };
