@@ -57,6 +57,17 @@ static void sc_close(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
 	free(sc);
 }
 
+/* Has the client left or failed? (A worker may fail it: resp_failed.) */
+static bool sc_is_gone(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
+{
+	bool gone;
+
+	pthread_mutex_lock(&s->lock);
+	gone = sc->gone;
+	pthread_mutex_unlock(&s->lock);
+	return gone;
+}
+
 /* The client left or failed: close now, or when its last answer is out. */
 static void sc_gone(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
 {
@@ -275,7 +286,7 @@ static void on_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, struct rpc
 	uint32_t count;
 	int rc;
 
-	if (sc->gone) {
+	if (sc_is_gone(s, sc)) {
 		s->ops->release(sc->t, rx);
 		return;
 	}
@@ -360,6 +371,25 @@ void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap)
 	return req->resp;
 }
 
+/*
+ * A response that did not go out within the timeout (the client takes no
+ * responses: its receives full, our sends waiting on it) or on a failed
+ * connection: the client is failed. Its other requests then get no answer
+ * and no wait (the run thread closes it after the last), so one client
+ * that stops reading holds its worker's other clients for one timeout, not
+ * one per request it sends.
+ */
+static void resp_failed(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
+			const struct rpc_hdr *h, int rc)
+{
+	rdmx__fail(rc, "rpc: the response to call %llu could not be sent within %d ms "
+		   "(%s): the client is dropped", (unsigned long long)h->call,
+		   s->o.timeout_ms, s->ops->error(sc->t));
+	pthread_mutex_lock(&s->lock);
+	sc->gone = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Send @h and @h->len bytes of @req's response. The protocols lend one
  * send buffer at a time (the ring ones), so a connection's responders take
  * turns, and a deferred request holds no send buffer meanwhile. */
@@ -370,6 +400,9 @@ static int resp_send(struct rdmx_rpc_req *req, const struct rpc_hdr *h)
 	struct rpc_buf b;
 	int rc;
 
+	if (sc_is_gone(s, sc))
+		return rdmx__fail(-ECONNRESET, "rpc: the client is gone (or failed): "
+				  "response to call %llu not sent", (unsigned long long)h->call);
 	pthread_mutex_lock(&sc->send_lock);
 	rc = s->ops->alloc(sc->t, RPC_HDR + h->len, &b, s->o.timeout_ms);
 	if (!rc) {
@@ -381,6 +414,8 @@ static int resp_send(struct rdmx_rpc_req *req, const struct rpc_hdr *h)
 			s->ops->drop(sc->t, &b);
 	}
 	pthread_mutex_unlock(&sc->send_lock);
+	if (rc)
+		resp_failed(s, sc, h, rc);
 	return rc;
 }
 
