@@ -30,6 +30,7 @@
  * drops that client (rpc_server.c). Copies: the server copies a response
  * from the request's buffer into its response slot (one more than msg).
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <sched.h>
@@ -110,6 +111,24 @@ static int trailer_load(const unsigned char *slot, uint32_t ssize, uint32_t seq,
 
 	*len = (uint32_t)t & RFP_LEN_MASK;
 	return (uint32_t)(t >> 32) == seq && ((uint32_t)t >> 24) == (seq & 0xff);
+}
+
+/*
+ * 1 when the frame at @frame (complete: it was placed before any byte of
+ * its trailer changed) is @len bytes long by its own header. rxe places
+ * and READs memory with a byte copy (emulated byte by byte under TCG), so
+ * a trailer can read with the new seq byte and the new seq word but some
+ * bytes of the old len: such a trailer is "not yet", read again. The
+ * header is peer-written: its length is copied once, and only compared.
+ */
+static int trailer_len_agrees(const unsigned char *frame, uint32_t len)
+{
+	uint32_t plen;
+
+	if (len < RPC_HDR)
+		return 1; /* too short for a header: the frame check says so */
+	memcpy(&plen, frame + 12, sizeof(plen)); /* rpc_hdr.len, little-endian */
+	return le32toh(plen) == len - RPC_HDR;
 }
 
 static void trailer_store(unsigned char *slot, uint32_t ssize, uint32_t len, uint32_t seq)
@@ -344,7 +363,8 @@ static int slots_scan(struct rfp_lis *l, struct rpc_sev *ev)
 			unsigned char *slot = slot_at(r, 0, s);
 			uint32_t len;
 
-			if (!trailer_load(slot, r->ssize, r->seq[s] + 1, &len))
+			if (!trailer_load(slot, r->ssize, r->seq[s] + 1, &len) ||
+			    (len <= r->ssize - RFP_TRAILER && !trailer_len_agrees(slot, len)))
 				continue;
 			pthread_mutex_lock(&r->lock);
 			r->seq[s]++;
@@ -616,6 +636,8 @@ static int fetch(struct rfp_conn *r, uint32_t s, struct rpc_rx *rx)
 	rc = onesided(r, 0, r->rresp, roff, off, len);
 	if (rc)
 		return rc;
+	if (!trailer_len_agrees(r->mem + off, len))
+		return 0; /* a torn trailer: fetch again (not a failed fetch) */
 	r->state[s] = SLOT_FREE;
 	*rx = (struct rpc_rx){ .data = r->mem + off, .len = len, .slot = (int)s };
 	return 1;
