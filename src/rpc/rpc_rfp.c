@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rpc/rpc_int.h"
 
@@ -135,6 +136,36 @@ static void trailer_store(unsigned char *slot, uint32_t ssize, uint32_t len, uin
 {
 	__atomic_store_n((uint64_t *)(void *)(slot + ssize - RFP_TRAILER),
 			 trailer_word(len, seq), __ATOMIC_RELEASE);
+}
+
+/* Test hook (rdmx__rpc_rfp_tear): ms to show the next response's or
+ * request's trailer torn (the new seq, a wrong len) before the real one. */
+static unsigned tear_ms[2];
+
+void rdmx__rpc_rfp_tear(int side, unsigned ms)
+{
+	__atomic_store_n(&tear_ms[side != 0], ms, __ATOMIC_RELAXED);
+}
+
+struct rfp_conn;
+
+/* The torn trailer of the hook, if armed for @side: stored into @slot,
+ * which @show (if any) then WRITEs to @r's slot @s, and left there for
+ * the hook's ms. */
+static int tear_first(int side, unsigned char *slot, uint32_t ssize, uint32_t len,
+		      uint32_t seq, int (*show)(struct rfp_conn *, uint32_t),
+		      struct rfp_conn *r, uint32_t s)
+{
+	unsigned ms = __atomic_exchange_n(&tear_ms[side], 0, __ATOMIC_RELAXED);
+	int rc = 0;
+
+	if (!ms)
+		return 0;
+	trailer_store(slot, ssize, len + 8 <= ssize - RFP_TRAILER ? len + 8 : len - 8, seq);
+	if (show)
+		rc = show(r, s);
+	usleep(ms * 1000);
+	return rc;
 }
 
 /* The slot a frame of ours goes to: its call id's slot index. */
@@ -462,6 +493,8 @@ static int rfp_server_send(struct rfp_conn *r, struct rpc_buf *b, size_t len)
 		return rc;
 	memcpy(slot_at(r, 1, s), b->data, len);
 	pthread_mutex_lock(&r->lock);
+	tear_first(RDMX__RFP_TEAR_RESP, slot_at(r, 1, s), r->ssize, (uint32_t)len, r->seq[s],
+		   NULL, r, s);
 	trailer_store(slot_at(r, 1, s), r->ssize, (uint32_t)len, r->seq[s]);
 	r->done[s] = r->seq[s];
 	if (r->push[s] == r->seq[s] || kind == RPC_HELLO_REJECT)
@@ -576,23 +609,32 @@ static int onesided(struct rfp_conn *r, int write, const rdmx_region *reg, size_
 
 static int push_ask(struct rfp_conn *r, uint32_t s);
 
+/* WRITE the trailer in our scratch into request slot @s. */
+static int trailer_write(struct rfp_conn *r, uint32_t s)
+{
+	size_t tr = r->ssize - RFP_TRAILER;
+
+	return onesided(r, 1, r->rreq, (size_t)s * r->ssize + tr, tr, RFP_TRAILER);
+}
+
 /* A request: the frame into its slot, then the trailer (fetch_retries 0:
  * and ask for the push at once). */
 static int rfp_client_send(struct rfp_conn *r, struct rpc_buf *b, size_t len)
 {
-	size_t roff, tr = r->ssize - RFP_TRAILER;
 	uint8_t kind;
 	uint32_t s;
 	int rc = frame_slot(r, b->data, len, &s, &kind);
 
 	if (rc)
 		return rc;
-	roff = (size_t)s * r->ssize;
 	r->seq[s]++;
-	trailer_store(r->mem, r->ssize, (uint32_t)len, r->seq[s]);
-	rc = onesided(r, 1, r->rreq, roff, 0, len);
+	rc = onesided(r, 1, r->rreq, (size_t)s * r->ssize, 0, len);
 	if (!rc)
-		rc = onesided(r, 1, r->rreq, roff + tr, tr, RFP_TRAILER);
+		rc = tear_first(RDMX__RFP_TEAR_REQ, r->mem, r->ssize, (uint32_t)len, r->seq[s],
+				trailer_write, r, s);
+	trailer_store(r->mem, r->ssize, (uint32_t)len, r->seq[s]);
+	if (!rc)
+		rc = trailer_write(r, s);
 	if (rc)
 		return rc;
 	r->state[s] = SLOT_WAIT;

@@ -996,6 +996,41 @@ static void t_rfp_client_mem(void **state)
 }
 
 /*
+ * rfp: a trailer read torn - the new seq with bytes of the old len, as
+ * rxe's byte copies can place or READ it - is "not yet": the client
+ * fetches again rather than hand over a wrong length (-EPROTO before), the
+ * server scans the slot again rather than drop the client. The hook shows
+ * each trailer torn for 30 ms before the real one.
+ */
+static void t_rfp_torn(void **state)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+	struct rdmx_rpc_opts o;
+	rdmx_rpc_client *c;
+	struct srv v;
+
+	(void)state;
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1);
+	rdmx_rpc_opts_init(&o);
+	o.transport = "rfp";
+	o.timeout_ms = WAIT_MS;
+	o.fetch_retries = 1u << 30; /* fetch only: the torn response is READ */
+	assert_int_equal(rdmx_rpc_client_create(v.ctx, th_addr(), rdmx_rpc_server_port(v.s),
+						contract, NMETHODS, &o, &c), 0);
+	echo_once(c, 40, 1);
+	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_RESP, 30);
+	echo_once(c, 40, 2);
+	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_REQ, 30);
+	echo_once(c, 40, 3);
+	echo_once(c, 40, 4);
+	rdmx_rpc_client_destroy(c);
+	assert_int_equal(stats_wait(&v, 0, 4), 0); /* the client gone, four calls */
+	srv_stop(&v);
+}
+
+/*
  * rfp: a client asks the server to push its (answered) hello response
  * over and over and never takes the pushes. Its receives run out, the
  * server's SENDs to it wait on RNR and its send buffers fill: the push
@@ -1167,6 +1202,7 @@ int main(void)
 		cmocka_unit_test(t_rfp_fetch_push),
 		cmocka_unit_test(t_rfp_push_flood),
 		cmocka_unit_test(t_rfp_client_mem),
+		cmocka_unit_test(t_rfp_torn),
 		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
