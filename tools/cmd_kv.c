@@ -16,7 +16,7 @@ static const struct opts_page kv_page = {
 	.synopsis = "rdmx kv serve [ADDR] [--port PORT] [--transport NAME] [--protocol NAME]\n"
 		    "              [--memcached-port PORT] [--memcached-addr ADDR]\n"
 		    "              [--capacity N] [--memory BYTES] [--inline-max BYTES]\n"
-		    "              [--max-clients N]\n"
+		    "              [--max-clients N] [--evict none|lru]\n"
 		    "rdmx kv get ADDR KEY [--mode rpc|read|auto]\n"
 		    "rdmx kv put ADDR KEY VALUE\n"
 		    "rdmx kv del ADDR KEY",
@@ -27,7 +27,12 @@ static const struct opts_page kv_page = {
 		"the version), values longer than --inline-max in a second region.\n"
 		"It holds --capacity keys at most and --memory bytes of out-of-line\n"
 		"values; a store into a full table is refused (SERVER_ERROR out of\n"
-		"memory storing object), nothing is evicted.\n"
+		"memory storing object), nothing is evicted, unless --evict lru: then\n"
+		"the least recently used key in the way goes (sampled LRU over access\n"
+		"ticks the server keeps; a store, a touch and a GET the server answers\n"
+		"count as accesses, a GET by one-sided READ does not: the server never\n"
+		"sees it). An evicted key is a miss on both doors; stats counts\n"
+		"evictions.\n"
 		"\n"
 		"With --memcached-port, the store speaks memcached's ASCII protocol\n"
 		"over TCP (set, add, replace, append, prepend, cas, get, gets,\n"
@@ -96,7 +101,7 @@ static int serve(const struct rdmx_kv_server_opts *o)
 }
 
 struct kv_cfg {
-	const char *fabric, *transport, *protocol, *mode, *addr;
+	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
 	long long port, mport, clients, timeout;
 	uint64_t capacity, memory, inline_max;
 };
@@ -104,6 +109,7 @@ struct kv_cfg {
 static const char *const fabrics[] = { "verbs", "fake", NULL };
 static const char *const transports[] = { "msg", NULL };
 static const char *const modes[] = { "auto", "rpc", "read", NULL };
+static const char *const evicts[] = { "none", "lru", NULL };
 
 static int kv_fail(const char *what, int rc, const char *msg)
 {
@@ -119,6 +125,7 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 		.memcached_port = (int)cfg->mport, .max_clients = (int)cfg->clients,
 		.rdma_addr = addr, .rdma_port = (int)cfg->port,
 		.transport = cfg->transport, .protocol = cfg->protocol,
+		.evict = strcmp(cfg->evict, "lru") ? RDMX_KV_EVICT_NONE : RDMX_KV_EVICT_LRU,
 	};
 	struct rdmx_ctx_opts co;
 	rdmx_ctx *ctx = NULL;
@@ -213,7 +220,7 @@ int cmd_kv(int argc, char **argv)
 		.protocol = "send_recv", .mode = "auto", .addr = "0.0.0.0",
 		.port = RDMX_DEFAULT_PORT, .mport = 11211, .clients = 1024,
 		.timeout = 5000, .capacity = 65536, .memory = 64ULL << 20,
-		.inline_max = 1024 };
+		.inline_max = 1024, .evict = "none" };
 	const struct opt table[] = {
 		{ "port", 0, OPT_INT, &cfg.port, -1, 65535, NULL, "PORT",
 		  "RDMA door (RPC) port: serve listens, the client dials (default 7471; "
@@ -241,6 +248,9 @@ int cmd_kv(int argc, char **argv)
 		  "longest value kept in its entry, a multiple of 8 (default 1024)" },
 		{ "max-clients", 0, OPT_INT, &cfg.clients, 1, 65536, NULL, "N",
 		  "front door connections at once (default 1024)" },
+		{ "evict", 0, OPT_CHOICE, &cfg.evict, 0, 0, evicts, "POLICY",
+		  "serve, a full table or slab: none (refuse the store, default) or lru "
+		  "(evict the least recently used key in the way)" },
 		{ 0 },
 	};
 	const char *pos[4];

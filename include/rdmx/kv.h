@@ -26,6 +26,12 @@ extern "C" {
 
 typedef struct rdmx_kv_server rdmx_kv_server;
 
+/* What a store with no room does (rdmx_kv_server_opts.evict). */
+enum rdmx_kv_evict {
+	RDMX_KV_EVICT_NONE = 0, /* refuse: -ENOSPC, memcached's SERVER_ERROR out of memory */
+	RDMX_KV_EVICT_LRU = 1,  /* evict the least recently used entry in the way */
+};
+
 /* A server's sizes and front door. Zero fields take the defaults. */
 struct rdmx_kv_server_opts {
 	uint64_t capacity;      /* entries at most (default 65536) */
@@ -42,6 +48,15 @@ struct rdmx_kv_server_opts {
 	int rdma_port;          /* RPC port of the door, 0 any free port */
 	const char *transport;  /* RPC transport (NULL: rdmx RPC's default) */
 	const char *protocol;   /* rdmx protocol under it (NULL: its default) */
+	/*
+	 * A full table (--capacity keys, or no free slot near the key's
+	 * bucket) or slab: RDMX_KV_EVICT_NONE refuses the store (0, the
+	 * default), RDMX_KV_EVICT_LRU evicts the least recently used live
+	 * entry in the way (sampled LRU over per-entry access ticks; a GET by
+	 * one-sided READ does not count as an access: the server never sees
+	 * it). Evictions are counted ("evictions" in the front door's stats).
+	 */
+	int evict;
 };
 
 /**

@@ -136,6 +136,7 @@ struct rdmx__kv_opts {
 	uint64_t seed;
 	rdmx__kv_clock now;  /* NULL: CLOCK_REALTIME seconds */
 	void *now_arg;
+	bool evict_lru;      /* full: evict the least recently used (evict.c) */
 };
 
 enum rdmx__kv_mode {
@@ -165,13 +166,14 @@ struct rdmx__kv_reader {
 	uint8_t *value; /* the value of the last hit */
 	size_t value_cap;
 	struct rdmx__kv_ehdr hit; /* the last hit's header */
+	uint64_t hit_slot;        /* and its slot */
 	uint64_t retries;   /* torn copies read again */
 	uint64_t fallbacks; /* lookups done under the writer lock */
 };
 
 struct rdmx__kv_stats {
 	uint64_t items, capacity, buckets, slab_used, slab_size;
-	uint64_t gets, hits, sets, retries, fallbacks;
+	uint64_t gets, hits, sets, retries, fallbacks, evictions;
 };
 
 struct rdmx__kv;
@@ -207,5 +209,26 @@ void rdmx__kv_slab_fini(struct rdmx__kv_slab *s);
 int rdmx__kv_slab_alloc(struct rdmx__kv_slab *s, uint64_t len, uint64_t *off);
 void rdmx__kv_slab_free(struct rdmx__kv_slab *s, uint64_t off, uint64_t len);
 uint64_t rdmx__kv_slab_used(const struct rdmx__kv_slab *s);
+unsigned rdmx__kv_slab_class(uint64_t len);
+
+/* evict.c: --evict lru's access ticks and victim choice. */
+struct rdmx__kv_lru;
+
+/* Where rdmx__kv_lru_pick() looks (writer lock held). */
+struct rdmx__kv_lru_sample {
+	const struct rdmx__kv_layout *l;
+	const uint8_t *table;
+	uint64_t from;   /* first slot, or UINT64_MAX: the hand */
+	uint64_t span;   /* slots to look at, at most */
+	uint64_t exclude; /* a slot never taken (UINT64_MAX: none) */
+	int slab_class;  /* -1 any entry, else only out-of-line ones of that class */
+	uint64_t now;    /* store clock: an expired entry goes first */
+};
+
+int rdmx__kv_lru_init(struct rdmx__kv_lru **out, uint64_t buckets);
+void rdmx__kv_lru_fini(struct rdmx__kv_lru *lru);
+void rdmx__kv_lru_touch(struct rdmx__kv_lru *lru, uint64_t slot);
+bool rdmx__kv_lru_pick(struct rdmx__kv_lru *lru, const struct rdmx__kv_lru_sample *sc,
+		       uint64_t *victim);
 
 #endif /* RDMX_KV_INTERNAL_H */

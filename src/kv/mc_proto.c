@@ -509,7 +509,8 @@ static void cmd_stats(struct rdmx__mc_sess *s, const struct mc_line *l)
 		{ "cmd_set", c.cmd_set }, { "cmd_flush", c.cmd_flush },
 		{ "cmd_touch", c.cmd_touch }, { "get_hits", c.get_hits },
 		{ "get_misses", c.cmd_get - c.get_hits }, { "limit_maxbytes", st.slab_size },
-		{ "curr_items", st.items }, { "rdmx_capacity", st.capacity },
+		{ "curr_items", st.items }, { "evictions", st.evictions },
+		{ "rdmx_capacity", st.capacity },
 		{ "rdmx_buckets", st.buckets }, { "rdmx_slab_used", st.slab_used },
 		{ "rdmx_read_retries", st.retries }, { "rdmx_read_fallbacks", st.fallbacks },
 	};

@@ -105,7 +105,8 @@ static int server_alloc(struct rdmx_kv_server *s)
 {
 	struct rdmx__kv_opts ko = { .capacity = s->o.capacity, .memory = s->o.memory,
 				    .inline_max = s->o.inline_max,
-				    .item_max = s->o.item_max };
+				    .item_max = s->o.item_max,
+				    .evict_lru = s->o.evict == RDMX_KV_EVICT_LRU };
 	int rc = rdmx__kv_create(&ko, &s->kv);
 
 	if (rc)
@@ -134,7 +135,10 @@ int rdmx_kv_server_create(const struct rdmx_kv_server_opts *opts,
 	s->lfd = s->wake[0] = s->wake[1] = -1;
 	s->port = -ENOENT;
 	opts_default(opts, &s->o);
-	rc = server_alloc(s);
+	rc = s->o.evict == RDMX_KV_EVICT_NONE || s->o.evict == RDMX_KV_EVICT_LRU ? 0 :
+	     rdmx__fail(-EINVAL, "kv: eviction policy %d (none 0, lru 1)", s->o.evict);
+	if (!rc)
+		rc = server_alloc(s);
 	if (!rc && s->o.memcached_port >= 0)
 		rc = listen_open(s);
 	if (!rc && s->o.ctx)

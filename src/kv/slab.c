@@ -21,7 +21,8 @@ struct rdmx__kv_slab {
 	size_t n_free[SLAB_CLASSES], cap_free[SLAB_CLASSES];
 };
 
-static unsigned slab_class(uint64_t len)
+/* The size class of a chunk for @len bytes (chunks of RDMX__KV_SLAB_MIN << class). */
+unsigned rdmx__kv_slab_class(uint64_t len)
 {
 	unsigned c = 0;
 
@@ -51,7 +52,7 @@ void rdmx__kv_slab_fini(struct rdmx__kv_slab *s)
 /* A chunk of at least @len bytes at *@off; -ENOSPC when none is left. */
 int rdmx__kv_slab_alloc(struct rdmx__kv_slab *s, uint64_t len, uint64_t *off)
 {
-	unsigned c = slab_class(len);
+	unsigned c = rdmx__kv_slab_class(len);
 	uint64_t chunk = (uint64_t)RDMX__KV_SLAB_MIN << c;
 
 	if (c >= SLAB_CLASSES)
@@ -71,7 +72,7 @@ int rdmx__kv_slab_alloc(struct rdmx__kv_slab *s, uint64_t len, uint64_t *off)
 /* Give back the chunk at @off that was allocated for @len bytes. */
 void rdmx__kv_slab_free(struct rdmx__kv_slab *s, uint64_t off, uint64_t len)
 {
-	unsigned c = slab_class(len);
+	unsigned c = rdmx__kv_slab_class(len);
 
 	if (s->n_free[c] == s->cap_free[c]) {
 		size_t cap = s->cap_free[c] ? 2 * s->cap_free[c] : 16;

@@ -10,7 +10,9 @@
  *    a key is in its own bucket in the common case and a GET is one read of
  *    one entry (plus one of the slab for an out-of-line value). A key with
  *    no free slot within the bound, a table at capacity or a full slab is
- *    -ENOSPC: nothing is ever evicted to make room.
+ *    -ENOSPC, unless the store was made with evict_lru (--evict lru): then
+ *    the least recently used live entry in the way goes (evict.c chooses,
+ *    make_room() and slab_room() here remove it as a delete would).
  *  - a lookup stops at an EMPTY slot; deletes leave tombstones (probed
  *    past, reused by inserts), so a key after a deleted one stays found.
  *  - one writer at a time (the writer lock); readers take no lock: they
@@ -42,6 +44,8 @@ struct rdmx__kv {
 	uint64_t items, next_cas;
 	uint64_t swept;         /* store clock of the last expired sweep */
 	uint64_t gets, hits, sets, retries, fallbacks; /* atomic counters */
+	struct rdmx__kv_lru *lru; /* evict_lru: access ticks; else NULL */
+	uint64_t evictions;
 };
 
 /* Where a writer's search for a key ended. */
@@ -51,6 +55,8 @@ struct kv_found {
 	bool stale;     /* the key is at slot, expired */
 	bool reclaim;   /* slot holds another key, expired: reused for this one */
 	bool space;     /* there is a slot to put it in */
+	bool evict;     /* slot holds the live entry evicted for this one */
+	uint64_t first, scanned; /* the slots the search looked at */
 	struct rdmx__kv_ehdr h; /* slot's header (hit or stale) */
 	uint64_t version;       /* slot's current version */
 };
@@ -141,6 +147,8 @@ static int regions_alloc(struct rdmx__kv *kv)
 	kv->vbuf = malloc(round8(kv->o.item_max) + 16);
 	if (!kv->table || !kv->slab || !kv->image || !kv->wcopy || !kv->vbuf)
 		return -ENOMEM;
+	if (kv->o.evict_lru && rdmx__kv_lru_init(&kv->lru, kv->l.buckets))
+		return -ENOMEM;
 	memset(kv->table, 0, kv->table_len);
 	return rdmx__kv_slab_init(&kv->alloc, kv->l.slab_size);
 }
@@ -185,6 +193,7 @@ void rdmx__kv_destroy(struct rdmx__kv *kv)
 	if (kv->alloc)
 		pthread_mutex_destroy(&kv->lock);
 	rdmx__kv_slab_fini(kv->alloc);
+	rdmx__kv_lru_fini(kv->lru);
 	free(kv->vbuf);
 	free(kv->wcopy);
 	free(kv->image);
@@ -273,6 +282,7 @@ static int lookup_once(struct rdmx__kv *kv, struct rdmx__kv_reader *r,
 	for (uint64_t i = 0; i < probe_len(kv); i++) {
 		uint8_t *s = slot_at(kv, (b + i) % kv->l.buckets);
 
+		r->hit_slot = (b + i) % kv->l.buckets;
 		rdmx__kv_load(r->entry, s, kv->l.entry_size);
 		switch (rdmx__kv_entry_check(&kv->l, r->entry, key, klen, now, &r->hit)) {
 		case RDMX__KV_V_TORN:
@@ -327,8 +337,10 @@ int rdmx__kv_get(struct rdmx__kv *kv, struct rdmx__kv_reader *r,
 	}
 	__atomic_add_fetch(&kv->retries, r->retries - retries, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&kv->gets, 1, __ATOMIC_RELAXED);
-	if (!rc)
+	if (!rc) {
 		__atomic_add_fetch(&kv->hits, 1, __ATOMIC_RELAXED);
+		rdmx__kv_lru_touch(kv->lru, r->hit_slot);
+	}
 	return rc;
 }
 
@@ -350,6 +362,7 @@ static int writer_find(struct rdmx__kv *kv, const void *key, size_t klen,
 	uint64_t b = rdmx__kv_bucket(&kv->l, key, klen), now = rdmx__kv_now(kv);
 
 	memset(f, 0, sizeof(*f));
+	f->first = b;
 	for (uint64_t i = 0; i < probe_len(kv); i++) {
 		uint64_t at = (b + i) % kv->l.buckets;
 		struct rdmx__kv_ehdr h;
@@ -358,13 +371,15 @@ static int writer_find(struct rdmx__kv *kv, const void *key, size_t klen,
 		rdmx__kv_load(kv->wcopy, slot_at(kv, at), kv->l.entry_size);
 		memcpy(&h, kv->wcopy, sizeof(h));
 		v = rdmx__kv_entry_check(&kv->l, kv->wcopy, key, klen, now, &f->h);
+		f->scanned = i + 1;
 		if (v == RDMX__KV_V_TORN)
 			return -EIO;
 		if (v == RDMX__KV_V_HIT || v == RDMX__KV_V_EXPIRED) {
 			*f = (struct kv_found){ .slot = at, .hit = v == RDMX__KV_V_HIT,
 						.stale = v == RDMX__KV_V_EXPIRED,
 						.space = true, .h = f->h,
-						.version = h.version };
+						.version = h.version, .first = b,
+						.scanned = i + 1 };
 			return 0;
 		}
 		if (!f->space && (h.state != RDMX__KV_LIVE || expired(&h, now))) {
@@ -403,11 +418,83 @@ static void ool_release(struct rdmx__kv *kv, const struct kv_found *f)
 		rdmx__kv_slab_free(kv->alloc, f->h.ool_off, f->h.value_len);
 }
 
+/* ------------------------------------------------------------- eviction */
+
+static void slot_clear(struct rdmx__kv *kv, const struct kv_found *f, bool empty);
+
+/* Slot @i's header, as the writer (lock held) sees it. */
+static void header_at(struct rdmx__kv *kv, uint64_t i, struct rdmx__kv_ehdr *h)
+{
+	rdmx__kv_load(h, slot_at(kv, i), sizeof(*h));
+}
+
+static struct rdmx__kv_lru_sample sample(struct rdmx__kv *kv, int slab_class)
+{
+	return (struct rdmx__kv_lru_sample){ .l = &kv->l, .table = kv->table,
+					     .from = UINT64_MAX, .span = kv->l.buckets,
+					     .exclude = UINT64_MAX, .slab_class = slab_class,
+					     .now = rdmx__kv_now(kv) };
+}
+
+/*
+ * Delete the least recently used live entry of a table-wide sample (only
+ * out-of-line ones of @slab_class when >= 0), never @f's slot: 0, or
+ * -ENOSPC when there is none.
+ */
+static int evict_one(struct rdmx__kv *kv, const struct kv_found *f, int slab_class)
+{
+	struct rdmx__kv_lru_sample sc = sample(kv, slab_class);
+	struct kv_found v = { .hit = true, .space = true };
+
+	sc.exclude = f->slot;
+	if (!rdmx__kv_lru_pick(kv->lru, &sc, &v.slot))
+		return -ENOSPC;
+	header_at(kv, v.slot, &v.h);
+	v.version = v.h.version;
+	slot_clear(kv, &v, false);
+	kv->items--;
+	kv->evictions++;
+	return 0;
+}
+
+/*
+ * Room in the table for @f's key when it needs some: 0, or -ENOSPC (no
+ * eviction). A window full of live entries gives its least recently used
+ * slot to the key (overwritten by it: f->reclaim); a table at capacity
+ * loses its least recently used entry of a sample (evict_one).
+ */
+static int make_room(struct rdmx__kv *kv, struct kv_found *f)
+{
+	bool fresh = !f->hit && !f->stale && !f->reclaim;
+	struct rdmx__kv_lru_sample sc = sample(kv, -1);
+
+	if (f->space && !(fresh && kv->items >= kv->o.capacity))
+		return 0;
+	if (!kv->lru)
+		return -ENOSPC;
+	if (f->space)
+		return evict_one(kv, f, -1);
+	sc.from = f->first;
+	sc.span = f->scanned;
+	if (!rdmx__kv_lru_pick(kv->lru, &sc, &f->slot))
+		return -ENOSPC;
+	header_at(kv, f->slot, &f->h);
+	f->version = f->h.version;
+	f->space = f->reclaim = f->evict = true;
+	return 0;
+}
+
 /* Out of line: the value (kv->vbuf) into a fresh slab chunk. */
-static int ool_write(struct rdmx__kv *kv, struct rdmx__kv_ehdr *h)
+static int ool_write(struct rdmx__kv *kv, const struct kv_found *f,
+		     struct rdmx__kv_ehdr *h)
 {
 	int rc = rdmx__kv_slab_alloc(kv->alloc, h->value_len, &h->ool_off);
 
+	if (rc == -ENOSPC && kv->lru) {
+		rc = evict_one(kv, f, (int)rdmx__kv_slab_class(h->value_len));
+		if (!rc)
+			rc = rdmx__kv_slab_alloc(kv->alloc, h->value_len, &h->ool_off);
+	}
 	if (rc)
 		return rc;
 	memset(kv->vbuf + h->value_len, 0, 8);
@@ -432,25 +519,29 @@ static void entry_write(struct rdmx__kv *kv, const struct kv_found *f,
 }
 
 /* Put the value in kv->vbuf (@vlen bytes) for @key at @f. */
-static int put_found(struct rdmx__kv *kv, const struct kv_found *f,
+static int put_found(struct rdmx__kv *kv, const struct kv_found *found,
 		     const struct rdmx__kv_put *p, size_t vlen, uint64_t *cas_out)
 {
 	struct rdmx__kv_ehdr h = { .state = RDMX__KV_LIVE, .key_len = (uint16_t)p->klen,
 				   .value_len = (uint32_t)vlen, .flags = p->flags,
 				   .expiry = p->expiry, .ool_off = RDMX__KV_INLINE,
 				   .cas = kv->next_cas + 1 };
-	bool fresh = !f->hit && !f->stale && !f->reclaim;
-	int rc;
+	struct kv_found f = *found;
+	bool fresh;
+	int rc = make_room(kv, &f);
 
-	if (!f->space || (fresh && kv->items >= kv->o.capacity))
-		return -ENOSPC;
+	if (rc)
+		return rc;
+	fresh = !f.hit && !f.stale && !f.reclaim;
 	if (vlen > kv->l.inline_max) {
-		rc = ool_write(kv, &h);
+		rc = ool_write(kv, &f, &h);
 		if (rc)
 			return rc;
 	}
-	entry_write(kv, f, &h, p->key);
-	ool_release(kv, f);
+	entry_write(kv, &f, &h, p->key);
+	ool_release(kv, &f);
+	rdmx__kv_lru_touch(kv->lru, f.slot);
+	kv->evictions += f.evict;
 	kv->next_cas++;
 	if (fresh)
 		kv->items++;
@@ -504,7 +595,6 @@ static int value_build(struct rdmx__kv *kv, const struct rdmx__kv_put *p,
 }
 
 static bool slot_live(struct rdmx__kv *kv, uint64_t i, struct kv_found *f);
-static void slot_clear(struct rdmx__kv *kv, const struct kv_found *f, bool empty);
 
 /*
  * At capacity: turn every expired entry into a tombstone, at most once per
@@ -679,8 +769,10 @@ int rdmx__kv_touch(struct rdmx__kv *kv, const void *key, size_t klen,
 		return -EINVAL;
 	pthread_mutex_lock(&kv->lock);
 	rc = live_find(kv, key, klen, &f);
-	if (!rc)
+	if (!rc) {
 		expiry_set(kv, &f, expiry);
+		rdmx__kv_lru_touch(kv->lru, f.slot);
+	}
 	pthread_mutex_unlock(&kv->lock);
 	return rc;
 }
@@ -726,6 +818,7 @@ void rdmx__kv_stats(struct rdmx__kv *kv, struct rdmx__kv_stats *s)
 		.items = kv->items, .capacity = kv->o.capacity,
 		.buckets = kv->l.buckets, .slab_used = rdmx__kv_slab_used(kv->alloc),
 		.slab_size = kv->l.slab_size, .sets = kv->sets,
+		.evictions = kv->evictions,
 	};
 	pthread_mutex_unlock(&kv->lock);
 	s->gets = __atomic_load_n(&kv->gets, __ATOMIC_RELAXED);

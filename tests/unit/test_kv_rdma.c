@@ -50,23 +50,37 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
-static void srv_start(struct srv *v, uint64_t capacity)
+/* A server as @o says (sizes, port, eviction) in v->ctx, running. */
+static void srv_open(struct srv *v, struct rdmx_kv_server_opts *o)
+{
+	o->memcached_addr = "127.0.0.1";
+	o->rdma_addr = th_addr();
+	o->ctx = v->ctx;
+	v->s = NULL;
+	if (rdmx_kv_server_create(o, &v->s))
+		fprintf(stderr, "kv server: %s\n", rdmx_last_error());
+	assert_non_null(v->s);
+	assert_true(rdmx_kv_server_rdma_port(v->s) > 0);
+	assert_int_equal(pthread_create(&v->t, NULL, run_main, v), 0);
+}
+
+/* A fresh context and a server in it (@evict: its eviction policy). */
+static void srv_start_evict(struct srv *v, uint64_t capacity, int evict)
 {
 	struct rdmx_ctx_opts co;
 	struct rdmx_kv_server_opts o = { .capacity = capacity, .memory = 1 << 22,
-					 .inline_max = 64, .memcached_addr = "127.0.0.1",
-					 .memcached_port = 0, .rdma_addr = th_addr() };
+					 .inline_max = 64, .evict = evict };
 
 	memset(v, 0, sizeof(*v));
 	rdmx_ctx_opts_init(&co);
 	co.fabric = th_fabric();
 	assert_int_equal(rdmx_ctx_create(&v->ctx, &co), 0);
-	o.ctx = v->ctx;
-	if (rdmx_kv_server_create(&o, &v->s))
-		fprintf(stderr, "kv server: %s\n", rdmx_last_error());
-	assert_non_null(v->s);
-	assert_true(rdmx_kv_server_rdma_port(v->s) > 0);
-	assert_int_equal(pthread_create(&v->t, NULL, run_main, v), 0);
+	srv_open(v, &o);
+}
+
+static void srv_start(struct srv *v, uint64_t capacity)
+{
+	srv_start_evict(v, capacity, RDMX_KV_EVICT_NONE);
 }
 
 static void srv_halt(struct srv *v)
@@ -261,6 +275,65 @@ static void t_full(void **state)
 	assert_int_equal(rdmx_kv_del(c, "full0", 5), 0);
 	assert_int_equal(rdmx_kv_put(c, "again", 5, "v", 1, 0, RDMX_KV_SET, NULL), 0);
 	rdmx_kv_client_destroy(c);
+	srv_stop(&v);
+}
+
+/* The front door's "STAT @name N" (fd: a connection to it). */
+static uint64_t stat_of(int fd, const char *name)
+{
+	char out[4096], want[64];
+	const char *p;
+
+	tcp_talk(fd, "stats\r\n", "END\r\n", out, sizeof(out));
+	snprintf(want, sizeof(want), "STAT %s ", name);
+	p = strstr(out, want);
+	assert_non_null(p);
+	return strtoull(p + strlen(want), NULL, 10);
+}
+
+/*
+ * --evict lru on a full table: the key least recently accessed through the
+ * server (here: every other key read by the get RPC) goes, and it is a
+ * miss on both doors; the table keeps its capacity and counts 1 eviction.
+ */
+static void t_evict_lru(void **state)
+{
+	struct srv v;
+	rdmx_kv_client *rpc, *rd;
+	char key[16], out[256];
+	int fd;
+
+	(void)state;
+	srv_start_evict(&v, 16, RDMX_KV_EVICT_LRU);
+	rpc = dial(&v, RDMX_KV_GET_RPC);
+	rd = dial(&v, RDMX_KV_GET_READ);
+	for (int i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "e%d", i);
+		assert_int_equal(rdmx_kv_put(rpc, key, strlen(key), "v", 1, 0, RDMX_KV_SET,
+					     NULL), 0);
+	}
+	for (int i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "e%d", i);
+		if (i != 3)
+			get_expect(rpc, key, "v", 1, 0);
+	}
+	assert_int_equal(rdmx_kv_put(rd, "newest", 6, "n", 1, 0, RDMX_KV_SET, NULL), 0);
+	assert_int_equal(rdmx_kv_get(rd, "e3", 2, out, sizeof(out), NULL, NULL, NULL),
+			 -ENOENT);
+	fd = tcp_open(rdmx_kv_server_port(v.s));
+	tcp_talk(fd, "get e3\r\n", "END\r\n", out, sizeof(out));
+	assert_string_equal(out, "END\r\n");
+	for (int i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "e%d", i);
+		if (i != 3)
+			get_expect(rd, key, "v", 1, 0);
+	}
+	get_expect(rd, "newest", "n", 1, 0);
+	assert_int_equal(stat_of(fd, "evictions"), 1);
+	assert_int_equal(stat_of(fd, "curr_items"), 16);
+	close(fd);
+	rdmx_kv_client_destroy(rd);
+	rdmx_kv_client_destroy(rpc);
 	srv_stop(&v);
 }
 
@@ -486,6 +559,136 @@ static void t_torture(void **state)
 	pthread_mutex_destroy(&t.lock);
 }
 
+/* ------------------------------------------------ eviction racing */
+
+#define EV_CAP 32    /* the evicting server's capacity */
+#define EV_RECENT 64 /* readers GET one of the last EV_RECENT keys put */
+
+/* Keys ev0, ev1, ... each put once (n in its value and flags) into a full table. */
+static void *ev_writer_main(void *arg)
+{
+	struct tort *t = arg;
+	rdmx_kv_client *c = tdial(t, RDMX_KV_GET_RPC);
+	static _Thread_local uint8_t val[VMAX];
+	uint64_t n = 0, rnd = 11;
+	char key[24];
+
+	while (c && !__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		size_t len = 8 + th_rand(&rnd) % 200; /* inline (64) and out of line */
+		int rc;
+
+		snprintf(key, sizeof(key), "ev%llu", (unsigned long long)n);
+		th_fill(val, len, n);
+		rc = rdmx_kv_put(c, key, strlen(key), val, len, (uint32_t)n, RDMX_KV_SET, NULL);
+		if (rc) {
+			thread_fail(t, "put", rc, c);
+			break;
+		}
+		__atomic_store_n(&t->live_puts, ++n, __ATOMIC_RELEASE);
+	}
+	t->puts = n;
+	rdmx_kv_client_destroy(c);
+	return NULL;
+}
+
+/* One GET by READ of a recent key: a miss (evicted), or its own whole value. */
+static int ev_get(struct tort *t, rdmx_kv_client *c, uint64_t *rnd, uint64_t *torn)
+{
+	static _Thread_local uint8_t buf[VMAX];
+	uint64_t top = __atomic_load_n(&t->live_puts, __ATOMIC_ACQUIRE), k;
+	char key[24];
+	size_t len = 0;
+	uint32_t fl = 0;
+	int rc;
+
+	if (!top)
+		return -EAGAIN;
+	k = top - 1 - th_rand(rnd) % (top < EV_RECENT ? top : EV_RECENT);
+	snprintf(key, sizeof(key), "ev%llu", (unsigned long long)k);
+	rc = rdmx_kv_get(c, key, strlen(key), buf, sizeof(buf), &len, &fl, NULL);
+	if (!rc && (len < 8 || fl != (uint32_t)k || th_check(buf, len, k) != -1))
+		++*torn;
+	return rc;
+}
+
+static void *ev_reader_main(void *arg)
+{
+	struct tort *t = arg;
+	rdmx_kv_client *c = tdial(t, RDMX_KV_GET_READ);
+	uint64_t rnd = (uint64_t)(uintptr_t)c, torn = 0, hits = 0, misses = 0;
+	struct rdmx_kv_client_stats st = { 0 };
+
+	while (c && !__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		int rc = ev_get(t, c, &rnd, &torn);
+
+		if (rc == -EAGAIN)
+			continue;
+		if (rc && rc != -ENOENT) {
+			thread_fail(t, "get", rc, c);
+			break;
+		}
+		rc ? misses++ : hits++;
+		__atomic_add_fetch(&t->live_gets, 1, __ATOMIC_RELAXED);
+	}
+	if (c)
+		rdmx_kv_client_stats(c, &st);
+	pthread_mutex_lock(&t->lock);
+	t->retries += st.retries;
+	t->fallbacks += st.fallbacks;
+	t->torn += torn;
+	t->hits += hits;
+	t->misses += misses;
+	pthread_mutex_unlock(&t->lock);
+	rdmx_kv_client_destroy(c);
+	return NULL;
+}
+
+/*
+ * Evictions racing GETs by READ: a writer puts new keys into a full
+ * --evict lru table (every put past EV_CAP evicts), readers GET recent
+ * keys by READ: each GET is a miss or the key's own value, whole.
+ */
+static void t_evict_race(void **state)
+{
+	pthread_t w, r[READERS];
+	struct srv v;
+	struct tort t = { .v = &v };
+	int fd;
+
+	(void)state;
+	pthread_mutex_init(&t.lock, NULL);
+	srv_start_evict(&v, EV_CAP, RDMX_KV_EVICT_LRU);
+	assert_int_equal(pthread_create(&w, NULL, ev_writer_main, &t), 0);
+	for (int i = 0; i < READERS; i++)
+		assert_int_equal(pthread_create(&r[i], NULL, ev_reader_main, &t), 0);
+	th_watchdog(240, "kv evict race: stuck\n");
+	until_at_least(&t.ready, 1 + READERS);
+	sleep(1);
+	until_at_least(&t.live_puts, 4 * EV_CAP);
+	until_at_least(&t.live_gets, 4 * EV_CAP);
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(w, NULL);
+	for (int i = 0; i < READERS; i++)
+		pthread_join(r[i], NULL);
+	th_watchdog(0, NULL);
+	fd = tcp_open(rdmx_kv_server_port(v.s));
+	printf("kv evict race: %llu PUTs, %llu evictions, %llu GETs by READ (%llu hits, "
+	       "%llu misses), %llu torn retries, %llu RPC fallbacks, %llu torn or foreign "
+	       "values returned\n",
+	       (unsigned long long)t.puts, (unsigned long long)stat_of(fd, "evictions"),
+	       (unsigned long long)(t.hits + t.misses), (unsigned long long)t.hits,
+	       (unsigned long long)t.misses, (unsigned long long)t.retries,
+	       (unsigned long long)t.fallbacks, (unsigned long long)t.torn);
+	assert_int_equal(t.errors, 0);
+	assert_int_equal(t.torn, 0);
+	assert_true(t.hits > 0);
+	assert_int_equal(stat_of(fd, "evictions"), t.puts - EV_CAP);
+	assert_int_equal(stat_of(fd, "curr_items"), EV_CAP);
+	close(fd);
+	srv_stop(&v);
+	pthread_mutex_destroy(&t.lock);
+}
+
 /* ------------------------------------------------- latency figures */
 
 static int cmp_double(const void *a, const void *b)
@@ -547,8 +750,10 @@ int main(void)
 		cmocka_unit_test(t_ops),
 		cmocka_unit_test(t_cross_door),
 		cmocka_unit_test(t_full),
+		cmocka_unit_test(t_evict_lru),
 		cmocka_unit_test(t_server_gone),
 		cmocka_unit_test(t_torture),
+		cmocka_unit_test(t_evict_race),
 		cmocka_unit_test(t_latency),
 	};
 

@@ -269,6 +269,134 @@ static void test_full(void **state)
 	rdmx__kv_destroy(kv);
 }
 
+static struct rdmx__kv *mk_lru(uint64_t cap, uint64_t mem, uint32_t inline_max)
+{
+	struct rdmx__kv_opts o = { .capacity = cap, .memory = mem,
+				   .inline_max = inline_max, .item_max = 64 * 1024,
+				   .seed = 42, .now = test_clock, .evict_lru = true };
+	struct rdmx__kv *kv = NULL;
+
+	assert_int_equal(rdmx__kv_create(&o, &kv), 0);
+	return kv;
+}
+
+static uint64_t evictions(struct rdmx__kv *kv)
+{
+	struct rdmx__kv_stats st;
+
+	rdmx__kv_stats(kv, &st);
+	return st.evictions;
+}
+
+/* A get of each key f<c> for c in @which (an access). */
+static void gets(struct rdmx__kv *kv, const char *which)
+{
+	char k[3] = "f?";
+
+	for (const char *p = which; *p; p++) {
+		k[1] = *p;
+		expect(kv, k, "v");
+	}
+}
+
+/* --evict lru at capacity: the least recently touched key goes, and only it. */
+static void test_evict_capacity(void **state)
+{
+	struct rdmx__kv *kv = mk_lru(4, 256, 16);
+	char k[8];
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		snprintf(k, sizeof(k), "f%d", i);
+		assert_int_equal(put(kv, RDMX__KV_SET, k, "v", 0, NULL), 0);
+	}
+	gets(kv, "023");                       /* f1 is now the oldest */
+	assert_int_equal(put(kv, RDMX__KV_SET, "n1", "v", 0, NULL), 0);
+	expect(kv, "f1", NULL);
+	assert_int_equal(evictions(kv), 1);
+	gets(kv, "0");
+	assert_int_equal(rdmx__kv_touch(kv, "f2", 2, 0), 0); /* a touch is an access */
+	gets(kv, "3");                         /* n1's set is now the oldest access */
+	assert_int_equal(put(kv, RDMX__KV_SET, "n2", "v", 0, NULL), 0);
+	expect(kv, "n1", NULL);
+	expect(kv, "f0", "v");
+	expect(kv, "f2", "v");
+	expect(kv, "f3", "v");
+	expect(kv, "n2", "v");
+	assert_int_equal(evictions(kv), 2);
+	assert_int_equal(put(kv, RDMX__KV_SET, "f0", "again", 0, NULL), 0); /* a replace */
+	assert_int_equal(evictions(kv), 2);
+	rdmx__kv_destroy(kv);
+}
+
+/* A full slab: the oldest entry of the new value's size class goes. */
+static void test_evict_slab(void **state)
+{
+	struct rdmx__kv *kv = mk_lru(8, 320, 16);
+	char big[100], mid[50];
+
+	(void)state;
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	memset(mid, 'm', sizeof(mid) - 1);
+	mid[sizeof(mid) - 1] = 0;
+	assert_int_equal(put(kv, RDMX__KV_SET, "b1", big, 0, NULL), 0); /* 128 B chunk */
+	assert_int_equal(put(kv, RDMX__KV_SET, "m1", mid, 0, NULL), 0); /* 64 B */
+	assert_int_equal(put(kv, RDMX__KV_SET, "b2", big, 0, NULL), 0); /* 128 B: the slab is full */
+	assert_int_equal(put(kv, RDMX__KV_SET, "s", "v", 0, NULL), 0);  /* inline */
+	expect(kv, "b1", big);                 /* b2 is the older 128 B entry now */
+	assert_int_equal(put(kv, RDMX__KV_SET, "b3", big, 0, NULL), 0);
+	expect(kv, "b2", NULL);
+	expect(kv, "b1", big);
+	expect(kv, "b3", big);
+	expect(kv, "m1", mid);                 /* older, but another class */
+	expect(kv, "s", "v");
+	assert_int_equal(evictions(kv), 1);
+	rdmx__kv_destroy(kv);
+}
+
+/* @n keys whose bucket is @bucket's, into @keys (8 bytes each). */
+static void keys_of_bucket(struct rdmx__kv *kv, uint64_t bucket, char (*keys)[8], int n)
+{
+	int found = 0;
+
+	for (int i = 0; found < n && i < 1000000; i++) {
+		snprintf(keys[found], 8, "w%d", i);
+		if (rdmx__kv_bucket(rdmx__kv_layout(kv), keys[found], strlen(keys[found])) ==
+		    bucket)
+			found++;
+	}
+	assert_int_equal(found, n);
+}
+
+/* A probe window full of live keys: refused, or (lru) its oldest slot reused. */
+static void test_evict_window(void **state)
+{
+	char keys[RDMX__KV_PROBE_MAX + 1][8];
+
+	(void)state;
+	for (int lru = 0; lru < 2; lru++) {
+		struct rdmx__kv *kv = lru ? mk_lru(64, 0, 16) : mk(64, 0, 16);
+		struct rdmx__kv_stats st;
+
+		keys_of_bucket(kv, 5, keys, RDMX__KV_PROBE_MAX + 1);
+		for (int i = 0; i < RDMX__KV_PROBE_MAX; i++)
+			assert_int_equal(put(kv, RDMX__KV_SET, keys[i], "v", 0, NULL), 0);
+		for (int i = 0; i < RDMX__KV_PROBE_MAX; i++)
+			if (i != 7)
+				expect(kv, keys[i], "v");
+		assert_int_equal(put(kv, RDMX__KV_SET, keys[RDMX__KV_PROBE_MAX], "v", 0, NULL),
+				 lru ? 0 : -ENOSPC);
+		expect(kv, keys[7], lru ? NULL : "v");
+		expect(kv, keys[RDMX__KV_PROBE_MAX], lru ? "v" : NULL);
+		expect(kv, keys[8], "v");
+		rdmx__kv_stats(kv, &st);
+		assert_int_equal(st.evictions, lru);
+		assert_int_equal(st.items, RDMX__KV_PROBE_MAX);
+		rdmx__kv_destroy(kv);
+	}
+}
+
 /* The one check, on damaged copies of a valid entry. */
 static void test_entry_check(void **state)
 {
@@ -470,6 +598,101 @@ static void test_torture(void **state)
 	rdmx__kv_destroy(t.kv);
 }
 
+/* Evictions racing lock-free readers: keys e0, e1, ... put once each. */
+struct ev_race {
+	struct rdmx__kv *kv;
+	uint64_t top; /* atomic: keys put so far */
+	int stop;
+	uint64_t hits, misses, bad, errors, retries;
+};
+
+static void *ev_writer(void *arg)
+{
+	struct ev_race *t = arg;
+	uint8_t v[2048];
+	char k[16];
+
+	for (uint64_t n = 0; !__atomic_load_n(&t->stop, __ATOMIC_RELAXED); n++) {
+		struct rdmx__kv_put p = { .mode = RDMX__KV_SET, .key = k, .value = v };
+
+		p.klen = (size_t)snprintf(k, sizeof(k), "e%llu", (unsigned long long)n);
+		p.vlen = value_make(v, (unsigned)n, n, 16 + n * 37 % 1000);
+		if (rdmx__kv_store(t->kv, &p, NULL))
+			__atomic_add_fetch(&t->errors, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->top, n + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void *ev_reader(void *arg)
+{
+	struct ev_race *t = arg;
+	uint64_t hits = 0, misses = 0, bad = 0, errors = 0;
+	unsigned seed = 3;
+	struct rdmx__kv_reader r;
+	char k[16];
+
+	if (rdmx__kv_reader_init(t->kv, &r))
+		return NULL;
+	while (!__atomic_load_n(&t->stop, __ATOMIC_RELAXED)) {
+		uint64_t top = __atomic_load_n(&t->top, __ATOMIC_ACQUIRE), n;
+		int rc;
+
+		if (!top)
+			continue;
+		n = top - 1 - (uint64_t)rand_r(&seed) % (top < 64 ? top : 64);
+		rc = rdmx__kv_get_nolock(t->kv, &r, k,
+					 (size_t)snprintf(k, sizeof(k), "e%llu",
+							  (unsigned long long)n));
+		if (!rc)
+			hits++, bad += !value_ok(r.value, r.hit.value_len, (unsigned)n);
+		else if (rc == -ENOENT)
+			misses++;
+		else if (rc != -EAGAIN)
+			errors++;
+	}
+	__atomic_add_fetch(&t->hits, hits, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->misses, misses, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->bad, bad, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->errors, errors, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->retries, r.retries, __ATOMIC_RELAXED);
+	rdmx__kv_reader_fini(&r);
+	return NULL;
+}
+
+/*
+ * --evict lru under lock-free readers (the check a GET by READ makes): a
+ * writer puts new keys into a full table and slab (a table or slab
+ * eviction per put), readers read recent keys: a miss or the key's own
+ * value, never a torn or another key's value.
+ */
+static void test_evict_torture(void **state)
+{
+	struct ev_race t = { .kv = mk_lru(32, 1 << 13, 256) };
+	struct timespec d = { .tv_sec = torture_seconds() };
+	pthread_t w, r[2];
+
+	(void)state;
+	assert_int_equal(pthread_create(&w, NULL, ev_writer, &t), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&r[i], NULL, ev_reader, &t), 0);
+	nanosleep(&d, NULL);
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(w, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+	printf("kv evict torture: %us, %llu puts, %llu evictions, %llu hits, %llu misses, "
+	       "%llu torn copies read again, %llu bad values accepted\n", (unsigned)d.tv_sec,
+	       (unsigned long long)t.top, (unsigned long long)evictions(t.kv),
+	       (unsigned long long)t.hits, (unsigned long long)t.misses,
+	       (unsigned long long)t.retries, (unsigned long long)t.bad);
+	assert_int_equal(t.bad, 0);
+	assert_int_equal(t.errors, 0);
+	assert_true(t.hits > 0 && t.misses > 0);
+	assert_true(evictions(t.kv) >= t.top - 32);
+	rdmx__kv_destroy(t.kv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,9 +704,13 @@ int main(void)
 		cmocka_unit_test(test_ttl_touch_flush),
 		cmocka_unit_test(test_expired_reclaimed),
 		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_evict_capacity),
+		cmocka_unit_test(test_evict_slab),
+		cmocka_unit_test(test_evict_window),
 		cmocka_unit_test(test_entry_check),
 		cmocka_unit_test(test_layout_hostile),
 		cmocka_unit_test(test_torture),
+		cmocka_unit_test(test_evict_torture),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
