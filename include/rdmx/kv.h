@@ -137,6 +137,7 @@ struct rdmx_kv_client_stats {
 	uint64_t reads;      /* RDMA READs posted */
 	uint64_t retries;    /* torn copies read again */
 	uint64_t fallbacks;  /* gets that fell back to the RPC after retries */
+	uint64_t reconnects; /* times the client connected again after a loss */
 };
 
 /**
@@ -146,6 +147,16 @@ struct rdmx_kv_client_stats {
  * with the table and slab regions imported. Returns 0, -EPROTO (a server
  * of another format or contract), -ETIMEDOUT, or the dial's error;
  * rdmx_last_error() says which.
+ *
+ * A lost server: a call whose connection fails or times out returns that
+ * error (-ECONNRESET when the server went away, -ETIMEDOUT), with a
+ * message naming the server, and closes the client's connections. The
+ * next call connects again first, as memcached clients (libmemcached,
+ * pymemcache) do on their next command, and learns the layout and the
+ * regions anew (a restarted server's table has new keys and maybe new
+ * sizes): it returns the dial's error (-ECONNREFUSED, -ETIMEDOUT...) while
+ * the server is still away, and each later call tries again. A put or del
+ * that failed that way may or may not have been done.
  */
 int rdmx_kv_client_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 			  const struct rdmx_kv_client_opts *opts,

@@ -13,6 +13,13 @@
  * (a PUT in progress, or a slab chunk reused since) starts the lookup
  * again, at most RDMX__KV_RETRIES times; then the get method answers.
  * Retries and fallbacks are counted.
+ *
+ * A lost server (a call or a READ that fails on its connection, or times
+ * out) closes both connections and forgets the layout and the regions;
+ * that call returns the error naming the server, and the next call dials
+ * again (as memcached clients do: libmemcached and pymemcache reconnect on
+ * the next command). A restarted server has new regions, rkeys and maybe
+ * sizes: they are learned again, so a READ never uses the old ones.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,7 +38,9 @@
 struct rdmx_kv_client {
 	rdmx_ctx *ctx;
 	struct rdmx_kv_client_opts o;
-	rdmx_rpc_client *rpc;
+	char *addr;                   /* the server, for redials and messages */
+	uint16_t port;
+	rdmx_rpc_client *rpc;         /* NULL: lost, the next call dials */
 	uint8_t *req, *resp;          /* RPC buffers: KV_REQ_MAX, get's max_resp */
 	/* The read side (NULL in RDMX_KV_GET_RPC mode). */
 	rdmx_conn *rconn;
@@ -54,6 +63,22 @@ static int cfail(struct rdmx_kv_client *c, int rc, const char *what)
 			   rdmx__kv_last(why, sizeof(why)));
 }
 
+static void conn_close(struct rdmx_kv_client *c);
+
+/*
+ * The server is lost (@rc from @what, @why): both connections closed, the
+ * next call dials again. The error names the server.
+ */
+static int lost(struct rdmx_kv_client *c, int rc, const char *what, const char *why)
+{
+	if (rc == -EAGAIN)
+		rc = -ETIMEDOUT; /* never "read again" to a caller's retry loop */
+	rdmx__failo(&c->err, rc, "kv client: server %s:%u: %s: %s (the next call "
+		    "connects again)", c->addr, c->port, what, why);
+	conn_close(c);
+	return rc;
+}
+
 /* ------------------------------------------------------------- RPC */
 
 /* One call of @m with the header @r, @key and @val; the response in c->resp. */
@@ -70,10 +95,13 @@ static int call(struct rdmx_kv_client *c, uint16_t m, const struct kv_req *r,
 	rc = rdmx_rpc_call(c->rpc, m, c->req, n, c->resp,
 			   KV_GET_HDR + RDMX_KV_RPC_VALUE_MAX, rlen, &status,
 			   c->o.timeout_ms);
-	if (rc)
+	if (rc == -EMSGSIZE)
 		return rdmx__failo(&c->err, rc, "kv client: call %s: %s",
 				   rdmx__kv_contract[m - 1].name,
 				   rdmx_rpc_client_error(c->rpc));
+	if (rc)
+		return lost(c, rc, rdmx__kv_contract[m - 1].name,
+			    rdmx_rpc_client_error(c->rpc));
 	return status;
 }
 
@@ -132,10 +160,13 @@ static int read_wait(struct rdmx_kv_client *c, const rdmx_region *reg, size_t ro
 	c->st.reads++;
 	if (!rc)
 		rc = rdmx_wait(c->rconn, tok, c->o.timeout_ms);
-	if (rc)
-		return rdmx__failo(&c->err, rc, "kv client: READ of %zu bytes of the "
-				   "server's %s: %s", len, reg == c->table ? "table" : "slab",
-				   rdmx_conn_error(c->rconn));
+	if (rc) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "READ of %zu bytes of its %s", len,
+			 reg == c->table ? "table" : "slab");
+		return lost(c, rc, what, rdmx_conn_error(c->rconn));
+	}
 	return 0;
 }
 
@@ -339,13 +370,65 @@ static int read_open(struct rdmx_kv_client *c, const char *addr)
 	return rc ? rc : header_check(c);
 }
 
+/* Dial the server: the RPC client, then (modes other than RPC) the read side. */
+static int conn_open(struct rdmx_kv_client *c)
+{
+	struct rdmx_rpc_opts ro;
+	int rc;
+
+	rdmx_rpc_opts_init(&ro);
+	ro.transport = c->o.transport ? c->o.transport : ro.transport;
+	ro.protocol = c->o.protocol ? c->o.protocol : ro.protocol;
+	ro.timeout_ms = c->o.timeout_ms;
+	ro.window = 1;
+	rc = rdmx_rpc_client_create(c->ctx, c->addr, c->port, rdmx__kv_contract,
+				    KV_NMETHODS, &ro, &c->rpc);
+	if (rc)
+		return cfail(c, rc, c->addr);
+	return c->o.get_mode != RDMX_KV_GET_RPC ? read_open(c, c->addr) : 0;
+}
+
+/* Close both connections and forget what they gave (layout, regions). */
+static void conn_close(struct rdmx_kv_client *c)
+{
+	rdmx_region_free(c->slab);
+	rdmx_region_free(c->table);
+	c->slab = c->table = NULL;
+	if (c->rconn)
+		rdmx_conn_close(c->rconn);
+	c->rconn = NULL;
+	rdmx_free(c->ctx, c->ebuf);
+	c->ebuf = NULL;
+	c->emr = NULL;
+	rdmx_rpc_client_destroy(c->rpc);
+	c->rpc = NULL;
+}
+
+/* A lost client connects again before its next call. */
+static int ready(struct rdmx_kv_client *c)
+{
+	char why[RDMX__ERRMSG_LEN];
+	int rc;
+
+	if (c->rpc)
+		return 0;
+	rc = conn_open(c);
+	if (!rc) {
+		c->st.reconnects++;
+		return 0;
+	}
+	snprintf(why, sizeof(why), "%s", c->err.msg);
+	conn_close(c);
+	return rdmx__failo(&c->err, rc, "kv client: server %s:%u: connecting again: %s",
+			   c->addr, c->port, why);
+}
+
 int rdmx_kv_client_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 			  const struct rdmx_kv_client_opts *opts,
 			  rdmx_kv_client **out)
 {
 	struct rdmx_kv_client *c = calloc(1, sizeof(*c));
 	char why[RDMX__ERRMSG_LEN];
-	struct rdmx_rpc_opts ro;
 	int rc;
 
 	if (!c)
@@ -355,21 +438,13 @@ int rdmx_kv_client_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		c->o = *opts;
 	if (c->o.timeout_ms <= 0)
 		c->o.timeout_ms = TIMEOUT_DEFAULT;
-	rdmx_rpc_opts_init(&ro);
-	ro.transport = c->o.transport ? c->o.transport : ro.transport;
-	ro.protocol = c->o.protocol ? c->o.protocol : ro.protocol;
-	ro.timeout_ms = c->o.timeout_ms;
-	ro.window = 1;
+	c->port = port;
+	c->addr = strdup(addr ? addr : "");
 	c->req = malloc(KV_REQ_MAX);
 	c->resp = malloc(KV_GET_HDR + RDMX_KV_RPC_VALUE_MAX);
-	rc = c->req && c->resp ? 0 : -ENOMEM;
+	rc = c->req && c->resp && c->addr ? 0 : cfail(c, -ENOMEM, "buffers");
 	if (!rc)
-		rc = rdmx_rpc_client_create(ctx, addr, port, rdmx__kv_contract,
-					    KV_NMETHODS, &ro, &c->rpc);
-	if (rc)
-		rc = cfail(c, rc, addr);
-	if (!rc && c->o.get_mode != RDMX_KV_GET_RPC)
-		rc = read_open(c, addr);
+		rc = conn_open(c);
 	if (rc)
 		goto destroy_client;
 	*out = c;
@@ -384,15 +459,11 @@ void rdmx_kv_client_destroy(rdmx_kv_client *c)
 {
 	if (!c)
 		return;
-	rdmx_region_free(c->slab);
-	rdmx_region_free(c->table);
-	if (c->rconn)
-		rdmx_conn_close(c->rconn);
+	conn_close(c);
 	rdmx_free(c->ctx, c->vbuf);
-	rdmx_free(c->ctx, c->ebuf);
-	rdmx_rpc_client_destroy(c->rpc);
 	free(c->resp);
 	free(c->req);
+	free(c->addr);
 	free(c);
 }
 
@@ -413,6 +484,8 @@ int rdmx_kv_get(rdmx_kv_client *c, const void *key, size_t klen, void *buf,
 {
 	int rc = key_ok(c, klen);
 
+	if (!rc)
+		rc = ready(c);
 	if (rc)
 		return rc;
 	if (c->rconn)
@@ -429,6 +502,8 @@ static int put(struct rdmx_kv_client *c, const struct kv_req *r, const void *key
 	if (!rc && r->vlen > RDMX_KV_RPC_VALUE_MAX)
 		rc = rdmx__failo(&c->err, -E2BIG, "kv client: a value of %u bytes, "
 				 "a put carries %d at most", r->vlen, RDMX_KV_RPC_VALUE_MAX);
+	if (!rc)
+		rc = ready(c);
 	if (!rc)
 		rc = call(c, KV_M_PUT, r, key, val, &n);
 	if (!rc && cas)
@@ -465,5 +540,7 @@ int rdmx_kv_del(rdmx_kv_client *c, const void *key, size_t klen)
 	size_t n = 0;
 	int rc = key_ok(c, klen);
 
+	if (!rc)
+		rc = ready(c);
 	return rc ? rc : call(c, KV_M_DEL, &r, key, NULL, &n);
 }

@@ -337,31 +337,64 @@ static void t_evict_lru(void **state)
 	srv_stop(&v);
 }
 
-static void t_server_gone(void **state)
+/*
+ * The server stops: the next call fails with the connection's error and a
+ * message naming the server, and so does a call while it is away (the
+ * dial's error); it starts again on the same port with other sizes (a new
+ * table: new regions, entry size and bucket count): the next call connects
+ * again, and a GET by READ reads the new table.
+ */
+static void restart_on(enum rdmx_kv_get_mode mode)
 {
-	enum rdmx_kv_get_mode modes[] = { RDMX_KV_GET_RPC, RDMX_KV_GET_READ };
-	char buf[64];
+	struct rdmx_kv_server_opts o = { .capacity = 256, .memory = 1 << 20,
+					 .inline_max = 128 };
+	struct rdmx_kv_client_stats st;
+	struct srv v;
+	rdmx_kv_client *c;
+	char buf[128], who[64];
+	int rc, port;
+	double t0;
 
+	srv_start(&v, 64);
+	port = rdmx_kv_server_rdma_port(v.s);
+	snprintf(who, sizeof(who), "server %s:%d", th_addr(), port);
+	c = dial(&v, mode);
+	assert_int_equal(rdmx_kv_put(c, "g", 1, "v", 1, 0, RDMX_KV_SET, NULL), 0);
+	get_expect(c, "g", "v", 1, 0);
+	srv_halt(&v);
+	t0 = th_now_ms();
+	rc = rdmx_kv_get(c, "g", 1, buf, sizeof(buf), NULL, NULL, NULL);
+	fprintf(stderr, "server gone (%s): %d after %.0f ms: %s\n",
+		mode == RDMX_KV_GET_RPC ? "rpc" : "read", rc, th_now_ms() - t0,
+		rdmx_kv_client_error(c));
+	assert_true(rc == -ECONNRESET || rc == -ENOTCONN);
+	assert_non_null(strstr(rdmx_kv_client_error(c), who));
+	rc = rdmx_kv_put(c, "g", 1, "v", 1, 0, RDMX_KV_SET, NULL);
+	fprintf(stderr, "server away: %d %s\n", rc, rdmx_kv_client_error(c));
+	assert_true(rc < 0 && rc != -ENOENT);
+	assert_non_null(strstr(rdmx_kv_client_error(c), who));
+	o.rdma_port = port;
+	srv_open(&v, &o);
+	assert_int_equal(rdmx_kv_get(c, "g", 1, buf, sizeof(buf), NULL, NULL, NULL),
+			 -ENOENT); /* the new, empty table */
+	assert_int_equal(rdmx_kv_put(c, "g", 1, "new", 3, 5, RDMX_KV_SET, NULL), 0);
+	memset(buf, 'n', 100);
+	assert_int_equal(rdmx_kv_put(c, "big", 3, buf, 100, 6, RDMX_KV_SET, NULL), 0);
+	get_expect(c, "g", "new", 3, 5);
+	get_expect(c, "big", buf, 100, 6); /* inline in the new table, not the old */
+	rdmx_kv_client_stats(c, &st);
+	assert_int_equal(st.reconnects, 1);
+	if (mode != RDMX_KV_GET_RPC)
+		assert_true(st.gets_read >= 3);
+	rdmx_kv_client_destroy(c);
+	srv_stop(&v);
+}
+
+static void t_restart(void **state)
+{
 	(void)state;
-	for (int m = 0; m < 2; m++) {
-		struct srv v;
-		rdmx_kv_client *c;
-		int rc;
-
-		srv_start(&v, 64);
-		c = dial(&v, modes[m]);
-		assert_int_equal(rdmx_kv_put(c, "g", 1, "v", 1, 0, RDMX_KV_SET, NULL), 0);
-		srv_halt(&v);
-		rc = rdmx_kv_get(c, "g", 1, buf, sizeof(buf), NULL, NULL, NULL);
-		assert_true(rc < 0 && rc != -ENOENT);
-		assert_non_null(strstr(rdmx_kv_client_error(c), "kv client"));
-		rc = rdmx_kv_put(c, "g", 1, "v", 1, 0, RDMX_KV_SET, NULL);
-		assert_true(rc < 0 && rc != -ENOENT);
-		fprintf(stderr, "server gone (%s): %d %s\n", m ? "read" : "rpc", rc,
-			rdmx_kv_client_error(c));
-		rdmx_kv_client_destroy(c);
-		rdmx_ctx_destroy(v.ctx);
-	}
+	restart_on(RDMX_KV_GET_RPC);
+	restart_on(RDMX_KV_GET_READ);
 }
 
 /* --------------------------------------------------------- torture */
@@ -751,7 +784,7 @@ int main(void)
 		cmocka_unit_test(t_cross_door),
 		cmocka_unit_test(t_full),
 		cmocka_unit_test(t_evict_lru),
-		cmocka_unit_test(t_server_gone),
+		cmocka_unit_test(t_restart),
 		cmocka_unit_test(t_torture),
 		cmocka_unit_test(t_evict_race),
 		cmocka_unit_test(t_latency),
