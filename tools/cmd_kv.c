@@ -107,7 +107,7 @@ struct kv_cfg {
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
-static const char *const transports[] = { "msg", NULL };
+static const char *const transports[] = { "msg", "rfp", "herd", NULL };
 static const char *const modes[] = { "auto", "rpc", "read", NULL };
 static const char *const evicts[] = { "none", "lru", NULL };
 

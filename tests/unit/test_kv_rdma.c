@@ -35,6 +35,9 @@
 #define READERS 2
 #define VMAX 3000
 
+/* The RPC transport of the servers and clients made next (NULL: the default). */
+static const char *transport;
+
 struct srv {
 	rdmx_ctx *ctx;
 	rdmx_kv_server *s;
@@ -56,6 +59,7 @@ static void srv_open(struct srv *v, struct rdmx_kv_server_opts *o)
 	o->memcached_addr = "127.0.0.1";
 	o->rdma_addr = th_addr();
 	o->ctx = v->ctx;
+	o->transport = transport;
 	v->s = NULL;
 	if (rdmx_kv_server_create(o, &v->s))
 		fprintf(stderr, "kv server: %s\n", rdmx_last_error());
@@ -102,7 +106,8 @@ static void srv_stop(struct srv *v)
 
 static rdmx_kv_client *dial(struct srv *v, enum rdmx_kv_get_mode mode)
 {
-	struct rdmx_kv_client_opts o = { .get_mode = mode, .timeout_ms = WAIT_MS };
+	struct rdmx_kv_client_opts o = { .get_mode = mode, .timeout_ms = WAIT_MS,
+					 .transport = transport };
 	rdmx_kv_client *c = NULL;
 	int rc = rdmx_kv_client_create(v->ctx, th_addr(),
 				       (uint16_t)rdmx_kv_server_rdma_port(v->s), &o, &c);
@@ -194,6 +199,22 @@ static void t_ops(void **state)
 	ops_on(&v, RDMX_KV_GET_READ);
 	ops_on(&v, RDMX_KV_GET_AUTO);
 	srv_stop(&v);
+}
+
+/* Every op over each RPC transport (issue 12 §2: any, chosen by name). */
+static void t_transports(void **state)
+{
+	static const char *const names[] = { "rfp", "herd" };
+	struct srv v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		transport = names[i];
+		srv_start(&v, 1024);
+		ops_on(&v, RDMX_KV_GET_AUTO);
+		srv_stop(&v);
+	}
+	transport = NULL;
 }
 
 /* ------------------------------------------------------ cross door */
@@ -781,6 +802,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_ops),
+		cmocka_unit_test(t_transports),
 		cmocka_unit_test(t_cross_door),
 		cmocka_unit_test(t_full),
 		cmocka_unit_test(t_evict_lru),
