@@ -18,7 +18,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdmx/kv.h>
@@ -101,12 +103,30 @@ static int listen_open(struct rdmx_kv_server *s)
 	return set_nonblock(s->lfd);
 }
 
+/*
+ * A fresh hash seed per server: with a known one, a client could choose
+ * keys that all land in one probe window (refused, or evicting each other,
+ * and every lookup probing 32 slots). Clients learn it with the layout.
+ */
+static uint64_t seed_new(void)
+{
+	struct timespec ts;
+	uint64_t seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+		return seed;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* no entropy yet: still not fixed */
+	return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid() << 32 ^
+	       (uint64_t)ts.tv_sec;
+}
+
 static int server_alloc(struct rdmx_kv_server *s)
 {
 	struct rdmx__kv_opts ko = { .capacity = s->o.capacity, .memory = s->o.memory,
 				    .inline_max = s->o.inline_max,
 				    .item_max = s->o.item_max,
-				    .evict_lru = s->o.evict == RDMX_KV_EVICT_LRU };
+				    .evict_lru = s->o.evict == RDMX_KV_EVICT_LRU,
+				    .seed = seed_new() };
 	int rc = rdmx__kv_create(&ko, &s->kv);
 
 	if (rc)
