@@ -362,8 +362,8 @@ static void t_evict_lru(void **state)
  * The server stops: the next call fails with the connection's error and a
  * message naming the server, and so does a call while it is away (the
  * dial's error); it starts again on the same port with other sizes (a new
- * table: new regions, hash seed, entry size and bucket count): the next call connects
- * again, and a GET by READ reads the new table.
+ * table: new regions, hash seed, entry size and bucket count): the next
+ * call connects again, and a GET by READ reads the new table.
  */
 static void restart_on(enum rdmx_kv_get_mode mode)
 {
