@@ -16,7 +16,7 @@ static const struct opts_page kv_page = {
 	.synopsis = "rdmx kv serve [ADDR] [--port PORT] [--transport NAME] [--protocol NAME]\n"
 		    "              [--memcached-port PORT] [--memcached-addr ADDR]\n"
 		    "              [--capacity N] [--memory BYTES] [--inline-max BYTES]\n"
-		    "              [--max-clients N] [--evict none|lru]\n"
+		    "              [--item-max BYTES] [--max-clients N] [--evict none|lru]\n"
 		    "rdmx kv get ADDR KEY [--mode rpc|read|auto]\n"
 		    "rdmx kv put ADDR KEY VALUE\n"
 		    "rdmx kv del ADDR KEY",
@@ -103,7 +103,7 @@ static int serve(const struct rdmx_kv_server_opts *o)
 struct kv_cfg {
 	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
 	long long port, mport, clients, timeout;
-	uint64_t capacity, memory, inline_max;
+	uint64_t capacity, memory, inline_max, item_max;
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
@@ -121,7 +121,8 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 {
 	struct rdmx_kv_server_opts o = {
 		.capacity = cfg->capacity, .memory = cfg->memory,
-		.inline_max = (uint32_t)cfg->inline_max, .memcached_addr = cfg->addr,
+		.inline_max = (uint32_t)cfg->inline_max, .item_max = (uint32_t)cfg->item_max,
+		.memcached_addr = cfg->addr,
 		.memcached_port = (int)cfg->mport, .max_clients = (int)cfg->clients,
 		.rdma_addr = addr, .rdma_port = (int)cfg->port,
 		.transport = cfg->transport, .protocol = cfg->protocol,
@@ -246,6 +247,9 @@ int cmd_kv(int argc, char **argv)
 		  "bytes for values kept out of line (default 64M)" },
 		{ "inline-max", 0, OPT_SIZE, &cfg.inline_max, 8, 65536, NULL, "BYTES",
 		  "longest value kept in its entry, a multiple of 8 (default 1024)" },
+		{ "item-max", 0, OPT_SIZE, &cfg.item_max, 8, 1LL << 30, NULL, "BYTES",
+		  "longest value, at least --inline-max (default 1M less 512, as memcached's "
+		  "-I 1m; a PUT over RDMA carries 64K at most)" },
 		{ "max-clients", 0, OPT_INT, &cfg.clients, 1, 65536, NULL, "N",
 		  "front door connections at once (default 1024)" },
 		{ "evict", 0, OPT_CHOICE, &cfg.evict, 0, 0, evicts, "POLICY",
@@ -259,10 +263,11 @@ int cmd_kv(int argc, char **argv)
 	rc = cmd_parse(&kv_page, table, argc, argv, pos, 4, &npos);
 	if (rc != CMD_CONTINUE)
 		return rc;
-	if (!usage_ok(pos, npos) || cfg.inline_max % 8) {
+	if (!usage_ok(pos, npos) || cfg.inline_max % 8 ||
+	    (cfg.item_max && cfg.item_max < cfg.inline_max)) {
 		fprintf(stderr, "rdmx kv: usage: rdmx kv serve [ADDR] | get ADDR KEY | "
-			"put ADDR KEY VALUE | del ADDR KEY (--inline-max a multiple of 8); "
-			"see 'rdmx kv --help'\n");
+			"put ADDR KEY VALUE | del ADDR KEY (--inline-max a multiple of 8, "
+			"--item-max at least --inline-max); see 'rdmx kv --help'\n");
 		return EXIT_USAGE;
 	}
 	if (strcmp(pos[0], "serve"))
