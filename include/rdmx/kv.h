@@ -190,6 +190,17 @@ int rdmx_kv_put(rdmx_kv_client *cl, const void *key, size_t klen,
 		enum rdmx_kv_put_mode mode, uint64_t *cas);
 
 /**
+ * rdmx_kv_put_exp - rdmx_kv_put() with an expiry, memcached's exptime: 0
+ * never, up to 30 days (2592000) seconds from now, above that a Unix
+ * time, negative expired at once. An expired key is a miss on both doors
+ * (a GET by READ compares the expiry with this host's CLOCK_REALTIME: the
+ * clocks of client and server are assumed in step).
+ */
+int rdmx_kv_put_exp(rdmx_kv_client *cl, const void *key, size_t klen,
+		    const void *val, size_t vlen, uint32_t flags,
+		    enum rdmx_kv_put_mode mode, int32_t exptime, uint64_t *cas);
+
+/**
  * rdmx_kv_cas - store as rdmx_kv_put() but only if @key's cas is still
  * @cas (from a get): 0 (new cas to *@new_cas), -EEXIST (changed since),
  * -ENOENT (absent), or as rdmx_kv_put().

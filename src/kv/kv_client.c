@@ -514,8 +514,15 @@ static int put(struct rdmx_kv_client *c, const struct kv_req *r, const void *key
 int rdmx_kv_put(rdmx_kv_client *c, const void *key, size_t klen, const void *val,
 		size_t vlen, uint32_t flags, enum rdmx_kv_put_mode mode, uint64_t *cas)
 {
+	return rdmx_kv_put_exp(c, key, klen, val, vlen, flags, mode, 0, cas);
+}
+
+int rdmx_kv_put_exp(rdmx_kv_client *c, const void *key, size_t klen, const void *val,
+		    size_t vlen, uint32_t flags, enum rdmx_kv_put_mode mode,
+		    int32_t exptime, uint64_t *cas)
+{
 	struct kv_req r = { .mode = (uint8_t)mode, .klen = (uint16_t)klen,
-			    .flags = flags, .vlen = (uint32_t)vlen };
+			    .flags = flags, .vlen = (uint32_t)vlen, .exptime = exptime };
 
 	if ((unsigned)mode > RDMX_KV_REPLACE || vlen > UINT32_MAX || klen > UINT16_MAX)
 		return rdmx__failo(&c->err, -EINVAL, "kv client: put mode %d or sizes "

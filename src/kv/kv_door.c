@@ -65,6 +65,7 @@ void rdmx__kv_req_put(uint8_t *b, const struct kv_req *r)
 	rdmx__put_u16(b + 2, r->klen);
 	rdmx__put_u32(b + 4, r->flags);
 	rdmx__put_u32(b + 8, r->vlen);
+	rdmx__put_u32(b + 12, (uint32_t)r->exptime);
 	rdmx__put_u64(b + 16, r->cas);
 }
 
@@ -78,8 +79,9 @@ int rdmx__kv_req_get(const uint8_t *in, size_t n, struct kv_req *r)
 	*r = (struct kv_req){ .mode = b[0], .klen = rdmx__get_u16(b + 2),
 			      .flags = rdmx__get_u32(b + 4),
 			      .vlen = rdmx__get_u32(b + 8),
+			      .exptime = (int32_t)rdmx__get_u32(b + 12),
 			      .cas = rdmx__get_u64(b + 16) };
-	if (b[1] || rdmx__get_u32(b + 12) || !r->klen || r->klen > RDMX_KV_KEY_MAX ||
+	if (b[1] || !r->klen || r->klen > RDMX_KV_KEY_MAX ||
 	    r->vlen > RDMX_KV_RPC_VALUE_MAX || n != KV_REQ_HDR + r->klen + r->vlen)
 		return -EPROTO;
 	return 0;
@@ -136,7 +138,7 @@ static void on_get(rdmx_rpc_req *req, void *arg)
 	size_t cap;
 	int rc = req_load(req, &r, key);
 
-	if (!rc && r.vlen)
+	if (!rc && (r.vlen || r.exptime))
 		rc = -EPROTO;
 	if (!rc)
 		rc = rdmx__kv_get(d->kv, &d->reader, key, r.klen);
@@ -173,7 +175,8 @@ static void on_put(rdmx_rpc_req *req, void *arg)
 	if (!rc) {
 		struct rdmx__kv_put p = { .mode = put_modes[r.mode], .key = buf,
 					  .klen = r.klen, .value = buf + r.klen,
-					  .vlen = r.vlen, .flags = r.flags, .cas = r.cas };
+					  .vlen = r.vlen, .flags = r.flags, .cas = r.cas,
+					  .expiry = rdmx__kv_expiry(d->kv, r.exptime) };
 
 		rc = rdmx__kv_store(d->kv, &p, &cas);
 	}
@@ -188,7 +191,7 @@ static void on_del(rdmx_rpc_req *req, void *arg)
 	struct kv_req r;
 	int rc = req_load(req, &r, key);
 
-	if (!rc && r.vlen)
+	if (!rc && (r.vlen || r.exptime))
 		rc = -EPROTO;
 	if (!rc)
 		rc = rdmx__kv_delete(d->kv, key, r.klen);

@@ -181,6 +181,7 @@ struct rdmx__kv;
 int rdmx__kv_create(const struct rdmx__kv_opts *o, struct rdmx__kv **out);
 void rdmx__kv_destroy(struct rdmx__kv *kv);
 uint64_t rdmx__kv_now(const struct rdmx__kv *kv);
+uint64_t rdmx__kv_expiry(const struct rdmx__kv *kv, int32_t exptime);
 const struct rdmx__kv_layout *rdmx__kv_layout(const struct rdmx__kv *kv);
 const uint8_t *rdmx__kv_table(const struct rdmx__kv *kv, size_t *len);
 const uint8_t *rdmx__kv_slab(const struct rdmx__kv *kv, size_t *len);

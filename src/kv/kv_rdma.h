@@ -10,7 +10,8 @@
  *     2    2  klen    1..RDMX_KV_KEY_MAX
  *     4    4  flags   put/cas: the client flags
  *     8    4  vlen    put/cas: value bytes; else 0
- *    12    4  zero
+ *    12    4  exptime put/cas: memcached's (i32: 0 never, <= 30 days
+ *                     relative seconds, else Unix time, < 0 expired); else 0
  *    16    8  cas     cas: the cas the caller read; else 0
  * get's response: u32 flags, u32 vlen, u64 cas, the value. put/cas: u64
  * the new cas. del: nothing. The status carries -ENOENT, -EEXIST...
@@ -65,6 +66,7 @@ struct kv_req {
 	uint16_t klen;
 	uint32_t flags;
 	uint32_t vlen;
+	int32_t exptime;
 	uint64_t cas;
 };
 

@@ -27,7 +27,6 @@
 #include "kv/mc_proto.h"
 
 #define MC_TOKENS 8          /* tokens looked at (more: counted only) */
-#define MC_REALTIME_MAXDELTA (60 * 60 * 24 * 30)
 
 struct mc_tok {
 	const char *p;
@@ -169,18 +168,9 @@ static bool tok_i32(const struct mc_tok *t, int32_t *out)
 	return true;
 }
 
-/* memcached's realtime(): an exptime as absolute store seconds (0 never). */
 static uint64_t mc_expiry(const struct rdmx__mc_sess *s, int32_t exptime)
 {
-	uint64_t now = rdmx__kv_now(s->kv);
-
-	if (exptime == 0)
-		return 0;
-	if (exptime < 0)
-		return 1; /* already expired */
-	if (exptime > MC_REALTIME_MAXDELTA)
-		return (uint64_t)exptime;
-	return now + (uint64_t)exptime;
+	return rdmx__kv_expiry(s->kv, exptime);
 }
 
 /* --------------------------------------------------------------- parsing */

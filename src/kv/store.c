@@ -202,6 +202,24 @@ void rdmx__kv_destroy(struct rdmx__kv *kv)
 	free(kv);
 }
 
+#define REALTIME_MAXDELTA (60 * 60 * 24 * 30)
+
+/*
+ * memcached's realtime(): an exptime (0 never, up to 30 days: seconds from
+ * now, else a Unix time, negative: expired at once) as absolute store
+ * seconds (0 never).
+ */
+uint64_t rdmx__kv_expiry(const struct rdmx__kv *kv, int32_t exptime)
+{
+	if (exptime == 0)
+		return 0;
+	if (exptime < 0)
+		return 1; /* already expired */
+	if (exptime > REALTIME_MAXDELTA)
+		return (uint64_t)exptime;
+	return rdmx__kv_now(kv) + (uint64_t)exptime;
+}
+
 const struct rdmx__kv_layout *rdmx__kv_layout(const struct rdmx__kv *kv)
 {
 	return &kv->l;

@@ -15,12 +15,14 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -271,6 +273,52 @@ static void t_cross_door(void **state)
 			 -ENOENT);
 	close(fd);
 	rdmx_kv_client_destroy(c);
+	srv_stop(&v);
+}
+
+/*
+ * TTL over the RDMA door (memcached's exptime): a past Unix time and a
+ * negative exptime are misses on both GET paths and on the front door, an
+ * expiry an hour away (relative or absolute) a hit.
+ */
+static void t_ttl(void **state)
+{
+	int32_t now = (int32_t)time(NULL);
+	struct {
+		const char *key;
+		int32_t exptime;
+		bool live;
+	} keys[] = { { "past", now - 10, false }, { "neg", -1, false },
+		     { "rel", 3600, true }, { "abs", now + 3600, true } };
+	rdmx_kv_client *c[2];
+	char out[256];
+	struct srv v;
+	int fd;
+
+	(void)state;
+	srv_start(&v, 64);
+	c[0] = dial(&v, RDMX_KV_GET_READ);
+	c[1] = dial(&v, RDMX_KV_GET_RPC);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(rdmx_kv_put_exp(c[0], keys[i].key, strlen(keys[i].key), "v",
+						 1, 3, RDMX_KV_SET, keys[i].exptime, NULL), 0);
+	for (size_t i = 0; i < 8; i++) {
+		const char *k = keys[i % 4].key;
+
+		if (keys[i % 4].live)
+			get_expect(c[i / 4], k, "v", 1, 3);
+		else
+			assert_int_equal(rdmx_kv_get(c[i / 4], k, strlen(k), out, sizeof(out),
+						     NULL, NULL, NULL), -ENOENT);
+	}
+	assert_int_equal(rdmx_kv_put(c[1], "past", 4, "x", 1, 0, RDMX_KV_REPLACE, NULL),
+			 -ENOENT);
+	fd = tcp_open(rdmx_kv_server_port(v.s));
+	tcp_talk(fd, "get past neg rel abs\r\n", "END\r\n", out, sizeof(out));
+	assert_string_equal(out, "VALUE rel 3 1\r\nv\r\nVALUE abs 3 1\r\nv\r\nEND\r\n");
+	close(fd);
+	rdmx_kv_client_destroy(c[1]);
+	rdmx_kv_client_destroy(c[0]);
 	srv_stop(&v);
 }
 
@@ -804,6 +852,7 @@ int main(void)
 		cmocka_unit_test(t_ops),
 		cmocka_unit_test(t_transports),
 		cmocka_unit_test(t_cross_door),
+		cmocka_unit_test(t_ttl),
 		cmocka_unit_test(t_full),
 		cmocka_unit_test(t_evict_lru),
 		cmocka_unit_test(t_restart),
