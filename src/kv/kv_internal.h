@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmx KV internals: the store (store.c), its entry format (entry.c) and the
- * memcached ASCII front door (mc_proto.c, mc_server.c).
+ * rdmx KV internals: the store (store.c, its eviction in evict.c), its entry
+ * format (entry.c) and the memcached ASCII front door (mc_proto.c,
+ * mc_server.c).
  *
  * The table is ONE flat region, so that it can be registered and exported
  * for RDMA READ as it is:

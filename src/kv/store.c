@@ -12,7 +12,7 @@
  *    no free slot within the bound, a table at capacity or a full slab is
  *    -ENOSPC, unless the store was made with evict_lru (--evict lru): then
  *    the least recently used live entry in the way goes (evict.c chooses,
- *    make_room() and slab_room() here remove it as a delete would).
+ *    make_room() and evict_one() here remove it as a delete would).
  *  - a lookup stops at an EMPTY slot; deletes leave tombstones (probed
  *    past, reused by inserts), so a key after a deleted one stays found.
  *  - one writer at a time (the writer lock); readers take no lock: they
