@@ -447,8 +447,6 @@ static int run_client(rdmx_ctx *ctx, const struct kb_cfg *cfg)
 	}
 	if (!rc)
 		rc = memcached_start(&r);
-	if (!rc && cfg->mc_port > 0 && !cfg->addr)
-		r.tg.tcp_addr = "127.0.0.1";
 	if (!rc)
 		rc = report_init(&r);
 	if (!rc) {

@@ -95,6 +95,17 @@ static void zipf_init(struct zipf *z, uint64_t n, double theta)
 	z->eta = (1.0 - pow(2.0 / (double)n, 1.0 - theta)) / (1.0 - zeta(2, theta) / z->zetan);
 }
 
+/* The generator over @n keys: zeta(n) is computed once per n (the tests
+ * are set up on the harness's one thread). */
+static void zipf_get(struct zipf *z, uint64_t n)
+{
+	static struct zipf last;
+
+	if (last.n != n)
+		zipf_init(&last, n, KB_ZIPF_THETA);
+	*z = last;
+}
+
 static uint64_t zipf_next(const struct zipf *z, uint64_t *s)
 {
 	double u = (double)(rnd(s) >> 11) / 9007199254740992.0; /* [0, 1) */
@@ -371,7 +382,7 @@ int kb_run_test(const struct kb_cfg *cfg, const struct kb_target *tg,
 	int i, n = t->clients + torn, rc = 0;
 	atomic_bool done = false;
 	struct kb_client *cl = calloc((size_t)n, sizeof(*cl));
-	struct zipf z;
+	struct zipf z = { 0 };
 
 	*row = (struct kb_row){ .workload = t->workload,
 		.dist = torn ? "hot" : t->zipf ? "zipf" : "uniform",
@@ -384,7 +395,7 @@ int kb_run_test(const struct kb_cfg *cfg, const struct kb_target *tg,
 	}
 	hist_init(row->lat);
 	if (t->zipf)
-		zipf_init(&z, (uint64_t)cfg->keys, KB_ZIPF_THETA);
+		zipf_get(&z, (uint64_t)cfg->keys);
 	for (i = 0; i < n && !rc; i++) {
 		cl[i] = (struct kb_client){ .cfg = cfg, .tg = tg, .t = t, .z = &z,
 			.readers_done = &done, .writer = torn && i == n - 1 };
