@@ -60,6 +60,7 @@ struct kb_row {
 	double rate;			/* ops / wall */
 	/* GETs by READ (rdmx_kv_client_stats deltas), and self-checks */
 	uint64_t gets_read, gets_rpc, retries, fallbacks, bad;
+	uint64_t client_ops[KB_MAX_CLIENTS];	/* each client's share of ops */
 	struct hist *lat;		/* every op (torn: the GETs) */
 };
 

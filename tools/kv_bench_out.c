@@ -166,6 +166,10 @@ static void json_row(const struct kb_report *r, const struct kb_row *x, FILE *f)
 	jw_kv_u64(f, "clients", (uint64_t)x->clients, false);
 	jw_kv_str(f, "timestamp", r->timestamp, false);
 	jw_kv_u64(f, "ops", x->ops, false);
+	jw_key(f, "per_client_ops", false);
+	for (int i = 0; i < x->clients && i < KB_MAX_CLIENTS; i++)
+		fprintf(f, "%s%" PRIu64, i ? ", " : "[", x->client_ops[i]);
+	fputc(']', f);
 	jw_kv_u64(f, "gets", x->gets, false);
 	jw_kv_u64(f, "puts", x->puts, false);
 	jw_kv_u64(f, "misses", x->misses, false);

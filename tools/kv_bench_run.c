@@ -332,6 +332,7 @@ static void collect(struct kb_client *cl, int n, struct kb_row *row)
 		row->puts += c->puts;
 		if (c->writer)
 			continue;
+		row->client_ops[i] = c->ops;
 		row->ops += c->ops;
 		row->gets += c->gets;
 		row->misses += c->misses;

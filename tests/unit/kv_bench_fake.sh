@@ -46,8 +46,9 @@ done
 jq -e 'all(.results[]; .ops == 300 and .ops_per_s > 0 and .seconds > 0 and
 	.lat_us.p50 > 0 and .lat_us.min <= .lat_us.p50 and .lat_us.p50 <= .lat_us.p99 and
 	.lat_us.p99 <= .lat_us.p99_9 and .lat_us.p99_9 <= .lat_us.max and
-	.misses == 0 and .bad_values == 0)' "$dir/r.json" >/dev/null ||
-	fail "a row lacks ops, rate or ordered latencies, or has misses or bad values"
+	.misses == 0 and .bad_values == 0 and (.per_client_ops | length) == .clients and
+	(.per_client_ops | add) == .ops and all(.per_client_ops[]; . > 0))' "$dir/r.json" >/dev/null ||
+	fail "a row lacks ops, rate, ordered latencies or per-client ops, or has misses or bad values"
 jq -e 'all(.results[] | select(.workload != "torn"); .gets + .puts == .ops) and
 	all(.results[] | select(.workload == "put"); .gets == 0) and
 	all(.results[] | select(.workload == "get" or .workload == "torn"); .gets == .ops) and
