@@ -64,9 +64,10 @@ static const struct opts_page page = {
 		"ADDR (or 127.0.0.1); -1 runs without memcached.\n"
 		"\n"
 		"--json and --csv write every figure (the JSON also each client's\n"
-		"ops), rewritten whole as each test finishes; --plot writes PNG and SVG charts with gnuplot: the GET\n"
-		"latency CDF per path at the smallest size (the lab's GETs), and\n"
-		"ops/s per path and mixed workload. SIGINT or SIGTERM ends the test\n"
+		"ops), rewritten whole as each test finishes; --plot writes PNG and\n"
+		"SVG charts with gnuplot: the GET latency CDF per path at the\n"
+		"smallest size (the lab's GETs), and ops/s per path and mixed\n"
+		"workload. SIGINT or SIGTERM ends the test\n"
 		"under way (its row is dropped) and writes the rows finished before\n"
 		"it.",
 	.exit_status =

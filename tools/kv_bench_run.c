@@ -6,8 +6,9 @@
  * then makes its share of --ops, each op timed on its own (CLOCK_MONOTONIC)
  * and every GET's value checked: its length, its key's index and its
  * stamp in every byte. The torn test adds a writer thread that rewrites
- * KB_HOT_KEYS keys by PUT RPCs while the clients GET them by READ; its
- * PUTs are counted, not timed.
+ * KB_HOT_KEYS keys by PUT RPCs while the clients GET them by READ: they
+ * start once its first PUT is done, and it stops when they are; its PUTs
+ * are counted, not timed.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_ep.h"
 #include "kv_bench.h"
@@ -34,7 +36,7 @@ struct kb_client {
 	const struct kb_target *tg;
 	const struct kb_test *t;
 	const struct zipf *z;
-	atomic_bool *readers_done;
+	atomic_bool *readers_done, *writing;
 	bool writer;
 	rdmx_kv_client *kv;
 	struct kb_mc *mc;
@@ -228,15 +230,30 @@ static void writer_loop(struct kb_client *c)
 	uint64_t n = (uint64_t)c->cfg->keys < KB_HOT_KEYS ? (uint64_t)c->cfg->keys :
 		     KB_HOT_KEYS;
 
-	while (!atomic_load(c->readers_done) && !bench_stopped())
+	while (!atomic_load(c->readers_done) && !bench_stopped()) {
 		if (do_put(c, c->puts++ % n))
-			return;
+			break;
+		atomic_store(c->writing, true);
+	}
+	atomic_store(c->writing, true); /* a failed writer lets the readers go */
+}
+
+/* The torn test's readers start once the writer's first PUT is done, so
+ * that every GET runs under the writer's PUTs. */
+static void await_writer(struct kb_client *c)
+{
+	struct timespec nap = { 0, 50 * 1000 };
+
+	while (!atomic_load(c->writing) && !bench_stopped())
+		nanosleep(&nap, NULL);
 }
 
 static void *client_main(void *arg)
 {
 	struct kb_client *c = arg;
 
+	if (!c->writer && !strcmp(c->t->workload, "torn"))
+		await_writer(c);
 	c->t0 = bench_now_ns();
 	if (c->writer) {
 		writer_loop(c);
@@ -325,13 +342,13 @@ static void collect(struct kb_client *cl, int n, struct kb_row *row)
 	for (int i = 0; i < n; i++) {
 		struct kb_client *c = &cl[i];
 
+		row->puts += c->puts;
+		if (c->writer) /* the row's time is the readers' */
+			continue;
 		if (c->t0 < t0)
 			t0 = c->t0;
 		if (c->t1 > t1)
 			t1 = c->t1;
-		row->puts += c->puts;
-		if (c->writer)
-			continue;
 		row->client_ops[i] = c->ops;
 		row->ops += c->ops;
 		row->gets += c->gets;
@@ -381,7 +398,7 @@ int kb_run_test(const struct kb_cfg *cfg, const struct kb_target *tg,
 {
 	bool torn = !strcmp(t->workload, "torn");
 	int i, n = t->clients + torn, rc = 0;
-	atomic_bool done = false;
+	atomic_bool done = false, writing = false;
 	struct kb_client *cl = calloc((size_t)n, sizeof(*cl));
 	struct zipf z = { 0 };
 
@@ -399,7 +416,7 @@ int kb_run_test(const struct kb_cfg *cfg, const struct kb_target *tg,
 		zipf_get(&z, (uint64_t)cfg->keys);
 	for (i = 0; i < n && !rc; i++) {
 		cl[i] = (struct kb_client){ .cfg = cfg, .tg = tg, .t = t, .z = &z,
-			.readers_done = &done, .writer = torn && i == n - 1 };
+			.readers_done = &done, .writing = &writing, .writer = torn && i == n - 1 };
 		rc = client_init(&cl[i], i, n - torn);
 		if (!rc && i == 0 && t->preload)
 			rc = preload(&cl[i]);
