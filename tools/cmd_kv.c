@@ -10,6 +10,7 @@
 #include <rdmx/rdmx.h>
 
 #include "cmds.h"
+#include "kv_bench.h"
 
 static const struct opts_page kv_page = {
 	.name = "rdmx-kv - the rdmx key-value server",
@@ -19,7 +20,8 @@ static const struct opts_page kv_page = {
 		    "              [--item-max BYTES] [--max-clients N] [--evict none|lru]\n"
 		    "rdmx kv get ADDR KEY [--mode rpc|read|auto]\n"
 		    "rdmx kv put ADDR KEY VALUE\n"
-		    "rdmx kv del ADDR KEY",
+		    "rdmx kv del ADDR KEY\n"
+		    "rdmx kv bench [BENCH OPTIONS] [ADDR]",
 	.description =
 		"'rdmx kv serve' runs a key-value store: a hash table of\n"
 		"self-verifying entries in one flat memory region (a version, odd\n"
@@ -52,7 +54,11 @@ static const struct opts_page kv_page = {
 		"'rdmx kv get|put|del ADDR KEY [VALUE]' are such a client: get prints\n"
 		"the value (--mode: rpc, read, or auto, read with the RPC for what\n"
 		"read cannot do), put stores VALUE, del deletes; exit status 1 when\n"
-		"the key is absent or the call failed.",
+		"the key is absent or the call failed.\n"
+		"\n"
+		"'rdmx kv bench' measures PUTs and GETs by RPC and by READ against the\n"
+		"front door and Debian's memcached; it has its own options: see rdmx\n"
+		"kv bench --help (rdmx-kv-bench(1)).",
 	.exit_status =
 		"0   stopped by a signal\n"
 		"1   the server could not start or failed\n"
@@ -61,7 +67,7 @@ static const struct opts_page kv_page = {
 		"rdmx kv serve --memcached-port 11211 --capacity 1000000 --memory 1G\n"
 		"rdmx kv put 10.0.0.1 greeting hello; rdmx kv get 10.0.0.1 greeting --mode read\n"
 		"printf 'set k 0 0 5\\r\\nhello\\r\\nget k\\r\\n' | nc -q1 localhost 11211",
-	.see_also = "rdmx(1), memcached(1)",
+	.see_also = "rdmx(1), rdmx-kv-bench(1), memcached(1)",
 };
 
 static rdmx_kv_server *running;
@@ -260,6 +266,8 @@ int cmd_kv(int argc, char **argv)
 	const char *pos[4];
 	int rc, npos = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "bench")) /* its own options and page */
+		return cmd_kv_bench(argc - 1, argv + 1);
 	rc = cmd_parse(&kv_page, table, argc, argv, pos, 4, &npos);
 	if (rc != CMD_CONTINUE)
 		return rc;

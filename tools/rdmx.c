@@ -55,7 +55,7 @@ static const struct opts_page rdmx_page = {
 		"pingpong   measure message round-trip latency\n"
 		"bench      latency and bandwidth of every protocol and TCP, with reports\n"
 		"doctor     check the RDMA set-up of this host and the way to a peer\n"
-		"kv         the rdmx key-value server (memcached front door)\n"
+		"kv         the rdmx key-value server and client, kv bench against memcached\n"
 		"rpc        serve and call rdmx RPC's echo method (rdmx/rpc.h)\n"
 		"help       show this help, the help of COMMAND or its man page",
 	.exit_status =

@@ -8,8 +8,9 @@ set -euo pipefail
 rdmx=$1
 mandir=$2
 fail() { echo "FAIL: $*"; exit 1; }
-# rpc-bench: the subcommand rdmx rpc bench (rdmx help --man rpc bench)
-for cmd in rdmx devices pingpong bench doctor kv rpc rpc-bench; do
+# rpc-bench, kv-bench: the subcommands rdmx rpc bench and rdmx kv bench
+# (rdmx help --man rpc bench)
+for cmd in rdmx devices pingpong bench doctor kv kv-bench rpc rpc-bench; do
 	page=$mandir/rdmx-$cmd.1
 	[ "$cmd" = rdmx ] && page=$mandir/rdmx.1
 	[ -s "$page" ] || fail "no $page"
