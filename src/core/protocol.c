@@ -12,6 +12,8 @@ extern const struct rdmx_protocol_ops rdmx__proto_write_simplex;
 extern const struct rdmx_protocol_ops rdmx__proto_write_magic;
 extern const struct rdmx_protocol_ops rdmx__proto_write_duplex;
 extern const struct rdmx_protocol_ops rdmx__proto_write_atomic;
+extern const struct rdmx_protocol_ops rdmx__proto_direct_write;
+extern const struct rdmx_protocol_ops rdmx__proto_buffered_read;
 
 static const struct rdmx_protocol_ops *const protocols[] = {
 	&rdmx__proto_send_recv,
@@ -21,6 +23,8 @@ static const struct rdmx_protocol_ops *const protocols[] = {
 	&rdmx__proto_write_magic,
 	&rdmx__proto_write_duplex,
 	&rdmx__proto_write_atomic,
+	&rdmx__proto_direct_write,
+	&rdmx__proto_buffered_read,
 };
 
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))

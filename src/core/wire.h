@@ -52,6 +52,8 @@ enum rdmx__proto_id {
 	RDMX__PROTO_WRITE_MAGIC = 5,
 	RDMX__PROTO_WRITE_DUPLEX = 6,
 	RDMX__PROTO_WRITE_ATOMIC = 7,
+	RDMX__PROTO_DIRECT_WRITE = 8,
+	RDMX__PROTO_BUFFERED_READ = 9,
 };
 
 enum rdmx__reject_code {

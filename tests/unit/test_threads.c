@@ -320,6 +320,8 @@ static void t_write_simplex(void **st) { (void)st; run_protocol("write_simplex")
 static void t_write_magic(void **st) { (void)st; run_protocol("write_magic"); }
 static void t_write_duplex(void **st) { (void)st; run_protocol("write_duplex"); }
 static void t_write_atomic(void **st) { (void)st; run_protocol("write_atomic"); }
+static void t_direct_write(void **st) { (void)st; run_protocol("direct_write"); }
+static void t_buffered_read(void **st) { (void)st; run_protocol("buffered_read"); }
 
 int main(void)
 {
@@ -331,6 +333,8 @@ int main(void)
 		cmocka_unit_test(t_write_magic),
 		cmocka_unit_test(t_write_duplex),
 		cmocka_unit_test(t_write_atomic),
+		cmocka_unit_test(t_direct_write),
+		cmocka_unit_test(t_buffered_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -154,6 +154,7 @@ static void test_protocol_ids_unchanged(void **state)
 		{ "send_recv", 1 }, { "srq", 2 }, { "read", 3 },
 		{ "write_simplex", 4 }, { "write_magic", 5 },
 		{ "write_duplex", 6 }, { "write_atomic", 7 },
+		{ "direct_write", 8 }, { "buffered_read", 9 },
 	};
 
 	(void)state;
@@ -165,7 +166,7 @@ static void test_protocol_ids_unchanged(void **state)
 		assert_ptr_equal(rdmx__protocol_by_id(ids[i].id), p);
 	}
 	assert_null(rdmx__protocol_by_id(0));
-	assert_null(rdmx__protocol_by_id(8));
+	assert_null(rdmx__protocol_by_id(10));
 }
 
 int main(void)

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* buffered_read's control block (tests play a hostile peer with it). */
+#ifndef RDMX_PROTOCOLS_BUFFERED_READ_H
+#define RDMX_PROTOCOLS_BUFFERED_READ_H
+
+#include <stdint.h>
+
+/* Report WRITEs a receiver may have in flight. */
+#define RDMX__BR_REPS 4
+
+/*
+ * A receiver's progress word: a 32-bit count (of bytes fetched, bytes
+ * released, or records released) in the low half, its complement in the
+ * high half, stored with one 8-byte store. A READ or WRITE that copies it
+ * byte by byte while it changes shows halves that disagree: not taken.
+ * The sender widens the count against its own 64-bit totals (a receiver
+ * is never more than 2^31 behind them).
+ */
+static inline uint64_t rdmx__br_word(uint64_t v)
+{
+	return (uint32_t)v | (uint64_t)(uint32_t)~(uint32_t)v << 32;
+}
+
+/* One per connection, registered for the peer's READ and WRITE. */
+struct rdmx__br_ctl {
+	uint64_t tail;       /* our ring's published tail (the peer READs it) */
+	uint64_t pub[3];     /* ours, as receiver: fetched, head, released
+			      * (progress words; the peer READs them) */
+	uint64_t rep[3];     /* the peer's report WRITEs land here */
+	uint64_t rd_pub[3];  /* our READ of the peer's pub lands here */
+	uint64_t rd_tail;    /* our READ of the peer's tail lands here */
+	uint64_t rep_src[RDMX__BR_REPS][3]; /* sources of our report WRITEs
+					     * (one each in flight) */
+};
+
+struct rdmx_conn;
+/* @c's control block, and its own ring (the one the peer READs) with the
+ * seed of its records' stamps. */
+struct rdmx__br_ctl *rdmx__br_ctl_of(struct rdmx_conn *c);
+uint8_t *rdmx__br_ring(struct rdmx_conn *c, uint64_t *seed);
+
+#endif /* RDMX_PROTOCOLS_BUFFERED_READ_H */
