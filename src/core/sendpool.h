@@ -25,17 +25,23 @@
  * memory) before anything uses it: its connection, its kind, the index in
  * range and the slot ALLOC. The post's wr_id is wr_kind << 32 | slot.
  *
- * Two later changes land inside the pool and nowhere else:
- *  - Per-send completion tokens (issue 9 section 2): rdmx__sendpool_post
- *    returns a token (slot, a per-slot generation bumped at each post);
- *    the generation is done at rdmx__sendpool_sent, or in a hold pool
- *    at rdmx__sendpool_put (read: once the receiver acknowledged, which
- *    ). A failed completion takes the
- *    connection down, so a pending token then ends with the connection's
- *    error. A token wait is pool_wait() with "this generation done" as
- *    its condition. A slot is reused only after it is done, so a token
- *    never names a later send. Protocols change nothing: every completion
- *    of a pool post already reaches the pool through _sent / _put.
+ * Per-send completion tokens (issue 9 section 2, core/token.c) count
+ * in the pool: @posted is the pool's send sequence (it equals the
+ * connection's c->sends, as a send is one pool post), and the pool's
+ * sends_done hook (rdmx__sendpool_conn_sends_done) says how many of them
+ * are complete: @posted - @inflight, as a send queue completes in post
+ * order; in a hold pool, where the protocol gives slots back in any order
+ * (read: as the receiver acknowledges), the prefix of posts whose slots
+ * are back, from the sequence each slot's post had (@seq). A failed
+ * completion takes the connection down, so a pending token then ends
+ * with the connection's error. Protocols change nothing: every
+ * completion of a pool post already reaches the pool through _sent /
+ * _put. (The design first sketched here, a token of slot and per-slot
+ * generation, gave way to the sequence: it needs no table look-up, a
+ * set of sends is its last token, and a signaled completion covering
+ * several sends advances the count by all of them.)
+ *
+ * A later change lands inside the pool and nowhere else:
  *  - Doorbell batching and selective signaling (issue 10): only
  *    rdmx__sendpool_post sets the flags of a slot's work request and
  *    posts it, and only _sent / _put retire slots. Signaling one post in
@@ -93,6 +99,8 @@ struct rdmx__sendpool {
 	uint8_t *state;           /* enum rdmx__sp_state per slot */
 	uint32_t nalloc;          /* handed out, neither posted nor released */
 	uint32_t inflight;        /* posted, completion not seen */
+	uint64_t posted;          /* posts so far: the last one's sequence */
+	uint64_t *seq;            /* per slot: the sequence of its last post */
 };
 
 /* Allocate and register (@access: RDMX__ACCESS_*) the slots; on failure
@@ -122,6 +130,8 @@ int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
 int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			     int timeout_ms);
 int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms);
+/* The sends_done operation (internal.h) of those protocols: one reap. */
+int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done);
 /* The send operation of the two-sided protocols (send_recv, srq): the
  * slot's bytes as one SEND, SEND_WITH_IMM when @m carries immediate data. */
 int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m);
@@ -173,6 +183,7 @@ static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
 	sp->state[idx] = RDMX__SP_POSTED;
 	sp->nalloc--;
 	sp->inflight++;
+	sp->seq[idx] = ++sp->posted;
 	rdmx__msg_spend(m);
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include "harness.h"
 #include "seam.h"
 #include "many_senders.h"
+#include "send_tokens.h"
 
 static const char *protocol; /* the protocol under test */
 static uint8_t wait_mode;     /* and the wait mode (enum rdmx_wait_mode) */
@@ -34,6 +35,16 @@ static struct rdmx_conn_opts opts(void)
 	o.protocol = protocol;
 	o.wait_mode = wait_mode;
 	return o;
+}
+
+const char *cf_protocol(void)
+{
+	return protocol;
+}
+
+struct rdmx_conn_opts cf_opts(void)
+{
+	return opts();
 }
 
 static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *so,
@@ -505,6 +516,12 @@ int main(void)
 		cmocka_unit_test(test_peer_close_delivers_then_resets),
 		cmocka_unit_test(test_receiver_close_midstream),
 		cmocka_unit_test(test_many_senders),
+		cmocka_unit_test(test_send_tokens_in_order),
+		cmocka_unit_test(test_send_tokens_no_flush),
+		cmocka_unit_test(test_send_tokens_bad),
+		cmocka_unit_test(test_send_tokens_peer_gone),
+		cmocka_unit_test(test_send_failed_keeps_buffer),
+		cmocka_unit_test(test_close_does_not_drain),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving), kept short for make check */
