@@ -14,8 +14,9 @@
  *  - a context may be shared by threads;
  *  - a listener is used by one thread at a time (rdmx_accept and
  *    rdmx_listener_recv may not overlap on one listener);
- *  - a connection's calls (rdmx_msg_alloc, rdmx_send, rdmx_flush, rdmx_recv,
- *    rdmx_msg_release) may come from any threads: each runs under the
+ *  - a connection's calls (rdmx_msg_alloc, rdmx_send, rdmx_send_tok,
+ *    rdmx_flush, rdmx_recv, rdmx_msg_release, rdmx_wait) may come from
+ *    any threads: each runs under the
  *    connection's lock, so they never overlap and the ones that wait
  *    (a finite or infinite timeout) hold the connection meanwhile - two
  *    threads blocking on one connection wait for each other. What one

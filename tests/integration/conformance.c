@@ -521,7 +521,7 @@ int main(void)
 		cmocka_unit_test(test_send_tokens_bad),
 		cmocka_unit_test(test_send_tokens_peer_gone),
 		cmocka_unit_test(test_send_failed_keeps_buffer),
-		cmocka_unit_test(test_close_does_not_drain),
+		cmocka_unit_test(test_send_close_no_drain),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving), kept short for make check */
@@ -539,6 +539,8 @@ int main(void)
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
 	int failed = 0;
 
+	if (getenv("RDMX_TEST_FILTER")) /* e.g. "test_send*" */
+		cmocka_set_test_filter(getenv("RDMX_TEST_FILTER"));
 	for (size_t w = 0; w < sizeof(modes) / sizeof(modes[0]); w++) {
 		wait_mode = modes[w].mode;
 		for (int i = 0; names[i]; i++) {

@@ -309,7 +309,7 @@ void test_send_failed_keeps_buffer(void **state)
  * rdmx_conn_close does not drain: it returns at once with sends pending,
  * the peer receives exactly the sends that had completed, and no other.
  */
-void test_close_does_not_drain(void **state)
+void test_send_close_no_drain(void **state)
 {
 	struct rdmx_msg held[HELD], r;
 	rdmx_token tok[BURST];

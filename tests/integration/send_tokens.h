@@ -18,6 +18,6 @@ void test_send_tokens_no_flush(void **state);
 void test_send_tokens_bad(void **state);
 void test_send_tokens_peer_gone(void **state);
 void test_send_failed_keeps_buffer(void **state);
-void test_close_does_not_drain(void **state);
+void test_send_close_no_drain(void **state);
 
 #endif
