@@ -796,8 +796,7 @@ static int send_locked(rdmx_conn *c, struct rdmx_msg *m)
 	return c->proto->send(c, m);
 }
 
-/* rdmx_send and rdmx_send_tok (@tok may be NULL); inline in both. */
-static inline int send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
+int rdmx_send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
 {
 	int rc;
 
@@ -807,27 +806,21 @@ static inline int send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
 
 	pthread_mutex_lock(&c->lock);
 	rc = rdmx__conn_keep(c, send_locked(c, m));
-	if (!rc) {
-		c->sends++;
+	if (!rc) { /* the count is the send's sequence: under the lock */
+		uint64_t seq = RDMX__COUNT(c, msgs_sent, 1) + 1;
+
 		if (tok)
-			*tok = rdmx__tok_make(c, c->sends);
+			*tok = rdmx__tok_make(c, seq);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (!rc) {
-		RDMX__COUNT(c, msgs_sent, 1);
+	if (!rc)
 		RDMX__COUNT(c, bytes_sent, len);
-	}
 	return rc;
 }
 
 int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
 {
-	return send_tok(c, m, NULL);
-}
-
-int rdmx_send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
-{
-	return send_tok(c, m, tok);
+	return rdmx_send_tok(c, m, NULL);
 }
 
 int rdmx_flush(rdmx_conn *c, int timeout_ms)

@@ -165,8 +165,6 @@ struct rdmx_conn {
 	int admitted;            /* counted in group->admitted */
 	void *priv;              /* proto->priv_size bytes, zeroed */
 	struct rdmx__os os;      /* one-sided operations in flight */
-	uint64_t sends;          /* rdmx_send()s that succeeded (c->lock):
-				  * the last one's sequence, see token.c */
 	uint16_t tok_tag;        /* this connection's mark in its tokens */
 	void *user;              /* rdmx_conn_set_user() */
 	struct rdmx_conn_stats stats; /* counters, __atomic relaxed adds */
@@ -477,7 +475,7 @@ int rdmx__ctx_opts_copy(const struct rdmx_ctx_opts *in,
 
 /* token.c: send tokens. A send token has bit 63 set (one-sided tokens
  * never do), the connection's tok_tag in bits 47-62 and the send's
- * sequence (c->sends after it) in bits 0-46. */
+ * sequence (rdmx__sends() after it) in bits 0-46. */
 #define RDMX__TOK_SEND (UINT64_C(1) << 63)
 #define RDMX__TOK_SEQ_BITS 47
 #define RDMX__TOK_IS_SEND(tok) (((tok) & RDMX__TOK_SEND) != 0)
@@ -485,6 +483,12 @@ static inline rdmx_token rdmx__tok_make(const rdmx_conn *c, uint64_t seq)
 {
 	return RDMX__TOK_SEND | (uint64_t)c->tok_tag << RDMX__TOK_SEQ_BITS |
 	       (seq & ((UINT64_C(1) << RDMX__TOK_SEQ_BITS) - 1));
+}
+/* The connection's send sequence: the sends that succeeded so far, the
+ * last one's number (stats.msgs_sent, counted under c->lock). */
+static inline uint64_t rdmx__sends(const rdmx_conn *c)
+{
+	return __atomic_load_n(&c->stats.msgs_sent, __ATOMIC_RELAXED);
 }
 /* A fresh tok_tag for a new connection (never 0). */
 uint16_t rdmx__tok_tag_next(void);

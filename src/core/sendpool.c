@@ -16,8 +16,8 @@ static int pool_alloc(struct rdmx__sendpool *sp)
 	sp->buf = rdmx__alloc_buf(sp->stride * sp->n);
 	sp->free_stack = calloc(sp->n, sizeof(*sp->free_stack));
 	sp->state = calloc(sp->n, 1);
-	sp->seq = calloc(sp->n, sizeof(*sp->seq));
-	if (!sp->buf || !sp->free_stack || !sp->state || !sp->seq)
+	sp->seq = sp->hold ? calloc(sp->n, sizeof(*sp->seq)) : NULL;
+	if (!sp->buf || !sp->free_stack || !sp->state || (sp->hold && !sp->seq))
 		return rdmx__fail(-ENOMEM, "%s: out of memory for %u send buffers of %zu bytes",
 				  sp->who, sp->n, sp->stride);
 	for (uint32_t i = 0; i < sp->n; i++)
@@ -190,14 +190,14 @@ int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m)
 	return rdmx__sendpool_post(c, sp, (uint32_t)idx, &wr, m);
 }
 
-/* Sends complete: the posts before the first one still out. A hold
- * pool's slots come back in any order, so it looks at each slot. */
-static uint64_t pool_done(const struct rdmx__sendpool *sp)
+/* Sends complete: those before the first one still out. A hold pool's
+ * slots come back in any order, so it looks at each slot. */
+static uint64_t pool_done(const rdmx_conn *c, const struct rdmx__sendpool *sp)
 {
-	uint64_t done = sp->posted;
+	uint64_t done = rdmx__sends(c);
 
 	if (!sp->hold)
-		return sp->posted - sp->inflight;
+		return done - sp->inflight;
 	for (uint32_t i = 0; i < sp->n; i++)
 		if ((sp->state[i] == RDMX__SP_POSTED || sp->state[i] == RDMX__SP_SENT) &&
 		    sp->seq[i] <= done)
@@ -210,6 +210,6 @@ int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done)
 	struct rdmx__sendpool *sp = c->priv;
 	int n = sp->ops->reap(c);
 
-	*done = pool_done(sp);
+	*done = pool_done(c, sp);
 	return n;
 }

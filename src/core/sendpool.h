@@ -26,13 +26,14 @@
  * range and the slot ALLOC. The post's wr_id is wr_kind << 32 | slot.
  *
  * Per-send completion tokens (issue 9 section 2, core/token.c) count
- * in the pool: @posted is the pool's send sequence (it equals the
- * connection's c->sends, as a send is one pool post), and the pool's
- * sends_done hook (rdmx__sendpool_conn_sends_done) says how many of them
- * are complete: @posted - @inflight, as a send queue completes in post
- * order; in a hold pool, where the protocol gives slots back in any order
- * (read: as the receiver acknowledges), the prefix of posts whose slots
- * are back, from the sequence each slot's post had (@seq). A failed
+ * on the connection's send sequence, rdmx__sends() (a successful send is one
+ * pool post; the core counts it once the protocol's send returned), and
+ * the pool's sends_done hook (rdmx__sendpool_conn_sends_done) says how
+ * many sends are complete: rdmx__sends() - @inflight, as a send queue
+ * completes in post order; in a hold pool, where the protocol gives
+ * slots back in any order (read: as the receiver acknowledges), the
+ * prefix of sends whose slots are back, from the sequence each slot's
+ * post had (@seq, kept by hold pools only). A failed
  * completion takes the connection down, so a pending token then ends
  * with the connection's error. Protocols change nothing: every
  * completion of a pool post already reaches the pool through _sent /
@@ -99,8 +100,8 @@ struct rdmx__sendpool {
 	uint8_t *state;           /* enum rdmx__sp_state per slot */
 	uint32_t nalloc;          /* handed out, neither posted nor released */
 	uint32_t inflight;        /* posted, completion not seen */
-	uint64_t posted;          /* posts so far: the last one's sequence */
-	uint64_t *seq;            /* per slot: the sequence of its last post */
+	uint64_t *seq;            /* hold pools, per slot: the send sequence
+				   * (rdmx__sends) of its last post */
 };
 
 /* Allocate and register (@access: RDMX__ACCESS_*) the slots; on failure
@@ -183,7 +184,8 @@ static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
 	sp->state[idx] = RDMX__SP_POSTED;
 	sp->nalloc--;
 	sp->inflight++;
-	sp->seq[idx] = ++sp->posted;
+	if (sp->hold) /* this send's sequence, once rdmx_send counts it */
+		sp->seq[idx] = rdmx__sends(c) + 1;
 	rdmx__msg_spend(m);
 	return 0;
 }

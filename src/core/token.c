@@ -3,10 +3,11 @@
  * Send tokens: rdmx_send_tok() hands out a token per send, rdmx_wait()
  * waits for it (onesided.c passes send tokens here).
  *
- * A token is the send's sequence number on its connection (c->sends once
- * the send succeeded) with the connection's tag (internal.h,
+ * A token is the send's sequence number on its connection (rdmx__sends()
+ * once the send succeeded: the stats' msgs_sent, counted under the
+ * connection's lock) with the connection's tag (internal.h,
  * rdmx__tok_make); nothing is allocated per send, and a send whose token
- * nobody waits for costs one increment. The protocol answers one question
+ * nobody waits for costs nothing but a branch. The protocol answers one question
  * through its sends_done hook: how many of the connection's sends are
  * complete. Sends complete in send order (an RC send queue completes in
  * post order; read's hold pool counts the prefix of its acknowledged
@@ -17,7 +18,7 @@
  * A token is user data: the tag says whose it is (another connection's,
  * or one of a closed connection, carries another tag: tags come from one
  * process-wide counter, so they repeat only after 65,535 connections),
- * and a sequence of 0 or above c->sends was never issued. Either is
+ * and a sequence of 0 or above rdmx__sends() was never issued. Either is
  * -EINVAL. 2^47 sends per connection fit before the sequence wraps.
  */
 #include <errno.h>
@@ -44,10 +45,10 @@ static int tok_seq(const rdmx_conn *c, rdmx_token tok, uint64_t *seq)
 	if (tok != rdmx__tok_make(c, s))
 		return rdmx__fail(-EINVAL, "token 0x%llx is not a send token of this connection",
 				  (unsigned long long)tok);
-	if (!s || s > (c->sends & SEQ_MASK))
+	if (!s || s > (rdmx__sends(c) & SEQ_MASK))
 		return rdmx__fail(-EINVAL, "token 0x%llx names send #%llu, this connection "
 				  "has sent %llu", (unsigned long long)tok,
-				  (unsigned long long)s, (unsigned long long)c->sends);
+				  (unsigned long long)s, (unsigned long long)rdmx__sends(c));
 	*seq = s;
 	return 0;
 }
@@ -62,7 +63,7 @@ static int wait_timeout(rdmx_conn *c, uint64_t seq, uint64_t done,
 	return rdmx__fail(-ETIMEDOUT, "rdmx_wait: %s send #%llu on the connection "
 			  "to %s not complete within %d ms (%llu of %llu sends are)",
 			  c->proto->name, (unsigned long long)seq, peer, timeout_ms,
-			  (unsigned long long)done, (unsigned long long)c->sends);
+			  (unsigned long long)done, (unsigned long long)rdmx__sends(c));
 }
 
 /* Wait until @seq sends are complete. */
