@@ -524,11 +524,13 @@ int main(void)
 		cmocka_unit_test(test_send_close_no_drain),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
-	 * peer leaving), kept short for make check */
+	 * peer leaving, a send token), kept short for make check */
 	const struct CMUnitTest waits[] = {
 		cmocka_unit_test(test_pingpong_mixed_sizes),
 		cmocka_unit_test(test_backpressure),
 		cmocka_unit_test(test_peer_close_delivers_then_resets),
+		cmocka_unit_test(test_send_tokens_no_flush),
+		cmocka_unit_test(test_send_tokens_peer_gone),
 	};
 	static const struct { uint8_t mode; const char *name; } modes[] = {
 		{ RDMX_WAIT_DEFAULT, "adaptive (default)" },
