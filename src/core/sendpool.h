@@ -25,29 +25,32 @@
  * memory) before anything uses it: its connection, its kind, the index in
  * range and the slot ALLOC. The post's wr_id is wr_kind << 32 | slot.
  *
- * Per-send completion tokens (issue 9 section 2, core/token.c) count
- * on the connection's send sequence, rdmx__sends() (a successful send is one
- * pool post; the core counts it once the protocol's send returned), and
- * the pool's sends_done hook (rdmx__sendpool_conn_sends_done) says how
- * many sends are complete: rdmx__sends() - @inflight, as a send queue
- * completes in post order; in a hold pool, where the protocol gives
- * slots back in any order (read: as the receiver acknowledges), the
- * prefix of sends whose slots are back, from the sequence each slot's
- * post had (@seq, kept by hold pools only). A failed
- * completion takes the connection down, so a pending token then ends
- * with the connection's error. Protocols change nothing: every
- * completion of a pool post already reaches the pool through _sent /
- * _put. (The design first sketched here, a token of slot and per-slot
- * generation, gave way to the sequence: it needs no table look-up, a
- * set of sends is its last token, and a signaled completion covering
- * several sends advances the count by all of them.)
+ * Per-send completion tokens (issue 9 section 2, core/token.c) count on
+ * the connection's send sequence, rdmx__sends() (a successful send is one
+ * pool post; the core counts it once the protocol's send returned). The
+ * pool's sends_done hook (rdmx__sendpool_conn_sends_done) says how many
+ * sends are complete: rdmx__sends() - @inflight, as a send queue completes
+ * in post order; in a hold pool, whose slots the protocol gives back in
+ * any order (read: as the receiver acknowledges), the prefix of sends
+ * whose slots are back, from the sequence each slot's post had (@seq,
+ * kept by hold pools only). A failed completion takes the connection
+ * down, so a pending token then ends with the connection's error.
+ * Protocols change nothing: every completion of a pool post already
+ * reaches the pool through _sent / _put. (The design first sketched here,
+ * a token of slot and per-slot generation, gave way to the sequence: no
+ * table look-up, a set of sends is its last token, and a signaled
+ * completion that retires several posts advances the count by all of
+ * them, as @inflight drops by that many.)
  *
  * A later change lands inside the pool and nowhere else:
  *  - Doorbell batching and selective signaling (issue 10): only
  *    rdmx__sendpool_post sets the flags of a slot's work request and
  *    posts it, and only _sent / _put retire slots. Signaling one post in
  *    N makes post set RDMX__WR_SIGNALED on every Nth (and on the last
- *    post before a flush or an alloc waits) and keep the posted slots in
+ *    post before a flush or an alloc waits; a token wait whose send went
+ *    unsignaled with nothing signaled after it needs a signaled post -
+ *    a batch still unrung, or a zero-length one - from sends_done) and
+ *    keep the posted slots in
  *    post order; _sent then retires every slot up to the signaled one (a
  *    send queue completes in post order; the protocols' own work requests
  *    on it, acks, READs, FETCH_ADDs, stay signaled and are not the
