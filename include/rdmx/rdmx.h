@@ -14,8 +14,9 @@
  *  - a context may be shared by threads;
  *  - a listener is used by one thread at a time (rdmx_accept and
  *    rdmx_listener_recv may not overlap on one listener);
- *  - a connection's calls (rdmx_msg_alloc, rdmx_send, rdmx_flush, rdmx_recv,
- *    rdmx_msg_release) may come from any threads: each runs under the
+ *  - a connection's calls (rdmx_msg_alloc, rdmx_send, rdmx_send_tok,
+ *    rdmx_flush, rdmx_recv, rdmx_msg_release, rdmx_wait) may come from
+ *    any threads: each runs under the
  *    connection's lock, so they never overlap and the ones that wait
  *    (a finite or infinite timeout) hold the connection meanwhile - two
  *    threads blocking on one connection wait for each other. What one
@@ -338,7 +339,15 @@ const char *rdmx_listener_error(const rdmx_listener *lis);
 int rdmx_dial(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	      const struct rdmx_conn_opts *opts, rdmx_conn **out);
 
-/** rdmx_conn_close - disconnect (if connected) and free the connection. */
+/**
+ * rdmx_conn_close - disconnect (if connected) and free the connection.
+ * It does not drain: sends in flight are not waited for, and a message
+ * whose send had not completed (see rdmx_send_tok()) may or may not reach
+ * the peer. To deliver everything, wait for the last send's token (or
+ * rdmx_flush()) first, then close: a completed send is in the peer's
+ * memory and the peer receives it after this side is gone. Buffers from
+ * rdmx_msg_alloc() not sent yet, and tokens of @conn, are void after it.
+ */
 void rdmx_conn_close(rdmx_conn *conn);
 
 /** rdmx_conn_error - detail message of the last failure on @conn. */
@@ -432,10 +441,49 @@ int rdmx_msg_alloc(rdmx_conn *conn, size_t size, struct rdmx_msg *msg,
 
 /**
  * rdmx_send - post @msg (from rdmx_msg_alloc) and return without waiting.
- * The buffer belongs to rdmx from here on. Returns 0, -EMSGSIZE (len > cap),
- * -EINVAL (not an allocated message), or the connection's error.
+ * On success the buffer belongs to rdmx (the handle is spent). Returns 0,
+ * -EMSGSIZE (len > cap), -EINVAL (not an allocated message), or the
+ * connection's error (write_atomic also -ETIMEDOUT: no ring space at the
+ * peer within liveness_ms).
+ *
+ * A failed send leaves the buffer the caller's, on every protocol: the
+ * handle stays valid, nothing of it was posted, and the caller either
+ * sends it again (e.g. with a smaller len after -EMSGSIZE) or gives it
+ * back with rdmx_msg_release() - which also works on a connection that
+ * is down. rdmx_conn_close() frees it as well.
  */
 int rdmx_send(rdmx_conn *conn, struct rdmx_msg *msg);
+
+/*
+ * Send completions. rdmx_send_tok() returns a token for the send; the
+ * same rdmx_wait() that waits for one-sided operations (below) waits for
+ * it, or polls it (timeout 0), without flushing the connection: later
+ * sends stay in flight. A send is complete once its message is in the
+ * peer's memory, where the peer receives it even if this side closes:
+ *  - send_recv, srq, write_simplex, write_magic, write_duplex,
+ *    write_atomic: the local completion of its SEND / WRITE (an RC
+ *    completion means the peer's NIC acknowledged the data);
+ *  - read: the receiver's acknowledgement (it has READ or copied the
+ *    payload), since the send buffer is held until then; that needs the
+ *    receiving application to be calling into rdmx (rdmx_recv, ...).
+ * Tokens complete in send order: once a token is complete, so are all
+ * earlier ones of the connection, so a set of sends is waited for by
+ * waiting for its last token (tokens of one connection increase).
+ * A send token costs no memory: it is the send's sequence number on the
+ * connection, complete once the connection's completed count reaches it.
+ * It need not be waited for, may be waited for any number of times (0
+ * once complete), and stays valid until rdmx_conn_close(). A send of a
+ * connection that went down before the send completed ends with the
+ * connection's error.
+ */
+typedef uint64_t rdmx_token;
+
+/**
+ * rdmx_send_tok - rdmx_send() that also returns a token for this send in
+ * *@tok (when @tok is not NULL), for rdmx_wait(). Same returns and buffer
+ * ownership as rdmx_send(); *@tok is set only on success.
+ */
+int rdmx_send_tok(rdmx_conn *conn, struct rdmx_msg *msg, rdmx_token *tok);
 
 /**
  * rdmx_flush - wait up to @timeout_ms until every posted send completed.
@@ -593,7 +641,6 @@ int rdmx_send_mr(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 #define RDMX_ONESIDED_MAX 16
 
 typedef struct rdmx_region rdmx_region;
-typedef uint64_t rdmx_token;
 
 /**
  * rdmx_mr_export - describe @len bytes at @off of @mr, with @access (a
@@ -650,10 +697,13 @@ int rdmx_cmp_swap(rdmx_conn *conn, const rdmx_region *region, size_t roff,
 
 /**
  * rdmx_wait - wait up to @timeout_ms (0: poll once, -1: forever) for the
- * operation of @tok. Returns 0 (done, the token is spent), -EAGAIN
- * (@timeout_ms 0) or -ETIMEDOUT (not yet; wait again), -EINVAL (not an
- * outstanding token of @conn), or the error the operation or the
- * connection failed with (the token is spent).
+ * one-sided operation or the send (rdmx_send_tok()) of @tok. Returns 0
+ * (done: a one-sided token is spent, a send token stays complete),
+ * -EAGAIN (@timeout_ms 0) or -ETIMEDOUT (not yet; wait again), -EINVAL
+ * (not an outstanding one-sided token or an issued send token of @conn:
+ * another connection's, a closed one's, a forged one), or the error the
+ * operation or the connection failed with (a one-sided token is spent).
+ * A wait for a send waits for that send only, not for later ones.
  */
 int rdmx_wait(rdmx_conn *conn, rdmx_token tok, int timeout_ms);
 

@@ -189,6 +189,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	c->max_msg = o->max_msg_size;
 	rdmx__live_init(c);
 	rdmx__os_init(c);
+	c->tok_tag = rdmx__tok_tag_next();
 	return c;
 }
 
@@ -795,7 +796,7 @@ static int send_locked(rdmx_conn *c, struct rdmx_msg *m)
 	return c->proto->send(c, m);
 }
 
-int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
+int rdmx_send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
 {
 	int rc;
 
@@ -805,12 +806,21 @@ int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
 
 	pthread_mutex_lock(&c->lock);
 	rc = rdmx__conn_keep(c, send_locked(c, m));
-	pthread_mutex_unlock(&c->lock);
-	if (!rc) {
-		RDMX__COUNT(c, msgs_sent, 1);
-		RDMX__COUNT(c, bytes_sent, len);
+	if (!rc) { /* the count is the send's sequence: under the lock */
+		uint64_t seq = RDMX__COUNT(c, msgs_sent, 1) + 1;
+
+		if (tok)
+			*tok = rdmx__tok_make(c, seq);
 	}
+	pthread_mutex_unlock(&c->lock);
+	if (!rc)
+		RDMX__COUNT(c, bytes_sent, len);
 	return rc;
+}
+
+int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return rdmx_send_tok(c, m, NULL);
 }
 
 int rdmx_flush(rdmx_conn *c, int timeout_ms)

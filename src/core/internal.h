@@ -165,6 +165,7 @@ struct rdmx_conn {
 	int admitted;            /* counted in group->admitted */
 	void *priv;              /* proto->priv_size bytes, zeroed */
 	struct rdmx__os os;      /* one-sided operations in flight */
+	uint16_t tok_tag;        /* this connection's mark in its tokens */
 	void *user;              /* rdmx_conn_set_user() */
 	struct rdmx_conn_stats stats; /* counters, __atomic relaxed adds */
 };
@@ -240,6 +241,15 @@ struct rdmx_protocol_ops {
 	 * 1 if @wc was one. Runs under core locks: atomics only, no group
 	 * lock. NULL: none. */
 	int (*own_wc)(rdmx_conn *c, const struct rdmx__wc *wc);
+	/* Per-send completions (token.c): take in what completed (one
+	 * step, never waiting) and put in *@done how many of the
+	 * connection's sends are complete (rdmx.h says what complete means
+	 * per protocol); they complete in send order, so *@done counts a
+	 * prefix of the sends. send() returning 0 is one send, posted (its
+	 * handle spent); a failing send() posted nothing and leaves the
+	 * handle valid. Returns > 0 if the step saw anything, 0, or -errno
+	 * (the connection down; *@done still counts what completed before). */
+	int (*sends_done)(rdmx_conn *c, uint64_t *done);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */
@@ -462,6 +472,28 @@ int rdmx__conn_opts_copy(const struct rdmx_conn_opts *in,
 			 struct rdmx_conn_opts *out);
 int rdmx__ctx_opts_copy(const struct rdmx_ctx_opts *in,
 			struct rdmx_ctx_opts *out);
+
+/* token.c: send tokens. A send token has bit 63 set (one-sided tokens
+ * never do), the connection's tok_tag in bits 47-62 and the send's
+ * sequence (rdmx__sends() after it) in bits 0-46. */
+#define RDMX__TOK_SEND (UINT64_C(1) << 63)
+#define RDMX__TOK_SEQ_BITS 47
+#define RDMX__TOK_IS_SEND(tok) (((tok) & RDMX__TOK_SEND) != 0)
+static inline rdmx_token rdmx__tok_make(const rdmx_conn *c, uint64_t seq)
+{
+	return RDMX__TOK_SEND | (uint64_t)c->tok_tag << RDMX__TOK_SEQ_BITS |
+	       (seq & ((UINT64_C(1) << RDMX__TOK_SEQ_BITS) - 1));
+}
+/* The connection's send sequence: the sends that succeeded so far, the
+ * last one's number (stats.msgs_sent, counted under c->lock). */
+static inline uint64_t rdmx__sends(const rdmx_conn *c)
+{
+	return __atomic_load_n(&c->stats.msgs_sent, __ATOMIC_RELAXED);
+}
+/* A fresh tok_tag for a new connection (never 0). */
+uint16_t rdmx__tok_tag_next(void);
+/* rdmx_wait() of send token @tok (c->lock held). */
+int rdmx__send_wait(rdmx_conn *c, rdmx_token tok, int timeout_ms);
 
 /* onesided.c */
 void rdmx__os_init(rdmx_conn *c);

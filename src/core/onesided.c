@@ -447,8 +447,12 @@ int rdmx_wait(rdmx_conn *conn, rdmx_token tok, int timeout_ms)
 	if (!conn)
 		return rdmx__fail(-EINVAL, "connection is NULL");
 	pthread_mutex_lock(&conn->lock);
-	slot = token_slot(conn, tok);
-	rc = slot < 0 ? slot : wait_slot(conn, (unsigned)slot, timeout_ms);
+	if (RDMX__TOK_IS_SEND(tok)) { /* rdmx_send_tok(): token.c */
+		rc = rdmx__send_wait(conn, tok, timeout_ms);
+	} else {
+		slot = token_slot(conn, tok);
+		rc = slot < 0 ? slot : wait_slot(conn, (unsigned)slot, timeout_ms);
+	}
 	if (rc != -EAGAIN)
 		rc = rdmx__conn_keep(conn, rc);
 	pthread_mutex_unlock(&conn->lock);

@@ -16,7 +16,8 @@ static int pool_alloc(struct rdmx__sendpool *sp)
 	sp->buf = rdmx__alloc_buf(sp->stride * sp->n);
 	sp->free_stack = calloc(sp->n, sizeof(*sp->free_stack));
 	sp->state = calloc(sp->n, 1);
-	if (!sp->buf || !sp->free_stack || !sp->state)
+	sp->seq = sp->hold ? calloc(sp->n, sizeof(*sp->seq)) : NULL;
+	if (!sp->buf || !sp->free_stack || !sp->state || (sp->hold && !sp->seq))
 		return rdmx__fail(-ENOMEM, "%s: out of memory for %u send buffers of %zu bytes",
 				  sp->who, sp->n, sp->stride);
 	for (uint32_t i = 0; i < sp->n; i++)
@@ -43,6 +44,8 @@ void rdmx__sendpool_unmake(rdmx_conn *c, struct rdmx__sendpool *sp)
 	free(sp->buf);
 	free(sp->free_stack);
 	free(sp->state);
+	free(sp->seq);
+	sp->seq = NULL;
 	sp->mr = NULL;
 	sp->buf = NULL;
 	sp->free_stack = NULL;
@@ -185,4 +188,28 @@ int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m)
 		wr.imm = m->imm;
 	}
 	return rdmx__sendpool_post(c, sp, (uint32_t)idx, &wr, m);
+}
+
+/* Sends complete: those before the first one still out. A hold pool's
+ * slots come back in any order, so it looks at each slot. */
+static uint64_t pool_done(const rdmx_conn *c, const struct rdmx__sendpool *sp)
+{
+	uint64_t done = rdmx__sends(c);
+
+	if (!sp->hold)
+		return done - sp->inflight;
+	for (uint32_t i = 0; i < sp->n; i++)
+		if ((sp->state[i] == RDMX__SP_POSTED || sp->state[i] == RDMX__SP_SENT) &&
+		    sp->seq[i] <= done)
+			done = sp->seq[i] - 1;
+	return done;
+}
+
+int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done)
+{
+	struct rdmx__sendpool *sp = c->priv;
+	int n = sp->ops->reap(c);
+
+	*done = pool_done(c, sp);
+	return n;
 }

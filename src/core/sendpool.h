@@ -25,22 +25,32 @@
  * memory) before anything uses it: its connection, its kind, the index in
  * range and the slot ALLOC. The post's wr_id is wr_kind << 32 | slot.
  *
- * Two later changes land inside the pool and nowhere else:
- *  - Per-send completion tokens (issue 9 section 2): rdmx__sendpool_post
- *    returns a token (slot, a per-slot generation bumped at each post);
- *    the generation is done at rdmx__sendpool_sent, or in a hold pool
- *    at rdmx__sendpool_put (read: once the receiver acknowledged, which
- *    ). A failed completion takes the
- *    connection down, so a pending token then ends with the connection's
- *    error. A token wait is pool_wait() with "this generation done" as
- *    its condition. A slot is reused only after it is done, so a token
- *    never names a later send. Protocols change nothing: every completion
- *    of a pool post already reaches the pool through _sent / _put.
+ * Per-send completion tokens (issue 9 section 2, core/token.c) count on
+ * the connection's send sequence, rdmx__sends() (a successful send is one
+ * pool post; the core counts it once the protocol's send returned). The
+ * pool's sends_done hook (rdmx__sendpool_conn_sends_done) says how many
+ * sends are complete: rdmx__sends() - @inflight, as a send queue completes
+ * in post order; in a hold pool, whose slots the protocol gives back in
+ * any order (read: as the receiver acknowledges), the prefix of sends
+ * whose slots are back, from the sequence each slot's post had (@seq,
+ * kept by hold pools only). A failed completion takes the connection
+ * down, so a pending token then ends with the connection's error.
+ * Protocols change nothing: every completion of a pool post already
+ * reaches the pool through _sent / _put. (The design first sketched here,
+ * a token of slot and per-slot generation, gave way to the sequence: no
+ * table look-up, a set of sends is its last token, and a signaled
+ * completion that retires several posts advances the count by all of
+ * them, as @inflight drops by that many.)
+ *
+ * A later change lands inside the pool and nowhere else:
  *  - Doorbell batching and selective signaling (issue 10): only
  *    rdmx__sendpool_post sets the flags of a slot's work request and
  *    posts it, and only _sent / _put retire slots. Signaling one post in
  *    N makes post set RDMX__WR_SIGNALED on every Nth (and on the last
- *    post before a flush or an alloc waits) and keep the posted slots in
+ *    post before a flush or an alloc waits; a token wait whose send went
+ *    unsignaled with nothing signaled after it needs a signaled post -
+ *    a batch still unrung, or a zero-length one - from sends_done) and
+ *    keep the posted slots in
  *    post order; _sent then retires every slot up to the signaled one (a
  *    send queue completes in post order; the protocols' own work requests
  *    on it, acks, READs, FETCH_ADDs, stay signaled and are not the
@@ -93,6 +103,8 @@ struct rdmx__sendpool {
 	uint8_t *state;           /* enum rdmx__sp_state per slot */
 	uint32_t nalloc;          /* handed out, neither posted nor released */
 	uint32_t inflight;        /* posted, completion not seen */
+	uint64_t *seq;            /* hold pools, per slot: the send sequence
+				   * (rdmx__sends) of its last post */
 };
 
 /* Allocate and register (@access: RDMX__ACCESS_*) the slots; on failure
@@ -122,6 +134,8 @@ int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
 int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			     int timeout_ms);
 int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms);
+/* The sends_done operation (internal.h) of those protocols: one reap. */
+int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done);
 /* The send operation of the two-sided protocols (send_recv, srq): the
  * slot's bytes as one SEND, SEND_WITH_IMM when @m carries immediate data. */
 int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m);
@@ -173,6 +187,8 @@ static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
 	sp->state[idx] = RDMX__SP_POSTED;
 	sp->nalloc--;
 	sp->inflight++;
+	if (sp->hold) /* this send's sequence, once rdmx_send counts it */
+		sp->seq[idx] = rdmx__sends(c) + 1;
 	rdmx__msg_spend(m);
 	return 0;
 }

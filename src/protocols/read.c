@@ -928,6 +928,7 @@ const struct rdmx_protocol_ops rdmx__proto_read = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rd_send,
 	.flush = rd_flush,
+	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = rd_recv,
 	.release = rd_release,
 	.mem_estimate = rd_mem_estimate,

@@ -265,6 +265,7 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rdmx__sendpool_conn_send,
 	.flush = rdmx__sendpool_conn_flush,
+	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = sr_recv,
 	.release = sr_release,
 	.mem_estimate = sr_mem_estimate,

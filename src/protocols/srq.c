@@ -864,6 +864,7 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.msg_alloc = srq_msg_alloc,
 	.send = rdmx__sendpool_conn_send,
 	.flush = rdmx__sendpool_conn_flush,
+	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = srq_recv,
 	.release = srq_release,
 	.shared_size = sizeof(struct srq_shared),

@@ -766,12 +766,14 @@ static int wa_send(rdmx_conn *c, struct rdmx_msg *m)
 		rc = wait_space(c, v, rec);
 	if (rc)
 		return rc;
-	seal(p, b, m, v);
-	wr = write_wr(p, b, v, wa_write_len(m->len), rec);
-	rc = rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
+	/* queued before the post: a send that fails posted nothing (the
+	 * reservation is a hole, skipped), one that posted succeeds */
+	rc = rdmx__wa_vq_push(&p->outs, v + rec);
 	if (rc)
 		return rc;
-	return rdmx__wa_vq_push(&p->outs, v + rec);
+	seal(p, b, m, v);
+	wr = write_wr(p, b, v, wa_write_len(m->len), rec);
+	return rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
 }
 
 static int wa_release(rdmx_conn *c, struct rdmx_msg *m)
@@ -807,6 +809,7 @@ const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = wa_send,
 	.flush = rdmx__sendpool_conn_flush,
+	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = rdmx__wa_recv,
 	.release = wa_release,
 	.shared_size = sizeof(struct wa_ring),

@@ -46,6 +46,7 @@ const struct rdmx_protocol_ops rdmx__proto_write_duplex = {
 	.msg_alloc = rdmx__wring_msg_alloc,
 	.send = rdmx__wring_send,
 	.flush = rdmx__wring_flush,
+	.sends_done = rdmx__wring_sends_done,
 	.recv = rdmx__wring_recv,
 	.release = rdmx__wring_release,
 	.mem_estimate = rdmx__wring_mem_estimate,

@@ -752,6 +752,16 @@ int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
 	return 0;
 }
 
+/* Sends complete: data WRITEs complete in post order, one per record. */
+int rdmx__wring_sends_done(rdmx_conn *c, uint64_t *done)
+{
+	struct wring *p = wr_of(c);
+	int rc = progress(c);
+
+	*done = p->sent - p->data_out;
+	return rc;
+}
+
 /* ------------------------------------------------------------- receives */
 
 static void fill_recv_msg(rdmx_conn *c, const struct rdmx__ring_rec_view *v,

@@ -63,6 +63,7 @@ int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			  int timeout_ms);
 int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m);
 int rdmx__wring_flush(rdmx_conn *c, int timeout_ms);
+int rdmx__wring_sends_done(rdmx_conn *c, uint64_t *done);
 int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
 int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m);
 /* Receive ring and staging mirror (each twice for write_magic's double

@@ -23,6 +23,7 @@
 #include "harness.h"
 #include "seam.h"
 #include "many_senders.h"
+#include "send_tokens.h"
 
 static const char *protocol; /* the protocol under test */
 static uint8_t wait_mode;     /* and the wait mode (enum rdmx_wait_mode) */
@@ -35,6 +36,16 @@ static struct rdmx_conn_opts opts(void)
 	o.protocol = protocol;
 	o.wait_mode = wait_mode;
 	return o;
+}
+
+const char *cf_protocol(void)
+{
+	return protocol;
+}
+
+struct rdmx_conn_opts cf_opts(void)
+{
+	return opts();
 }
 
 static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *so,
@@ -558,13 +569,21 @@ int main(void)
 		cmocka_unit_test(test_peer_close_delivers_then_resets),
 		cmocka_unit_test(test_receiver_close_midstream),
 		cmocka_unit_test(test_many_senders),
+		cmocka_unit_test(test_send_tokens_in_order),
+		cmocka_unit_test(test_send_tokens_no_flush),
+		cmocka_unit_test(test_send_tokens_bad),
+		cmocka_unit_test(test_send_tokens_peer_gone),
+		cmocka_unit_test(test_send_failed_keeps_buffer),
+		cmocka_unit_test(test_send_close_no_drain),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
-	 * peer leaving), kept short for make check */
+	 * peer leaving, a send token), kept short for make check */
 	const struct CMUnitTest waits[] = {
 		cmocka_unit_test(test_pingpong_mixed_sizes),
 		cmocka_unit_test(test_backpressure),
 		cmocka_unit_test(test_peer_close_delivers_then_resets),
+		cmocka_unit_test(test_send_tokens_no_flush),
+		cmocka_unit_test(test_send_tokens_peer_gone),
 	};
 	static const struct { uint8_t mode; const char *name; } modes[] = {
 		{ RDMX_WAIT_DEFAULT, "adaptive (default)" },
@@ -575,6 +594,8 @@ int main(void)
 	const char *only = getenv("RDMX_TEST_PROTOCOL");
 	int failed = 0;
 
+	if (getenv("RDMX_TEST_FILTER")) /* e.g. "test_send*" */
+		cmocka_set_test_filter(getenv("RDMX_TEST_FILTER"));
 	for (size_t w = 0; w < sizeof(modes) / sizeof(modes[0]); w++) {
 		wait_mode = modes[w].mode;
 		for (int i = 0; names[i]; i++) {
