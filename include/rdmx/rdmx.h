@@ -461,11 +461,13 @@ int rdmx_send(rdmx_conn *conn, struct rdmx_msg *msg);
  * sends stay in flight. A send is complete once its message is in the
  * peer's memory, where the peer receives it even if this side closes:
  *  - send_recv, srq, write_simplex, write_magic, write_duplex,
- *    write_atomic: the local completion of its SEND / WRITE (an RC
- *    completion means the peer's NIC acknowledged the data);
+ *    write_atomic, direct_write: the local completion of its SEND /
+ *    WRITE (an RC completion means the peer's NIC acknowledged the data);
  *  - read: the receiver's acknowledgement (it has READ or copied the
  *    payload), since the send buffer is held until then; that needs the
- *    receiving application to be calling into rdmx (rdmx_recv, ...).
+ *    receiving application to be calling into rdmx (rdmx_recv, ...);
+ *  - buffered_read: the receiver has fetched it (READ it into its own
+ *    ring); the receiver pulls only while its application calls rdmx_recv.
  * Tokens complete in send order: once a token is complete, so are all
  * earlier ones of the connection, so a set of sends is waited for by
  * waiting for its last token (tokens of one connection increase).

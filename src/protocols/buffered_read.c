@@ -624,6 +624,23 @@ static int br_flush(rdmx_conn *c, int timeout_ms)
 	return wait_for(c, 0, timeout_ms, fetched_all);
 }
 
+/* A send is complete once the receiver fetched it: all of them when its
+ * progress shows everything, else (conservatively) those it released.
+ * One step: take in reports, READ the receiver's progress if none is
+ * out, reap. */
+static int br_sends_done(rdmx_conn *c, uint64_t *done)
+{
+	struct br *p = br_of(c);
+	int rc;
+
+	refresh(p);
+	*done = p->p_fetched >= p->tail ? p->sent : p->p_released;
+	if (*done == p->sent)
+		return 0;
+	rc = read_progress(c);
+	return rc ? rc : reap(c);
+}
+
 static int br_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct br *p = br_of(c);
@@ -680,4 +697,5 @@ const struct rdmx_protocol_ops rdmx__proto_buffered_read = {
 	.release = br_release,
 	.mem_estimate = br_mem_estimate,
 	.check_opts = br_check_opts,
+	.sends_done = br_sends_done,
 };

@@ -562,4 +562,5 @@ const struct rdmx_protocol_ops rdmx__proto_direct_write = {
 	.recv = dw_recv,
 	.release = dw_release,
 	.mem_estimate = dw_mem_estimate,
+	.sends_done = rdmx__sendpool_conn_sends_done,
 };
