@@ -995,38 +995,88 @@ static void t_rfp_client_mem(void **state)
 	srv_stop(&v);
 }
 
+/* An rfp client of fetch mode only (the torn responses are READ). */
+static rdmx_rpc_client *rfp_fetcher(struct srv *v)
+{
+	struct rdmx_rpc_opts o;
+	rdmx_rpc_client *c;
+
+	rdmx_rpc_opts_init(&o);
+	o.transport = "rfp";
+	o.timeout_ms = WAIT_MS;
+	o.fetch_retries = 1u << 30;
+	assert_int_equal(rdmx_rpc_client_create(v->ctx, th_addr(), rdmx_rpc_server_port(v->s),
+						contract, NMETHODS, &o, &c), 0);
+	return c;
+}
+
 /*
  * rfp: a trailer read torn - the new seq with bytes of the old len, as
- * rxe's byte copies can place or READ it - is "not yet": the client
- * fetches again rather than hand over a wrong length (-EPROTO before), the
- * server scans the slot again rather than drop the client. The hook shows
- * each trailer torn for 30 ms before the real one.
+ * rxe's byte copies can place or READ it: a len near the real one, 0 (a
+ * slot's first use) or above the slot - is "not yet": the client fetches
+ * again rather than hand over a wrong length or fail the call (-EPROTO
+ * before), the server scans the slot again rather than drop the client.
+ * The hook shows each trailer torn for 30 ms before the real one.
  */
 static void t_rfp_torn(void **state)
 {
 	const char *t = getenv("RPC_TRANSPORT");
-	struct rdmx_rpc_opts o;
 	rdmx_rpc_client *c;
 	struct srv v;
+	uint64_t seq = 0;
 
 	(void)state;
 	if (!t || strcmp(t, "rfp"))
 		skip();
 	srv_start(&v, 1);
-	rdmx_rpc_opts_init(&o);
-	o.transport = "rfp";
-	o.timeout_ms = WAIT_MS;
-	o.fetch_retries = 1u << 30; /* fetch only: the torn response is READ */
-	assert_int_equal(rdmx_rpc_client_create(v.ctx, th_addr(), rdmx_rpc_server_port(v.s),
-						contract, NMETHODS, &o, &c), 0);
-	echo_once(c, 40, 1);
-	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_RESP, 30);
-	echo_once(c, 40, 2);
-	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_REQ, 30);
-	echo_once(c, 40, 3);
-	echo_once(c, 40, 4);
+	c = rfp_fetcher(&v);
+	echo_once(c, 40, seq++);
+	for (int how = RDMX__RFP_TEAR_NEAR; how <= RDMX__RFP_TEAR_BIG; how++) {
+		rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_RESP, 30, how);
+		echo_once(c, 40, seq++);
+		rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_REQ, 30, how);
+		echo_once(c, 40, seq++);
+	}
+	echo_once(c, 40, seq++);
 	rdmx_rpc_client_destroy(c);
-	assert_int_equal(stats_wait(&v, 0, 4), 0); /* the client gone, four calls */
+	assert_int_equal(stats_wait(&v, 0, seq), 0); /* the client gone, every call */
+	srv_stop(&v);
+}
+
+/*
+ * rfp: a trailer that stays torn is a peer's garbage, not a copy in
+ * flight: a response's fails the call (-EPROTO) and a request's drops the
+ * client, each within about a second (the hook holds it 1.5 s); the
+ * server serves on.
+ */
+static void t_rfp_torn_garbage(void **state)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+	static unsigned char out[64];
+	rdmx_rpc_client *c;
+	struct srv v;
+	int status;
+
+	(void)state;
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1);
+	c = rfp_fetcher(&v);
+	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_RESP, 1500, RDMX__RFP_TEAR_BIG);
+	assert_int_equal(rdmx_rpc_call(c, M_ECHO, "x", 1, out, sizeof(out), NULL, &status,
+				       WAIT_MS), -EPROTO);
+	if (!strstr(rdmx_rpc_client_error(c), "response trailer says 16777215 bytes"))
+		fail_msg("%s", rdmx_rpc_client_error(c));
+	rdmx_rpc_client_destroy(c);
+	c = rfp_fetcher(&v);
+	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_REQ, 1500, RDMX__RFP_TEAR_ZERO);
+	assert_int_equal(rdmx_rpc_call(c, M_ECHO, "x", 1, out, sizeof(out), NULL, &status,
+				       WAIT_MS), -ECONNRESET);
+	assert_int_equal(bad_wait(&v, 1), 0);
+	rdmx_rpc_client_destroy(c);
+	c = rfp_fetcher(&v);
+	echo_once(c, 40, 1);
+	rdmx_rpc_client_destroy(c);
 	srv_stop(&v);
 }
 
@@ -1203,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(t_rfp_push_flood),
 		cmocka_unit_test(t_rfp_client_mem),
 		cmocka_unit_test(t_rfp_torn),
+		cmocka_unit_test(t_rfp_torn_garbage),
 		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
