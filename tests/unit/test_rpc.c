@@ -287,6 +287,66 @@ static void t_window(void **state)
 	srv_stop(&v);
 }
 
+/* t_volume's calls: RDMX_RPC_CALLS (make soak: 100,000), else calls(4096). */
+static uint64_t volume(void)
+{
+	const char *e = getenv("RDMX_RPC_CALLS");
+
+	return e && *e ? strtoull(e, NULL, 10) : calls(4096);
+}
+
+/* The size of t_volume's call @i: 1..MAX_ECHO, each once in MAX_ECHO calls. */
+static size_t volume_size(uint64_t i)
+{
+	return 1 + (size_t)(i * 997 % MAX_ECHO);
+}
+
+/* Calls of every size 1 B..max (checksummed), 16 in flight, collected in
+ * any order: make check's few thousand, make soak's 100,000. */
+static void t_volume(void **state)
+{
+	enum { W = 16 };
+	static unsigned char in[W][MAX_ECHO], out[W][MAX_ECHO];
+	uint64_t ids[W], seqs[W], id, sent = 0, done = 0, total = volume();
+	int busy[W] = { 0 }, status;
+	rdmx_rpc_client *c;
+	struct srv v;
+	double t0;
+	size_t len;
+	unsigned s;
+
+	(void)state;
+	srv_start(&v, 2);
+	c = dial_ok(&v, W);
+	t0 = th_now_ms();
+	while (done < total) {
+		while (sent < total && (s = free_slot(busy, W)) < W) {
+			th_fill(in[s], volume_size(sent), sent);
+			assert_int_equal(rdmx_rpc_call_async(c, M_ECHO, in[s], volume_size(sent),
+							     out[s], MAX_ECHO, &ids[s]), 0);
+			seqs[s] = sent++;
+			busy[s] = 1;
+		}
+		if (rdmx_rpc_poll(c, &id, &status, &len, WAIT_MS))
+			fail_msg("call %llu of %llu: %s", (unsigned long long)done,
+				 (unsigned long long)total, rdmx_rpc_client_error(c));
+		for (s = 0; s < W && !(busy[s] && ids[s] == id); s++)
+			;
+		assert_true(s < W);
+		assert_int_equal(status, 0);
+		assert_int_equal(len, volume_size(seqs[s]));
+		assert_int_equal(th_check(out[s], len, seqs[s]), -1);
+		busy[s] = 0;
+		done++;
+	}
+	printf("rpc %s: %llu calls of 1..%d B checked, 16 in flight, %.0f calls/s\n",
+	       getenv("RPC_TRANSPORT") ? getenv("RPC_TRANSPORT") : "msg",
+	       (unsigned long long)total, MAX_ECHO, total / ((th_now_ms() - t0) / 1e3));
+	rdmx_rpc_client_destroy(c);
+	assert_int_equal(stats_wait(&v, 0, total), 0);
+	srv_stop(&v);
+}
+
 /* Send one frame on a raw connection: 0, or the send's error. */
 static int raw_frame(rdmx_conn *raw, const struct rpc_hdr *h, const void *payload)
 {
@@ -1241,6 +1301,7 @@ int main(void)
 		cmocka_unit_test(t_contract),
 		cmocka_unit_test(t_sizes),
 		cmocka_unit_test(t_window),
+		cmocka_unit_test(t_volume),
 		cmocka_unit_test(t_deferred),
 		cmocka_unit_test(t_errors),
 		cmocka_unit_test(t_mismatch),
