@@ -96,14 +96,18 @@ check: unit-check valgrind-check integration-check twohost-check twohost-pcap de
 
 # Long volume runs, not in make check: the KV torture tests (store, RDMA GET
 # by READ on the fake fabric and on rxe in the sandbox: issue 12's 30 s) for
-# 30 s each, and the integration suite of the ASan build at full
+# 30 s each, the RPC suite's 100,000 checksummed calls of 1 B..max
+# (RDMX_RPC_CALLS; make check makes a few thousand) over every transport on the
+# fake fabric and on rxe, and the integration suite of the ASan build at full
 # volume (make check runs it with the quick counts; about 20 min here).
 soak: build asan
 	RDMX_KV_TORTURE_SECONDS=$${RDMX_KV_TORTURE_SECONDS:-30} $(BUILD)/bin/test_kv_store
 	RDMX_KV_RDMA_SECONDS=$${RDMX_KV_RDMA_SECONDS:-30} $(BUILD)/bin/test_kv_rdma
 	$(SANDBOX) -- sh -c 'ulimit -l unlimited 2>/dev/null; cd $(CURDIR) && \
 	  RDMX_KV_RDMA_SECONDS=$${RDMX_KV_RDMA_SECONDS:-30} $(BUILD)/bin/test_kv_rdma_rxe'
-	$(SANDBOX) -- tests/run-integration $(ASAN_BUILD)
+	for e in RPC_TRANSPORT=msg RPC_PROTOCOL=write_duplex RPC_TRANSPORT=rfp RPC_TRANSPORT=herd; do \
+	  env RDMX_RPC_CALLS=$${RDMX_RPC_CALLS:-100000} $$e $(BUILD)/bin/test_rpc || exit 1; done
+	RDMX_RPC_CALLS=$${RDMX_RPC_CALLS:-100000} $(SANDBOX) -- tests/run-integration $(ASAN_BUILD)
 
 # rdmx bench -p all in the sandbox; report, charts and data in results/<UTC>/.
 demo: build

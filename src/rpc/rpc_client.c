@@ -108,6 +108,8 @@ static int pump(struct rdmx_rpc_client *c, int timeout_ms)
 
 	if (rc == -ETIMEDOUT || rc == -EAGAIN)
 		return rc;
+	if (rc == -EPROTO) /* the transport found a malformed record: its words */
+		return client_fail(c, rc);
 	if (rc)
 		return client_fail(c, rdmx__fail(rc, "rpc: the server went away: %s",
 						 c->ops->error(c->t)));

@@ -171,9 +171,11 @@ int rdmx__rpc_herd_poke(struct rdmx_rpc_client *c, uint32_t i, const void *bytes
 uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c);
 /* rfp, for tests: the bytes of a client's buffers; its slots' size. */
 /* Test hook: the next rfp response's (RESP) or request's (REQ) trailer
- * shows torn (its seq, a wrong len) for @ms before the real one. */
+ * shows torn (its seq, a wrong len: NEAR its own, ZERO, or BIG, above the
+ * slot) for @ms before the real one. */
 enum { RDMX__RFP_TEAR_RESP = 0, RDMX__RFP_TEAR_REQ = 1 };
-void rdmx__rpc_rfp_tear(int side, unsigned ms);
+enum { RDMX__RFP_TEAR_NEAR = 0, RDMX__RFP_TEAR_ZERO, RDMX__RFP_TEAR_BIG };
+void rdmx__rpc_rfp_tear(int side, unsigned ms, int how);
 size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c);
 uint32_t rdmx__rpc_rfp_slot(const struct rdmx_rpc_client *c);
 /* herd, for tests: the next herd dial names @c's UD QP as its own in its

@@ -47,6 +47,9 @@
 #define RFP_ALIGN 64u
 #define RFP_LEN_MASK 0xffffffu
 #define RFP_SLOT_MAX (1u << 24)
+/* A trailer read torn settles by the next read (a byte copy in flight);
+ * one that stays torn this long is a peer's garbage. */
+#define RFP_TORN_MS 1000.0
 
 enum { SLOT_FREE = 0, SLOT_WAIT, SLOT_PUSHED };
 
@@ -62,6 +65,7 @@ struct rfp_conn {
 	uint32_t *seq;           /* the seq of the call in each slot */
 	uint32_t *done, *push;   /* server: answered seq, push asked for seq */
 	uint32_t *fails;         /* client: empty fetches of each slot */
+	double *torn;            /* when each slot's trailer first read torn */
 	uint8_t *state;          /* client: enum above */
 	unsigned char *scratch;  /* server: the buffer alloc lends */
 	rdmx_region *rreq, *rresp;
@@ -115,21 +119,46 @@ static int trailer_load(const unsigned char *slot, uint32_t ssize, uint32_t seq,
 }
 
 /*
- * 1 when the frame at @frame (complete: it was placed before any byte of
- * its trailer changed) is @len bytes long by its own header. rxe places
+ * 1 when @len (a trailer's, with the new seq) is within a slot of @ssize
+ * bytes and the frame at @frame (complete: it was placed before any byte
+ * of its trailer changed) is @len bytes long by its own header. rxe places
  * and READs memory with a byte copy (emulated byte by byte under TCG), so
  * a trailer can read with the new seq byte and the new seq word but some
- * bytes of the old len: such a trailer is "not yet", read again. The
- * header is peer-written: its length is copied once, and only compared.
+ * bytes of the old len (any mix of old and new bytes: 0 in a slot's first
+ * use, or above the slot): such a trailer is torn, read again (torn_again
+ * bounds it). The header is peer-written: its length is copied once, and
+ * only compared. @frame may be NULL: the range alone.
  */
-static int trailer_len_agrees(const unsigned char *frame, uint32_t len)
+static int trailer_whole(const unsigned char *frame, uint32_t len, uint32_t ssize)
 {
 	uint32_t plen;
 
-	if (len < RPC_HDR)
-		return 1; /* too short for a header: the frame check says so */
+	if (len < RPC_HDR || len > ssize - RFP_TRAILER)
+		return 0;
+	if (!frame)
+		return 1;
 	memcpy(&plen, frame + 12, sizeof(plen)); /* rpc_hdr.len, little-endian */
 	return le32toh(plen) == len - RPC_HDR;
+}
+
+/*
+ * Slot @s's trailer read torn: 0 to read it again, or -EPROTO once it has
+ * read torn for RFP_TORN_MS (a copy in flight settles by the next read; a
+ * peer that wrote a bad length or header keeps it).
+ */
+static int torn_again(struct rfp_conn *r, uint32_t s, uint32_t len)
+{
+	double t = now_ms();
+
+	if (!r->torn[s]) {
+		r->torn[s] = t;
+		return 0;
+	}
+	if (t - r->torn[s] < RFP_TORN_MS)
+		return 0;
+	return rdmx__fail(-EPROTO, "rpc rfp: slot %u's %s trailer says %u bytes (slots of "
+			  "%u), not its frame's length, for %.0f ms", s,
+			  r->server ? "request" : "response", len, r->ssize, RFP_TORN_MS);
 }
 
 static void trailer_store(unsigned char *slot, uint32_t ssize, uint32_t len, uint32_t seq)
@@ -139,12 +168,24 @@ static void trailer_store(unsigned char *slot, uint32_t ssize, uint32_t len, uin
 }
 
 /* Test hook (rdmx__rpc_rfp_tear): ms to show the next response's or
- * request's trailer torn (the new seq, a wrong len) before the real one. */
-static unsigned tear_ms[2];
+ * request's trailer torn (the new seq, a wrong len of kind @how) before
+ * the real one. */
+static unsigned tear_ms[2], tear_how[2];
 
-void rdmx__rpc_rfp_tear(int side, unsigned ms)
+void rdmx__rpc_rfp_tear(int side, unsigned ms, int how)
 {
+	__atomic_store_n(&tear_how[side != 0], (unsigned)how, __ATOMIC_RELAXED);
 	__atomic_store_n(&tear_ms[side != 0], ms, __ATOMIC_RELAXED);
+}
+
+/* The hook's wrong len for a frame of @len bytes in slots of @ssize. */
+static uint32_t tear_len(unsigned how, uint32_t len, uint32_t ssize)
+{
+	if (how == RDMX__RFP_TEAR_ZERO)
+		return 0; /* a slot's first use: the old trailer is 0 */
+	if (how == RDMX__RFP_TEAR_BIG)
+		return RFP_LEN_MASK; /* above any slot */
+	return len + 8 <= ssize - RFP_TRAILER ? len + 8 : len - 8;
 }
 
 struct rfp_conn;
@@ -157,11 +198,12 @@ static int tear_first(int side, unsigned char *slot, uint32_t ssize, uint32_t le
 		      struct rfp_conn *r, uint32_t s)
 {
 	unsigned ms = __atomic_exchange_n(&tear_ms[side], 0, __ATOMIC_RELAXED);
+	unsigned how = __atomic_load_n(&tear_how[side], __ATOMIC_RELAXED);
 	int rc = 0;
 
 	if (!ms)
 		return 0;
-	trailer_store(slot, ssize, len + 8 <= ssize - RFP_TRAILER ? len + 8 : len - 8, seq);
+	trailer_store(slot, ssize, tear_len(how, len, ssize), seq);
 	if (show)
 		rc = show(r, s);
 	usleep(ms * 1000);
@@ -197,6 +239,7 @@ static void rfp_free(struct rfp_conn *r)
 	free(r->done);
 	free(r->push);
 	free(r->fails);
+	free(r->torn);
 	free(r->state);
 	free(r->scratch);
 	pthread_mutex_destroy(&r->lock);
@@ -217,10 +260,12 @@ static struct rfp_conn *rfp_new(uint32_t slots, uint32_t ssize, size_t bufs)
 	r->done = calloc(slots, sizeof(*r->done));
 	r->push = calloc(slots, sizeof(*r->push));
 	r->fails = calloc(slots, sizeof(*r->fails));
+	r->torn = calloc(slots, sizeof(*r->torn));
 	r->state = calloc(slots, sizeof(*r->state));
 	if (posix_memalign((void **)&r->mem, RFP_ALIGN, bufs * ssize))
 		r->mem = NULL;
-	if (!r->seq || !r->done || !r->push || !r->fails || !r->state || !r->mem) {
+	if (!r->seq || !r->done || !r->push || !r->fails || !r->torn || !r->state ||
+	    !r->mem) {
 		rfp_free(r);
 		return NULL;
 	}
@@ -393,14 +438,18 @@ static int slots_scan(struct rfp_lis *l, struct rpc_sev *ev)
 		for (uint32_t s = 0; s < r->slots; s++) {
 			unsigned char *slot = slot_at(r, 0, s);
 			uint32_t len;
+			int whole;
 
-			if (!trailer_load(slot, r->ssize, r->seq[s] + 1, &len) ||
-			    (len <= r->ssize - RFP_TRAILER && !trailer_len_agrees(slot, len)))
+			if (!trailer_load(slot, r->ssize, r->seq[s] + 1, &len))
 				continue;
+			whole = trailer_whole(slot, len, r->ssize);
+			if (!whole && !torn_again(r, s, len))
+				continue; /* torn: this slot's next turn */
+			r->torn[s] = 0;
 			pthread_mutex_lock(&r->lock);
 			r->seq[s]++;
 			pthread_mutex_unlock(&r->lock);
-			if (len > r->ssize - RFP_TRAILER) {
+			if (!whole) {
 				bad_record(r, ev);
 				return 1;
 			}
@@ -639,6 +688,7 @@ static int rfp_client_send(struct rfp_conn *r, struct rpc_buf *b, size_t len)
 		return rc;
 	r->state[s] = SLOT_WAIT;
 	r->fails[s] = 0;
+	r->torn[s] = 0;
 	return r->retries ? 0 : push_ask(r, s);
 }
 
@@ -673,13 +723,14 @@ static int fetch(struct rfp_conn *r, uint32_t s, struct rpc_rx *rx)
 			return push_ask(r, s);
 		return 0;
 	}
-	if (len < RPC_HDR || len > tr)
-		return rdmx__fail(-EPROTO, "rpc rfp: a response of %u bytes in slot %u", len, s);
+	if (!trailer_whole(NULL, len, r->ssize))
+		return torn_again(r, s, len); /* fetch again (not a failed fetch) */
 	rc = onesided(r, 0, r->rresp, roff, off, len);
 	if (rc)
 		return rc;
-	if (!trailer_len_agrees(r->mem + off, len))
-		return 0; /* a torn trailer: fetch again (not a failed fetch) */
+	if (!trailer_whole(r->mem + off, len, r->ssize))
+		return torn_again(r, s, len);
+	r->torn[s] = 0;
 	r->state[s] = SLOT_FREE;
 	*rx = (struct rpc_rx){ .data = r->mem + off, .len = len, .slot = (int)s };
 	return 1;
@@ -719,6 +770,10 @@ static int rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms
 		for (uint32_t s = 0; !rc && s < r->slots; s++)
 			if (r->state[s] == SLOT_WAIT)
 				rc = fetch(r, s, rx);
+		/* the server went away: what it pushed before is still taken
+		 * (it flushes a refusal of the contract before it closes) */
+		if (rc < 0 && rc != -EPROTO && pushed(r, rx) == 1)
+			return 0;
 		if (rc)
 			return rc < 0 ? rc : 0;
 		if (timeout_ms >= 0 && now_ms() >= end)

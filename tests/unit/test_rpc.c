@@ -287,6 +287,66 @@ static void t_window(void **state)
 	srv_stop(&v);
 }
 
+/* t_volume's calls: RDMX_RPC_CALLS (make soak: 100,000), else calls(4096). */
+static uint64_t volume(void)
+{
+	const char *e = getenv("RDMX_RPC_CALLS");
+
+	return e && *e ? strtoull(e, NULL, 10) : calls(4096);
+}
+
+/* The size of t_volume's call @i: 1..MAX_ECHO, each once in MAX_ECHO calls. */
+static size_t volume_size(uint64_t i)
+{
+	return 1 + (size_t)(i * 997 % MAX_ECHO);
+}
+
+/* Calls of every size 1 B..max (checksummed), 16 in flight, collected in
+ * any order: make check's few thousand, make soak's 100,000. */
+static void t_volume(void **state)
+{
+	enum { W = 16 };
+	static unsigned char in[W][MAX_ECHO], out[W][MAX_ECHO];
+	uint64_t ids[W], seqs[W], id, sent = 0, done = 0, total = volume();
+	int busy[W] = { 0 }, status;
+	rdmx_rpc_client *c;
+	struct srv v;
+	double t0;
+	size_t len;
+	unsigned s;
+
+	(void)state;
+	srv_start(&v, 2);
+	c = dial_ok(&v, W);
+	t0 = th_now_ms();
+	while (done < total) {
+		while (sent < total && (s = free_slot(busy, W)) < W) {
+			th_fill(in[s], volume_size(sent), sent);
+			assert_int_equal(rdmx_rpc_call_async(c, M_ECHO, in[s], volume_size(sent),
+							     out[s], MAX_ECHO, &ids[s]), 0);
+			seqs[s] = sent++;
+			busy[s] = 1;
+		}
+		if (rdmx_rpc_poll(c, &id, &status, &len, WAIT_MS))
+			fail_msg("call %llu of %llu: %s", (unsigned long long)done,
+				 (unsigned long long)total, rdmx_rpc_client_error(c));
+		for (s = 0; s < W && !(busy[s] && ids[s] == id); s++)
+			;
+		assert_true(s < W);
+		assert_int_equal(status, 0);
+		assert_int_equal(len, volume_size(seqs[s]));
+		assert_int_equal(th_check(out[s], len, seqs[s]), -1);
+		busy[s] = 0;
+		done++;
+	}
+	printf("rpc %s: %llu calls of 1..%d B checked, 16 in flight, %.0f calls/s\n",
+	       getenv("RPC_TRANSPORT") ? getenv("RPC_TRANSPORT") : "msg",
+	       (unsigned long long)total, MAX_ECHO, total / ((th_now_ms() - t0) / 1e3));
+	rdmx_rpc_client_destroy(c);
+	assert_int_equal(stats_wait(&v, 0, total), 0);
+	srv_stop(&v);
+}
+
 /* Send one frame on a raw connection: 0, or the send's error. */
 static int raw_frame(rdmx_conn *raw, const struct rpc_hdr *h, const void *payload)
 {
@@ -995,38 +1055,88 @@ static void t_rfp_client_mem(void **state)
 	srv_stop(&v);
 }
 
+/* An rfp client of fetch mode only (the torn responses are READ). */
+static rdmx_rpc_client *rfp_fetcher(struct srv *v)
+{
+	struct rdmx_rpc_opts o;
+	rdmx_rpc_client *c;
+
+	rdmx_rpc_opts_init(&o);
+	o.transport = "rfp";
+	o.timeout_ms = WAIT_MS;
+	o.fetch_retries = 1u << 30;
+	assert_int_equal(rdmx_rpc_client_create(v->ctx, th_addr(), rdmx_rpc_server_port(v->s),
+						contract, NMETHODS, &o, &c), 0);
+	return c;
+}
+
 /*
  * rfp: a trailer read torn - the new seq with bytes of the old len, as
- * rxe's byte copies can place or READ it - is "not yet": the client
- * fetches again rather than hand over a wrong length (-EPROTO before), the
- * server scans the slot again rather than drop the client. The hook shows
- * each trailer torn for 30 ms before the real one.
+ * rxe's byte copies can place or READ it: a len near the real one, 0 (a
+ * slot's first use) or above the slot - is "not yet": the client fetches
+ * again rather than hand over a wrong length or fail the call (-EPROTO
+ * before), the server scans the slot again rather than drop the client.
+ * The hook shows each trailer torn for 30 ms before the real one.
  */
 static void t_rfp_torn(void **state)
 {
 	const char *t = getenv("RPC_TRANSPORT");
-	struct rdmx_rpc_opts o;
 	rdmx_rpc_client *c;
 	struct srv v;
+	uint64_t seq = 0;
 
 	(void)state;
 	if (!t || strcmp(t, "rfp"))
 		skip();
 	srv_start(&v, 1);
-	rdmx_rpc_opts_init(&o);
-	o.transport = "rfp";
-	o.timeout_ms = WAIT_MS;
-	o.fetch_retries = 1u << 30; /* fetch only: the torn response is READ */
-	assert_int_equal(rdmx_rpc_client_create(v.ctx, th_addr(), rdmx_rpc_server_port(v.s),
-						contract, NMETHODS, &o, &c), 0);
-	echo_once(c, 40, 1);
-	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_RESP, 30);
-	echo_once(c, 40, 2);
-	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_REQ, 30);
-	echo_once(c, 40, 3);
-	echo_once(c, 40, 4);
+	c = rfp_fetcher(&v);
+	echo_once(c, 40, seq++);
+	for (int how = RDMX__RFP_TEAR_NEAR; how <= RDMX__RFP_TEAR_BIG; how++) {
+		rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_RESP, 30, how);
+		echo_once(c, 40, seq++);
+		rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_REQ, 30, how);
+		echo_once(c, 40, seq++);
+	}
+	echo_once(c, 40, seq++);
 	rdmx_rpc_client_destroy(c);
-	assert_int_equal(stats_wait(&v, 0, 4), 0); /* the client gone, four calls */
+	assert_int_equal(stats_wait(&v, 0, seq), 0); /* the client gone, every call */
+	srv_stop(&v);
+}
+
+/*
+ * rfp: a trailer that stays torn is a peer's garbage, not a copy in
+ * flight: a response's fails the call (-EPROTO) and a request's drops the
+ * client, each within about a second (the hook holds it 1.5 s); the
+ * server serves on.
+ */
+static void t_rfp_torn_garbage(void **state)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+	static unsigned char out[64];
+	rdmx_rpc_client *c;
+	struct srv v;
+	int status;
+
+	(void)state;
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1);
+	c = rfp_fetcher(&v);
+	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_RESP, 1500, RDMX__RFP_TEAR_BIG);
+	assert_int_equal(rdmx_rpc_call(c, M_ECHO, "x", 1, out, sizeof(out), NULL, &status,
+				       WAIT_MS), -EPROTO);
+	if (!strstr(rdmx_rpc_client_error(c), "response trailer says 16777215 bytes"))
+		fail_msg("%s", rdmx_rpc_client_error(c));
+	rdmx_rpc_client_destroy(c);
+	c = rfp_fetcher(&v);
+	rdmx__rpc_rfp_tear(RDMX__RFP_TEAR_REQ, 1500, RDMX__RFP_TEAR_ZERO);
+	assert_int_equal(rdmx_rpc_call(c, M_ECHO, "x", 1, out, sizeof(out), NULL, &status,
+				       WAIT_MS), -ECONNRESET);
+	assert_int_equal(bad_wait(&v, 1), 0);
+	rdmx_rpc_client_destroy(c);
+	c = rfp_fetcher(&v);
+	echo_once(c, 40, 1);
+	rdmx_rpc_client_destroy(c);
 	srv_stop(&v);
 }
 
@@ -1191,6 +1301,7 @@ int main(void)
 		cmocka_unit_test(t_contract),
 		cmocka_unit_test(t_sizes),
 		cmocka_unit_test(t_window),
+		cmocka_unit_test(t_volume),
 		cmocka_unit_test(t_deferred),
 		cmocka_unit_test(t_errors),
 		cmocka_unit_test(t_mismatch),
@@ -1203,6 +1314,7 @@ int main(void)
 		cmocka_unit_test(t_rfp_push_flood),
 		cmocka_unit_test(t_rfp_client_mem),
 		cmocka_unit_test(t_rfp_torn),
+		cmocka_unit_test(t_rfp_torn_garbage),
 		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
