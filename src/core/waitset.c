@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sleeping in the kernel: a connection's wait set, and the pollable fds
+ * of connections (rdmx_conn_fd) and listeners (rdmx_listener_fd).
+ *
+ * A protocol's setup() names the CQs its waits depend on
+ * (rdmx__conn_watch): its send CQ, and the CQ its receives complete on
+ * (RDMX__WATCH_RECV). The wait set is one epoll fd holding those CQs'
+ * completion channels and the rdma_cm channel of the connection's ep (a
+ * disconnect), made on first use; it is what rdmx_conn_fd() returns and
+ * what a parked wait sleeps on.
+ *
+ * A park (rdmx__conn_park, from the one wait step in wait.c) on a
+ * connection whose receives complete on a watched CQ:
+ *  1. arms every watched CQ (cq_arm); if one was armed only now, it
+ *     returns without sleeping: the caller polls again, as a completion
+ *     may have landed between its empty poll and the arm;
+ *  2. else sleeps in poll() on the epoll fd until a completion or a
+ *     rdma_cm event comes, bounded by the deadline and by
+ *     rdmx__wait_backstop_ms (the wait's slow checks - liveness,
+ *     keepalives, shutdown - run at least that often).
+ * The next arm takes the notification that woke it (and acknowledges it).
+ *
+ * Protocols whose receiver polls memory (the ring protocols) name no
+ * receive CQ: a record written into the ring makes no completion, so
+ * their parks stay timed (rdmx__wait_park: 16 us doubling to 4 ms) - see
+ * "Ring protocols" in rdmx.h. A wait that itself depends on memory the
+ * peer writes (srq's credits) sets d->timed for the same reason.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "internal.h"
+
+int rdmx__wait_backstop_ms = RDMX__WAIT_BACKSTOP_MS;
+
+void rdmx__ws_init(struct rdmx__waitset *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->epfd = -1;
+	w->kick = -1;
+}
+
+void rdmx__ws_fini(struct rdmx__waitset *w)
+{
+	if (w->epfd >= 0)
+		close(w->epfd);
+	if (w->kick >= 0)
+		close(w->kick);
+	w->epfd = w->kick = -1;
+}
+
+void rdmx__conn_watch(rdmx_conn *c, struct rdmx__cq *cq, unsigned flags)
+{
+	struct rdmx__waitset *w = &c->ws;
+
+	if (flags & RDMX__WATCH_RECV)
+		w->recv_cq = 1;
+	for (int i = 0; i < w->ncq; i++)
+		if (w->cq[i] == cq)
+			return;
+	if (w->ncq < RDMX__WATCH_MAX)
+		w->cq[w->ncq++] = cq;
+}
+
+static int ep_add(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (fd < 0 || !epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) || errno == EEXIST)
+		return 0;
+	return rdmx__fail(-errno, "adding fd %d to a wait set: %s", fd, strerror(errno));
+}
+
+/* @c's epoll fd, made on first use (by whichever thread comes first). */
+static int ws_fd(rdmx_conn *c)
+{
+	struct rdmx__waitset *w = &c->ws;
+	int fd = __atomic_load_n(&w->epfd, __ATOMIC_ACQUIRE), expect = -1, rc, kick;
+
+	if (fd >= 0)
+		return fd;
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0)
+		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
+	kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rc = kick < 0 ? rdmx__fail(-errno, "eventfd: %s", strerror(errno)) : ep_add(fd, kick);
+	if (!rc)
+		rc = ep_add(fd, c->f->ep_fd ? c->f->ep_fd(c->ep) : -1);
+	for (int i = 0; !rc && i < w->ncq; i++)
+		rc = ep_add(fd, c->f->cq_fd(w->cq[i]));
+	if (rc)
+		goto close_fds;
+	__atomic_store_n(&w->kick, kick, __ATOMIC_RELEASE);
+	if (__atomic_compare_exchange_n(&w->epfd, &expect, fd, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return fd;
+	rc = expect; /* another thread made it: use its fds */
+close_fds:
+	if (kick >= 0 && kick != __atomic_load_n(&w->kick, __ATOMIC_ACQUIRE))
+		close(kick);
+	close(fd);
+	return rc;
+}
+
+void rdmx__conn_kick(rdmx_conn *c)
+{
+	int kick;
+
+	if (!__atomic_load_n(&c->ws.sleeping, __ATOMIC_SEQ_CST))
+		return;
+	kick = __atomic_load_n(&c->ws.kick, __ATOMIC_ACQUIRE);
+	if (kick >= 0)
+		(void)!write(kick, &(uint64_t){ 1 }, 8);
+}
+
+/* Arm every watched CQ: 1 if one was armed only now or a kick came (poll
+ * again before sleeping), 0 if all were armed already, or -errno. */
+static int ws_arm(rdmx_conn *c)
+{
+	struct rdmx__waitset *w = &c->ws;
+	int fresh = 0, rc;
+	uint64_t n;
+
+	if (w->kick >= 0 && read(w->kick, &n, sizeof(n)) == (ssize_t)sizeof(n))
+		fresh = 1;
+
+	for (int i = 0; i < w->ncq; i++) {
+		rc = c->f->cq_arm(w->cq[i]);
+		if (rc < 0)
+			return rc;
+		fresh |= rc;
+	}
+	return fresh;
+}
+
+/* 1 if a park of @d on @c may sleep on the wait set. */
+static int ws_sleeps(const rdmx_conn *c, const struct rdmx__deadline *d)
+{
+	return c->ws.recv_cq && !d->timed && c->f->cq_arm;
+}
+
+/* The park's sleep bound: the deadline, the backstop. */
+static int sleep_bound_ms(struct rdmx__deadline *d)
+{
+	int left = rdmx__deadline_left_ms(d), cap = rdmx__wait_backstop_ms;
+
+	return left < cap ? left : cap;
+}
+
+void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	struct pollfd p = { .events = POLLIN };
+	int rc;
+
+	if (!d->parking)
+		return;
+	if (!ws_sleeps(c, d)) {
+		rdmx__wait_park(d);
+		return;
+	}
+	p.fd = ws_fd(c);
+	if (p.fd >= 0 && !__atomic_exchange_n(&c->ws.sleeping, 1, __ATOMIC_SEQ_CST))
+		return; /* poll once more: a kick before this was not sent */
+	rc = p.fd < 0 ? p.fd : ws_arm(c);
+	if (rc < 0) { /* no channel: sleep as the ring protocols do */
+		rdmx__wait_park(d);
+		return;
+	}
+	if (rc == 0)
+		(void)poll(&p, 1, sleep_bound_ms(d));
+	if (rc == 0)
+		__atomic_store_n(&c->ws.sleeping, 0, __ATOMIC_SEQ_CST);
+}
+
+int rdmx__conn_once(rdmx_conn *c)
+{
+	if (!__atomic_load_n(&c->ws.user, __ATOMIC_ACQUIRE) || !c->ws.recv_cq)
+		return rdmx__again();
+	rdmx__conn_check_peer(c); /* takes a disconnect off the rdma_cm fd */
+	if (c->state == RDMX__CONN_DOWN)
+		return 0; /* the caller's next poll reports it */
+	if (!__atomic_exchange_n(&c->ws.sleeping, 1, __ATOMIC_SEQ_CST))
+		return 0; /* kicks are sent from now on: poll once more */
+	return ws_arm(c) == 1 ? 0 : rdmx__again();
+}
+
+/**
+ * rdmx_conn_fd - see rdmx.h.
+ */
+int rdmx_conn_fd(rdmx_conn *c)
+{
+	int fd;
+
+	if (!c)
+		return rdmx__fail(-EINVAL, "rdmx_conn_fd: connection is required");
+	if (!c->ws.recv_cq || !c->f->cq_arm)
+		return rdmx__failo(&c->err, -EOPNOTSUPP,
+				   "%s: the receiver polls ring memory; no fd turns readable "
+				   "when a record lands", c->proto->name);
+	fd = ws_fd(c);
+	if (fd < 0)
+		return rdmx__keep(&c->err, fd);
+	__atomic_store_n(&c->ws.user, 1, __ATOMIC_RELEASE);
+	return fd;
+}
+
+/* The listener's epoll fd, made on first use. */
+static int lis_fd(rdmx_listener *lis)
+{
+	int fd = __atomic_load_n(&lis->epfd, __ATOMIC_ACQUIRE), expect = -1, rc;
+	const struct rdmx__fabric_ops *f = lis->ctx->fops;
+
+	if (fd >= 0)
+		return fd;
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0)
+		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
+	rc = ep_add(fd, f->ep_fd ? f->ep_fd(lis->ep) : -1);
+	for (size_t i = 0; !rc && i < lis->npending; i++)
+		rc = ep_add(fd, f->ep_fd ? f->ep_fd(lis->pending[i].c->ep) : -1);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	if (!__atomic_compare_exchange_n(&lis->epfd, &expect, fd, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		close(fd);
+		fd = expect;
+	}
+	return fd;
+}
+
+void rdmx__lis_watch(rdmx_listener *lis, rdmx_conn *c, int on)
+{
+	const struct rdmx__fabric_ops *f = lis->ctx->fops;
+	int epfd = __atomic_load_n(&lis->epfd, __ATOMIC_ACQUIRE);
+	int fd = f->ep_fd && c->ep ? f->ep_fd(c->ep) : -1;
+
+	if (epfd < 0 || fd < 0)
+		return;
+	if (on)
+		(void)ep_add(epfd, fd);
+	else
+		(void)epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/**
+ * rdmx_listener_fd - see rdmx.h.
+ */
+int rdmx_listener_fd(rdmx_listener *lis)
+{
+	int fd;
+
+	if (!lis)
+		return rdmx__fail(-EINVAL, "rdmx_listener_fd: listener is required");
+	fd = lis_fd(lis);
+	return fd < 0 ? rdmx__keep(&lis->err, fd) : fd;
+}
