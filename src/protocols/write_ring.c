@@ -260,6 +260,11 @@ static int create_queues(rdmx_conn *c)
 		return rc;
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
+	/* with notify IMM a receive completion announces every record: a
+	 * waiting receiver sleeps on it; with POLL nothing wakes a sleeping
+	 * receiver (its park stays timed, see rdmx_wait_mode in rdmx.h) */
+	rdmx__conn_watch(c, p->scq, 0);
+	rdmx__conn_watch(c, p->rcq, c->opts.notify == RDMX_NOTIFY_IMM ? RDMX__WATCH_RECV : 0);
 	return rdmx__conn_create_qp(c, &caps);
 }
 
