@@ -84,21 +84,6 @@ static int watch(struct server *s, int fd, void *ptr)
 	return epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-/* Accept every connection that is ready; each joins the epoll set. */
-static int on_listener(struct server *s)
-{
-	rdmx_conn *c;
-	int rc;
-
-	while (!(rc = rdmx_accept(s->lis, 0, &c))) {
-		printf("server: a client connected (%s)\n", rdmx_conn_protocol(c));
-		rc = watch(s, rdmx_conn_fd(c), c);
-		if (rc)
-			return rc;
-	}
-	return rc == -EAGAIN ? 0 : rc;
-}
-
 /* Echo every message that is there; a connection whose peer left is
  * taken out of the set and closed. */
 static int on_conn(struct server *s, rdmx_conn *c)
@@ -124,6 +109,23 @@ static int on_conn(struct server *s, rdmx_conn *c)
 	rdmx_conn_close(c);
 	s->left++;
 	return rc == -ECONNRESET ? 0 : rc;
+}
+
+/* Accept every connection that is ready; each joins the epoll set. */
+static int on_listener(struct server *s)
+{
+	rdmx_conn *c;
+	int rc;
+
+	while (!(rc = rdmx_accept(s->lis, 0, &c))) {
+		printf("server: a client connected (%s)\n", rdmx_conn_protocol(c));
+		rc = watch(s, rdmx_conn_fd(c), c);
+		if (!rc) /* what came before the fd was armed; arms it */
+			rc = on_conn(s, c);
+		if (rc)
+			return rc;
+	}
+	return rc == -EAGAIN ? 0 : rc;
 }
 
 static int serve(struct server *s, int clients)
