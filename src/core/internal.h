@@ -262,6 +262,14 @@ struct rdmx_protocol_ops {
 	 * 1 if @wc was one. Runs under core locks: atomics only, no group
 	 * lock. NULL: none. */
 	int (*own_wc)(rdmx_conn *c, const struct rdmx__wc *wc);
+	/* A receiver that polls memory the peer fills without a completion
+	 * here (a ring with notify POLL), about to sleep on the wait set
+	 * (waitset.c): publish it, so that the peer adds a doorbell (a
+	 * completion here) to what it writes next. 1 when published now:
+	 * the caller polls once more before it sleeps (a record may have
+	 * landed before the peer could see the word); 0 when already
+	 * published for this sleep; -errno. NULL: receives complete here. */
+	int (*sleep_announce)(rdmx_conn *c);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */

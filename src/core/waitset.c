@@ -171,6 +171,8 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 		rdmx__wait_park(d);
 		return;
 	}
+	if (rc == 0 && c->proto->sleep_announce)
+		rc = c->proto->sleep_announce(c);
 	if (rc == 0)
 		(void)poll(&p, 1, sleep_bound_ms(d));
 	if (rc == 0)
@@ -179,6 +181,8 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 
 int rdmx__conn_once(rdmx_conn *c)
 {
+	int rc;
+
 	if (!__atomic_load_n(&c->ws.user, __ATOMIC_ACQUIRE) || !c->ws.recv_cq)
 		return rdmx__again();
 	rdmx__conn_check_peer(c); /* takes a disconnect off the rdma_cm fd */
@@ -186,7 +190,12 @@ int rdmx__conn_once(rdmx_conn *c)
 		return 0; /* the caller's next poll reports it */
 	if (!__atomic_exchange_n(&c->ws.sleeping, 1, __ATOMIC_SEQ_CST))
 		return 0; /* kicks are sent from now on: poll once more */
-	return ws_arm(c) == 1 ? 0 : rdmx__again();
+	rc = ws_arm(c);
+	if (rc == 0 && c->proto->sleep_announce)
+		rc = c->proto->sleep_announce(c);
+	if (rc < 0) /* down: the caller's next poll reports it */
+		return c->state == RDMX__CONN_DOWN ? 0 : rdmx__again();
+	return rc ? 0 : rdmx__again();
 }
 
 /**
