@@ -159,7 +159,11 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 
 	if (!d->parking)
 		return;
-	if (!ws_sleeps(c, d)) {
+	/* adaptive: a wait's first park is a short timed one, which keeps
+	 * the measure of how late sleeps wake (the spin budget, wait.c)
+	 * current; without it the spin would shrink to spin_us on a
+	 * platform that wakes late, and a ping-pong would sleep every time */
+	if (!ws_sleeps(c, d) || (d->mode == RDMX_WAIT_ADAPTIVE && !d->park_us)) {
 		rdmx__wait_park(d);
 		return;
 	}
