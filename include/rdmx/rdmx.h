@@ -160,16 +160,19 @@ struct rdmx_ctx_opts {
  *    does: the latency of SPIN for a message that comes soon, the CPU of
  *    BLOCK for one that does not.
  * The sleeping is done by the library's one wait step (src/core/wait.c):
- * for send_recv, srq and read, whose messages arrive as completions, a
- * wait sleeps on the verbs completion channel of the connection's CQs and
- * its rdma_cm channel (woken by the completion or a disconnect within a
- * scheduler wake-up; a 100 ms backstop runs the liveness checks of an
- * idle wait), the fd rdmx_conn_fd() hands out. The ring protocols
- * (write_simplex, write_magic, write_duplex, write_atomic), whose
- * receiver polls ring memory that the sender's RDMA WRITE fills without
- * a completion on the receiver, sleep in timed steps instead, doubling
- * from 16 us to 4 ms and polling again: a message is seen up to ~4 ms
- * late, and an idle wait wakes ~250 times a second.
+ * a wait sleeps on the verbs completion channel of the connection's CQs
+ * and its rdma_cm channel - the fd rdmx_conn_fd() hands out - woken by a
+ * completion or a disconnect; a 100 ms backstop runs the liveness checks
+ * of an idle wait. send_recv, srq and read receive completions. The
+ * write_simplex and write_magic receivers poll ring memory that the
+ * sender's RDMA WRITE fills without a completion: before sleeping they
+ * publish it to the sender, which adds a doorbell (a 0-byte SEND) after
+ * its next record; a record that crosses the publication in flight is
+ * seen at the next record or the backstop (src/protocols/write_ring.c).
+ * write_duplex and write_atomic receivers sleep in timed steps instead,
+ * doubling from 16 us to 4 ms and polling again (a message is seen up to
+ * ~4 ms late; an idle wait wakes ~250 times a second); their connections
+ * have no fd.
  */
 enum rdmx_wait_mode {
 	RDMX_WAIT_DEFAULT = 0,  /* the context's mode (rdmx_ctx_opts) */
@@ -473,8 +476,9 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  * never unreadable while a message waits that an -EAGAIN return saw
  * coming. The fd belongs to @conn (closed by rdmx_conn_close): do not
  * close it; remove it from your epoll set before closing the connection.
- * Returns the fd (>= 0), or -EOPNOTSUPP for the ring protocols (their
- * receiver polls memory: see enum rdmx_wait_mode), or -errno.
+ * Returns the fd (>= 0), or -EOPNOTSUPP for write_duplex and write_atomic
+ * (their receiver polls memory nothing rings for: see enum
+ * rdmx_wait_mode), or -errno.
  */
 int rdmx_conn_fd(rdmx_conn *conn);
 

@@ -21,11 +21,14 @@
  *     keepalives, shutdown - run at least that often).
  * The next arm takes the notification that woke it (and acknowledges it).
  *
- * Protocols whose receiver polls memory (the ring protocols) name no
- * receive CQ: a record written into the ring makes no completion, so
- * their parks stay timed (rdmx__wait_park: 16 us doubling to 4 ms) - see
- * "Ring protocols" in rdmx.h. A wait that itself depends on memory the
- * peer writes (srq's credits) sets d->timed for the same reason.
+ * A receiver that polls ring memory (write_simplex/magic, notify POLL)
+ * gets no completion for a record: before sleeping, the park has the
+ * protocol publish the sleep (ops->sleep_announce; the peer then adds a
+ * doorbell SEND) and polls once more. Protocols that name no receive CQ
+ * (write_duplex, write_atomic) keep timed parks (rdmx__wait_park: 16 us
+ * doubling to 4 ms), see enum rdmx_wait_mode in rdmx.h; so does a wait
+ * on memory the peer writes (srq's credits: d->timed). Adaptive waits
+ * make their first park a timed one (the wake-lateness measure).
  */
 #include <errno.h>
 #include <poll.h>
@@ -213,8 +216,8 @@ int rdmx_conn_fd(rdmx_conn *c)
 		return rdmx__fail(-EINVAL, "rdmx_conn_fd: connection is required");
 	if (!c->ws.recv_cq || !c->f->cq_arm)
 		return rdmx__failo(&c->err, -EOPNOTSUPP,
-				   "%s: the receiver polls ring memory; no fd turns readable "
-				   "when a record lands", c->proto->name);
+				   "%s: the receiver polls ring memory and nothing rings for it; "
+				   "no fd turns readable when a record lands", c->proto->name);
 	fd = ws_fd(c);
 	if (fd < 0)
 		return rdmx__keep(&c->err, fd);
