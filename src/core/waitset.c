@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -79,14 +80,16 @@ static int ep_add(int epfd, int fd)
 	return rdmx__fail(-errno, "adding fd %d to a wait set: %s", fd, strerror(errno));
 }
 
-/* @c's epoll fd, made on first use (by whichever thread comes first). */
-static int ws_fd(rdmx_conn *c)
+/* Wait sets are made once, under this lock (a first use is rare). */
+static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Make @c's epoll fd with the kick eventfd, the rdma_cm channel and the
+ * watched CQs' channels. Under make_lock. */
+static int ws_make(rdmx_conn *c)
 {
 	struct rdmx__waitset *w = &c->ws;
-	int fd = __atomic_load_n(&w->epfd, __ATOMIC_ACQUIRE), expect = -1, rc, kick;
+	int fd, kick, rc;
 
-	if (fd >= 0)
-		return fd;
 	fd = epoll_create1(EPOLL_CLOEXEC);
 	if (fd < 0)
 		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
@@ -96,18 +99,28 @@ static int ws_fd(rdmx_conn *c)
 		rc = ep_add(fd, c->f->ep_fd ? c->f->ep_fd(c->ep) : -1);
 	for (int i = 0; !rc && i < w->ncq; i++)
 		rc = ep_add(fd, c->f->cq_fd(w->cq[i]));
-	if (rc)
-		goto close_fds;
+	if (rc) {
+		if (kick >= 0)
+			close(kick);
+		close(fd);
+		return rc;
+	}
 	__atomic_store_n(&w->kick, kick, __ATOMIC_RELEASE);
-	if (__atomic_compare_exchange_n(&w->epfd, &expect, fd, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
+	__atomic_store_n(&w->epfd, fd, __ATOMIC_RELEASE);
+	return fd;
+}
+
+/* @c's epoll fd, made on first use. */
+static int ws_fd(rdmx_conn *c)
+{
+	int fd = __atomic_load_n(&c->ws.epfd, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0)
 		return fd;
-	rc = expect; /* another thread made it: use its fds */
-close_fds:
-	if (kick >= 0 && kick != __atomic_load_n(&w->kick, __ATOMIC_ACQUIRE))
-		close(kick);
-	close(fd);
-	return rc;
+	pthread_mutex_lock(&make_lock);
+	fd = c->ws.epfd >= 0 ? c->ws.epfd : ws_make(c);
+	pthread_mutex_unlock(&make_lock);
+	return fd;
 }
 
 void rdmx__conn_kick(rdmx_conn *c)
@@ -225,29 +238,26 @@ int rdmx_conn_fd(rdmx_conn *c)
 	return fd;
 }
 
-/* The listener's epoll fd, made on first use. */
-static int lis_fd(rdmx_listener *lis)
+/* Make the listener's epoll fd: its rdma_cm channel and those of the
+ * handshakes in flight. Under make_lock. */
+static int lis_make(rdmx_listener *lis)
 {
-	int fd = __atomic_load_n(&lis->epfd, __ATOMIC_ACQUIRE), expect = -1, rc;
 	const struct rdmx__fabric_ops *f = lis->ctx->fops;
+	int fd, rc;
 
-	if (fd >= 0)
-		return fd;
+	if (!f->ep_fd)
+		return rdmx__fail(-EOPNOTSUPP, "the %s fabric has no event fds", f->name);
 	fd = epoll_create1(EPOLL_CLOEXEC);
 	if (fd < 0)
 		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
-	rc = ep_add(fd, f->ep_fd ? f->ep_fd(lis->ep) : -1);
+	rc = ep_add(fd, f->ep_fd(lis->ep));
 	for (size_t i = 0; !rc && i < lis->npending; i++)
-		rc = ep_add(fd, f->ep_fd ? f->ep_fd(lis->pending[i].c->ep) : -1);
+		rc = ep_add(fd, f->ep_fd(lis->pending[i].c->ep));
 	if (rc) {
 		close(fd);
 		return rc;
 	}
-	if (!__atomic_compare_exchange_n(&lis->epfd, &expect, fd, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		close(fd);
-		fd = expect;
-	}
+	__atomic_store_n(&lis->epfd, fd, __ATOMIC_RELEASE);
 	return fd;
 }
 
@@ -274,6 +284,8 @@ int rdmx_listener_fd(rdmx_listener *lis)
 
 	if (!lis)
 		return rdmx__fail(-EINVAL, "rdmx_listener_fd: listener is required");
-	fd = lis_fd(lis);
+	pthread_mutex_lock(&make_lock);
+	fd = lis->epfd >= 0 ? lis->epfd : lis_make(lis);
+	pthread_mutex_unlock(&make_lock);
 	return fd < 0 ? rdmx__keep(&lis->err, fd) : fd;
 }
