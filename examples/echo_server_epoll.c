@@ -9,10 +9,8 @@
  * -EAGAIN (that re-arms the fd), then wait for the fd again.
  *
  * The fds are for protocols whose messages arrive as completions
- * (send_recv, srq, read) or whose sender rings a sleeping receiver
- * (write_simplex, write_magic); write_duplex's and write_atomic's
- * receivers poll memory and have none (rdmx_conn_fd says -EOPNOTSUPP).
- * As echo_server.c it starts
+ * (send_recv, srq, read); the ring protocols' receivers poll memory and
+ * have none (rdmx_conn_fd says -EOPNOTSUPP). As echo_server.c it starts
  * CLIENTS client threads in the same process, each sending ROUNDS
  * numbered messages and checking the echoes; it ends when all have left.
  *

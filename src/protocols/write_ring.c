@@ -61,17 +61,10 @@
  * reposts it. One doorbell per sleep at most; a doorbell for a sleep that
  * ended is a spurious wake. The race: the sender may read sleep_gen while
  * the receiver's WRITE of it is still in flight, with its own record in
- * flight too, and the receiver's last poll may miss that record. So each
- * side checks again once its WRITE has landed (completed): the receiver
- * polls its ring once more after its sleep_gen WRITE completed, and the
- * sender reads sleep_gen again when a record WRITE completes. If the
- * sender's later read came before the sleep_gen landed, its record had
- * landed before that, so the receiver's later poll sees it; else the
- * sender sees the new count and rings. What is left: a sender that makes
- * no rdmx call after the send (its completion is never processed) leaves
- * the receiver to the wait set's backstop (RDMX__WAIT_BACKSTOP_MS, 100
- * ms) - or, for a receiver on rdmx_conn_fd, to the sender's next call or
- * message. The post-time check makes the common case one network round
+ * flight too, and the receiver's last poll may miss that record. The
+ * receiver then sleeps until the next record (the sender sees the new
+ * count then) or the wait set's backstop (RDMX__WAIT_BACKSTOP_MS, 100
+ * ms): the worst case for one message, in a window of a network round
  * trip. write_duplex posts no receives and keeps timed parks.
  *
  * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
@@ -96,8 +89,7 @@
 #define TAG_UPD 1ull
 #define TAG_ASK 2ull
 #define TAG_READ 3ull
-#define SUB_WAKE (1ull << 61) /* under TAG_ASK: a doorbell, */
-#define SUB_GEN (1ull << 60)  /* with SUB_WAKE: a sleep_gen WRITE */
+#define SUB_WAKE (1ull << 61) /* under TAG_ASK: a sleep_gen WRITE, a doorbell */
 
 /* Message handles (internal.h): a SEND handle's value is the alloc id,
  * a RECV handle's the record's sequence number. */
@@ -149,7 +141,6 @@ struct wring {
 	uint32_t imm_ready;       /* IMM completions not matched to records */
 	uint64_t gen;             /* sleeps published (wring_sleep_announce) */
 	int announced;            /* gen is current: no record taken since */
-	int ann_out;              /* its WRITE has not completed */
 	uint64_t rung;            /* sender: the peer's sleep_gen we rang for */
 	struct rdmx__wring_stats st;
 };
@@ -454,8 +445,6 @@ static int apply_acked(rdmx_conn *c, uint64_t v)
 	return 0;
 }
 
-static int ring_if_asleep(rdmx_conn *c);
-
 static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
 {
 	struct wring *p = wr_of(c);
@@ -466,14 +455,12 @@ static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
 	case TAG_DATA:
 		p->done = wc->wr_id;
 		p->data_out--;
-		return ring_if_asleep(c); /* the record has landed: see the top */
+		return 0;
 	case TAG_UPD:
 		p->upd_out = 0;
 		return 0;
 	case TAG_ASK:
-		if (wc->wr_id & SUB_GEN)
-			p->ann_out = 0;
-		else if (!(wc->wr_id & SUB_WAKE))
+		if (!(wc->wr_id & SUB_WAKE))
 			p->ask_out = 0;
 		return 0;
 	default:
@@ -643,14 +630,13 @@ static int ring_if_asleep(rdmx_conn *c)
 }
 
 /* ops->sleep_announce (simplex, magic with notify POLL): WRITE our next
- * sleep count into the peer's sleep_gen, once per sleep; 1 until that
- * WRITE has completed (landed) and once more after (the caller polls the
- * ring after the landing: see the top), then 0 (sleep). */
+ * sleep count into the peer's sleep_gen, once per sleep; 1 when it was
+ * published now (the caller polls the ring once more before sleeping). */
 int rdmx__wring_sleep_announce(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
 	struct rdmx__wr wr = {
-		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE | SUB_GEN,
+		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
 		.op = RDMX__OP_WRITE,
 		.flags = RDMX__WR_SIGNALED,
 		.addr = &p->ctl->gen_src,
@@ -661,19 +647,13 @@ int rdmx__wring_sleep_announce(rdmx_conn *c)
 	};
 	int rc;
 
-	if (p->imm || p->duplex || c->state != RDMX__CONN_UP)
+	if (p->announced || p->imm || p->duplex || c->state != RDMX__CONN_UP)
 		return 0;
-	if (p->announced) {
-		if (!p->ann_out)
-			return 0;
-		rc = reap_sends(c);
-		return rc < 0 ? rc : 1;
-	}
 	p->ctl->gen_src = ++p->gen;
 	rc = rdmx__post_send(c, &wr, 1);
 	if (rc)
 		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
-	p->announced = p->ann_out = 1;
+	p->announced = 1;
 	return 1;
 }
 
@@ -914,11 +894,9 @@ int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	rdmx__deadline_start(&d, timeout_ms);
 	for (unsigned i = 0;; i++) {
 		/* Polling mode finds records without the CQs: poll those (and
-		 * answer the peer) every few spins only - and every time once
-		 * the wait arms its CQs (parking, or polling once), where a
-		 * completion that came before the arm must be seen now. A
-		 * failure marks the connection down. */
-		if (p->imm || !(i % 16) || d.parking || d.once || c->state == RDMX__CONN_DOWN)
+		 * answer the peer) every few spins only. A failure marks the
+		 * connection down. */
+		if (p->imm || !(i % 16) || c->state == RDMX__CONN_DOWN)
 			progress(c);
 		rc = take(c, m);
 		if (rc > 0)
