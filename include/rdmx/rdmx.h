@@ -171,8 +171,8 @@ struct rdmx_ctx_opts {
  * seen at the next record or the backstop (src/protocols/write_ring.c).
  * write_duplex and write_atomic receivers sleep in timed steps instead,
  * doubling from 16 us to 4 ms and polling again (a message is seen up to
- * ~4 ms late; an idle wait wakes ~250 times a second); their connections
- * have no fd.
+ * ~4 ms late; an idle wait wakes ~250 times a second). Ring connections
+ * with notify POLL have no fd.
  */
 enum rdmx_wait_mode {
 	RDMX_WAIT_DEFAULT = 0,  /* the context's mode (rdmx_ctx_opts) */
@@ -476,9 +476,11 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  * never unreadable while a message waits that an -EAGAIN return saw
  * coming. The fd belongs to @conn (closed by rdmx_conn_close): do not
  * close it; remove it from your epoll set before closing the connection.
- * Returns the fd (>= 0), or -EOPNOTSUPP for write_duplex and write_atomic
- * (their receiver polls memory nothing rings for: see enum
- * rdmx_wait_mode), or -errno.
+ * Returns the fd (>= 0), or -EOPNOTSUPP for the ring protocols with
+ * notify POLL (their receiver polls memory; the doorbell of enum
+ * rdmx_wait_mode can miss a record in flight, which a blocked wait
+ * recovers by its backstop and an fd could not; write_simplex and
+ * write_magic with notify IMM have one), or -errno.
  */
 int rdmx_conn_fd(rdmx_conn *conn);
 

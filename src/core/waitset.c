@@ -64,6 +64,8 @@ void rdmx__conn_watch(rdmx_conn *c, struct rdmx__cq *cq, unsigned flags)
 
 	if (flags & RDMX__WATCH_RECV)
 		w->recv_cq = 1;
+	if (flags & RDMX__WATCH_DOORBELL)
+		w->doorbell = 1;
 	for (int i = 0; i < w->ncq; i++)
 		if (w->cq[i] == cq)
 			return;
@@ -227,10 +229,10 @@ int rdmx_conn_fd(rdmx_conn *c)
 
 	if (!c)
 		return rdmx__fail(-EINVAL, "rdmx_conn_fd: connection is required");
-	if (!c->ws.recv_cq || !c->f->cq_arm)
+	if (!c->ws.recv_cq || !c->f->cq_arm || c->ws.doorbell)
 		return rdmx__failo(&c->err, -EOPNOTSUPP,
-				   "%s: the receiver polls ring memory and nothing rings for it; "
-				   "no fd turns readable when a record lands", c->proto->name);
+				   "%s: the receiver polls ring memory; no fd turns readable "
+				   "for sure when a record lands (use notify IMM)", c->proto->name);
 	fd = ws_fd(c);
 	if (fd < 0)
 		return rdmx__keep(&c->err, fd);

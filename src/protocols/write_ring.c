@@ -65,7 +65,9 @@
  * receiver then sleeps until the next record (the sender sees the new
  * count then) or the wait set's backstop (RDMX__WAIT_BACKSTOP_MS, 100
  * ms): the worst case for one message, in a window of a network round
- * trip. write_duplex posts no receives and keeps timed parks.
+ * trip. An fd has no backstop, so rdmx_conn_fd() refuses these
+ * connections (RDMX__WATCH_DOORBELL). write_duplex posts no receives and
+ * keeps timed parks.
  *
  * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
  * WRITEs to a peer that left fail with a retry error: never a hang.
@@ -290,7 +292,8 @@ static int create_queues(rdmx_conn *c)
 	 * "Sleeping receivers" above. duplex posts no receives: its parks
 	 * stay timed (see rdmx_wait_mode in rdmx.h) */
 	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, p->imm || !p->duplex ? RDMX__WATCH_RECV : 0);
+	rdmx__conn_watch(c, p->rcq, p->imm ? RDMX__WATCH_RECV :
+			 !p->duplex ? RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL : 0);
 	return rdmx__conn_create_qp(c, &caps);
 }
 
