@@ -154,14 +154,26 @@ struct rdmx_ctx_opts {
  * rdmx_listener_recv, rdmx_accept, ... with a non-zero timeout) waits:
  *  - SPIN busy-polls (lowest latency; burns a core while it waits, and
  *    yields it now and then to other runnable threads);
- *  - BLOCK sleeps in the kernel between polls (an idle wait costs almost
- *    no CPU; a message is seen up to a few milliseconds late);
+ *  - BLOCK sleeps in the kernel from the first empty poll (an idle wait
+ *    costs almost no CPU; a message costs a wake-up of the thread);
  *  - ADAPTIVE spins for spin_us microseconds (longer where sleeps wake
  *    late: twice the measured lateness, as on a VM), then sleeps as BLOCK
  *    does: the latency of SPIN for a message that comes soon, the CPU of
  *    BLOCK for one that does not.
  * The sleeping is done by the library's one wait step (src/core/wait.c):
- * it sleeps, doubling from 16 us to 4 ms, and polls again.
+ * a wait sleeps on the verbs completion channel of the connection's CQs
+ * and its rdma_cm channel - the fd rdmx_conn_fd() hands out - woken by a
+ * completion or a disconnect; a 100 ms backstop runs the liveness checks
+ * of an idle wait. send_recv, srq and read receive completions. The
+ * write_simplex and write_magic receivers poll ring memory that the
+ * sender's RDMA WRITE fills without a completion: before sleeping they
+ * publish it to the sender, which adds a doorbell (a 0-byte SEND) after
+ * its next record; a record that crosses the publication in flight is
+ * seen at the next record or the backstop (src/protocols/write_ring.c).
+ * write_duplex and write_atomic receivers sleep in timed steps instead,
+ * doubling from 16 us to 4 ms and polling again (a message is seen up to
+ * ~4 ms late; an idle wait wakes ~250 times a second). Ring connections
+ * with notify POLL have no fd.
  */
 enum rdmx_wait_mode {
 	RDMX_WAIT_DEFAULT = 0,  /* the context's mode (rdmx_ctx_opts) */
@@ -499,6 +511,43 @@ int rdmx_flush(rdmx_conn *conn, int timeout_ms);
  * -ECONNRESET (peer gone and every message before that delivered) or -errno.
  */
 int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
+
+/**
+ * rdmx_conn_fd - a file descriptor for epoll/poll/select and event loops
+ * (libuv, libevent) that turns readable when a message (or a freed send
+ * buffer, or the peer's disconnect) may be there for @conn, so the next
+ * rdmx_recv(…, 0) may not return -EAGAIN. Use it this way:
+ *  1. call rdmx_recv(conn, &m, 0) until it returns -EAGAIN (or an error:
+ *     close the connection) - an -EAGAIN return re-arms the fd;
+ *  2. wait for the fd to be readable (EPOLLIN, level- or edge-triggered),
+ *     never read from it; go to 1.
+ * Readiness is a hint: the fd may be readable and rdmx_recv still say
+ * -EAGAIN (a send completion, an event taken by another call); it is
+ * never unreadable while a message waits that an -EAGAIN return saw
+ * coming. The fd belongs to @conn (closed by rdmx_conn_close): do not
+ * close it; remove it from your epoll set before closing the connection.
+ * Returns the fd (>= 0), or -EOPNOTSUPP for the protocols whose receiver
+ * polls memory: the ring protocols with notify POLL (the doorbell of enum
+ * rdmx_wait_mode can miss a record in flight, which a blocked wait
+ * recovers by its backstop and an fd could not; write_simplex and
+ * write_magic with notify IMM have one), direct_write and buffered_read
+ * (no doorbell yet: their waits sleep in timed steps), or -errno.
+ */
+int rdmx_conn_fd(rdmx_conn *conn);
+
+/**
+ * rdmx_listener_fd - a file descriptor that turns readable when a
+ * connection request or a handshake in progress has news, so that
+ * rdmx_accept(…, 0) (or rdmx_listener_next(…, 0)) may return a new
+ * connection. Call rdmx_accept(lis, 0, &c) until -EAGAIN, then wait for
+ * the fd (never read it; it is closed by rdmx_listener_destroy). A
+ * dialer that never completes its handshake is dropped by an accept
+ * call after connect_timeout_ms: an event loop with handshakes in flight
+ * calls rdmx_accept(…, 0) at least that often. Not thread-safe against
+ * a concurrent rdmx_accept() on the same listener. Returns the fd or
+ * -errno.
+ */
+int rdmx_listener_fd(rdmx_listener *lis);
 
 /**
  * rdmx_msg_conn - the connection a message handle belongs to (a buffer

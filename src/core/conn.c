@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -190,6 +191,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	rdmx__live_init(c);
 	rdmx__os_init(c);
 	c->tok_tag = rdmx__tok_tag_next();
+	rdmx__ws_init(&c->ws);
 	return c;
 }
 
@@ -203,6 +205,7 @@ static void conn_free(rdmx_conn *c, int did_setup)
 	rdmx__group_leave(c);
 	rdmx__live_fini(c);
 	rdmx__os_fini(c);
+	rdmx__ws_fini(&c->ws);
 	pthread_mutex_destroy(&c->down_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c->priv);
@@ -410,6 +413,7 @@ int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	if (!lis)
 		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a listener");
 	lis->ctx = ctx;
+	lis->epfd = -1;
 	rdmx_listener_opts_init(&lis->lopts);
 	rc = opts_load(opts, &lis->opts, &lis->proto);
 	if (rc)
@@ -474,6 +478,8 @@ void rdmx_listener_destroy(rdmx_listener *lis)
 	for (size_t i = 0; i < lis->npending; i++)
 		conn_free(lis->pending[i].c, 1);
 	free(lis->pending);
+	if (lis->epfd >= 0)
+		close(lis->epfd);
 	lis->ctx->fops->destroy_ep(lis->ep);
 	rdmx__group_put(lis->group);
 	free(lis);
@@ -528,6 +534,7 @@ static int pending_add(rdmx_listener *lis, rdmx_conn *c, int up)
 	rdmx__deadline_start(&lis->pending[lis->npending].by, lis->opts.connect_timeout_ms);
 	(void)rdmx__deadline_left_ms(&lis->pending[lis->npending].by); /* arm now */
 	lis->npending++;
+	rdmx__lis_watch(lis, c, 1);
 	return 0;
 }
 
@@ -590,6 +597,7 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 /* Drop pending[@i]: the last one takes its place. */
 static void pending_drop(rdmx_listener *lis, size_t i)
 {
+	rdmx__lis_watch(lis, lis->pending[i].c, 0);
 	lis->pending[i] = lis->pending[--lis->npending];
 }
 

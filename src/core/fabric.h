@@ -177,6 +177,22 @@ struct rdmx__fabric_ops {
 	/* Up to @n completions; returns how many (>= 0) or -errno. */
 	int (*poll_cq)(struct rdmx__cq *cq, struct rdmx__wc *wc, int n);
 
+	/*
+	 * Completion notification (the verbs completion channel): cq_fd() is
+	 * a non-blocking fd that turns readable once the CQ, armed, gets a
+	 * completion (-1: none). cq_arm() first takes the notifications that
+	 * came (reads and acknowledges them; one came: the CQ is no longer
+	 * armed), then arms it if it is not: 1 when it armed it now (the
+	 * caller must poll the CQ again before it sleeps on the fd: a
+	 * completion may have landed before the arm), 0 when it was still
+	 * armed (the fd turns readable on the next completion), or -errno.
+	 */
+	int (*cq_fd)(struct rdmx__cq *cq);
+	int (*cq_arm)(struct rdmx__cq *cq);
+	/* An fd readable when @ep has an rdma_cm event (a connect request on
+	 * a listener, a disconnect), -1 if none. Non-blocking. */
+	int (*ep_fd)(struct rdmx__ep *ep);
+
 	/* The protection domain @ep's resources are made in (registrations
 	 * are valid for every ep of the same domain): an opaque identity. */
 	const void *(*domain)(const struct rdmx__ep *ep);

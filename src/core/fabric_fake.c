@@ -68,6 +68,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "errors.h"
 #include "fabric_fake.h"
@@ -241,6 +243,10 @@ static void cq_push(struct rdmx__cq *cq, const struct rdmx__wc *wc,
 		return;
 	}
 	cq->ring[(cq->head + cq->count++) % cq->cap] = (struct cqe){ *wc, owner, slots };
+	if (cq->notify) { /* a completion channel's event */
+		cq->notify = 0;
+		(void)!write(cq->efd, &(uint64_t){ 1 }, 8);
+	}
 }
 
 /* Successful unsignaled WRs complete silently; errors always report. */
@@ -679,8 +685,37 @@ static int ff_create_cq(struct rdmx__ep *ep, int depth, struct rdmx__cq **out)
 	if (!cq)
 		return rdmx__fail(-ENOMEM, "fake: out of memory for a CQ of %d", depth);
 	cq->cap = (uint32_t)depth;
+	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (cq->efd < 0) {
+		free(cq);
+		return rdmx__fail(-errno, "fake: no eventfd for a completion channel: %s",
+				  strerror(errno));
+	}
 	*out = cq;
 	return 0;
+}
+
+static int ff_cq_fd(struct rdmx__cq *cq)
+{
+	return cq->efd;
+}
+
+/* As the verbs' completion channel: take the notifications that came,
+ * then arm the CQ unless it still is (see fabric.h). */
+static int ff_cq_arm(struct rdmx__cq *cq)
+{
+	uint64_t n;
+	int rc = 0;
+
+	lock();
+	if (read(cq->efd, &n, sizeof(n)) == (ssize_t)sizeof(n))
+		cq->armed = 0;
+	if (!cq->armed) {
+		cq->armed = cq->notify = 1;
+		rc = 1;
+	}
+	unlock();
+	return rc;
 }
 
 static int ff_create_srq(struct rdmx__ep *ep, int depth,
@@ -723,6 +758,8 @@ static void destroy_queue(void *res, const char *what)
 
 static void ff_destroy_cq(struct rdmx__cq *cq)
 {
+	if (cq)
+		close(cq->efd);
 	destroy_queue(cq, "CQ");
 }
 
@@ -896,6 +933,9 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.post_recv = ff_post_recv,
 	.post_srq_recv = ff_post_srq_recv,
 	.poll_cq = ff_poll_cq,
+	.cq_fd = ff_cq_fd,
+	.cq_arm = ff_cq_arm,
+	.ep_fd = rdmx__fake_ep_fd,
 	.domain = ff_domain,
 	.addr_str = ff_addr_str,
 	.dgram = &rdmx__dgram_fake,

@@ -65,6 +65,9 @@ struct cqe {
 struct rdmx__cq {
 	uint32_t cap, head, count;
 	int overflow;
+	int efd;     /* the completion channel: an eventfd, -1 if none */
+	int notify;  /* armed: the next completion writes efd */
+	int armed;   /* armed and no notification taken since (cq_arm) */
 	struct cqe ring[];
 };
 
@@ -110,6 +113,7 @@ struct rdmx__ep {
 	uint32_t nfaa;             /* FETCH_ADDs run (rdmx__fake_stale_faa) */
 	uint64_t last_faa;         /* the result of the previous one */
 	int silent;                /* rdmx__fake_silence(): the host is dead */
+	int cm_fd;                 /* ep_fd(): an eventfd, -1 until asked for */
 	struct rdmx__ep *qnext;    /* in G.qps */
 };
 
@@ -199,6 +203,10 @@ int rdmx__fake_accept_poll(struct rdmx__ep *ep);
 int rdmx__fake_reject(struct rdmx__ep *ep, const void *pdata, size_t plen);
 int rdmx__fake_disconnect(struct rdmx__ep *ep);
 int rdmx__fake_check_event(struct rdmx__ep *ep);
+/* ep_fd(): @ep's rdma_cm "channel", an eventfd written on its events; and
+ * the write (under the lock). */
+int rdmx__fake_ep_fd(struct rdmx__ep *ep);
+void rdmx__fake_cm_signal(struct rdmx__ep *ep);
 void rdmx__fake_destroy_ep(struct rdmx__ep *ep);
 
 #endif /* RDMX_CORE_FABRIC_FAKE_H */

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "errors.h"
 #include "fabric_fake.h"
@@ -23,6 +25,7 @@ static struct rdmx__ep *ep_new(struct rdmx__fabric *fab, enum ep_kind kind)
 	if (ep) {
 		ep->fab = fab;
 		ep->kind = kind;
+		ep->cm_fd = -1;
 	}
 	return ep;
 }
@@ -135,6 +138,7 @@ static void cm_detach(struct rdmx__ep *ep)
 	if (ep->peer && ep->kind == EP_CHILD)
 		answer(ep->peer, -ECONNREFUSED, NULL, 0, 0);
 	if (ep->peer) {
+		rdmx__fake_cm_signal(ep->peer);
 		ep->peer->peer = NULL;
 		pthread_cond_broadcast(&G.cm); /* an accept may wait for it */
 	}
@@ -152,7 +156,9 @@ static void cm_disconnect(struct rdmx__ep *ep)
 	ep->cm = CM_DISCONNECTED;
 	ep->peer = NULL;
 	rdmx__fake_qp_error(ep);
+	rdmx__fake_cm_signal(ep);
 	if (peer) {
+		rdmx__fake_cm_signal(peer);
 		peer->cm = CM_DISCONNECTED;
 		peer->peer = NULL;
 		rdmx__fake_qp_error(peer);
@@ -186,6 +192,8 @@ void rdmx__fake_destroy_ep(struct rdmx__ep *ep)
 	rdmx__fake_qp_release(ep);
 	unlock();
 	rdmx__fake_qp_free_rings(ep);
+	if (ep->cm_fd >= 0)
+		close(ep->cm_fd);
 	free(ep);
 }
 
@@ -210,6 +218,7 @@ static int connect_start(struct rdmx__ep *ep, const void *pdata, size_t plen)
 	for (pp = &lis->reqs; *pp; pp = &(*pp)->rnext)
 		;
 	*pp = ep;
+	rdmx__fake_cm_signal(lis);
 	pthread_cond_broadcast(&G.cm);
 	return 0;
 }
@@ -271,6 +280,8 @@ int rdmx__fake_get_request(struct rdmx__ep *lis, int timeout_ms,
 	cl = lis->reqs;
 	if (cl) {
 		lis->reqs = cl->rnext;
+		if (!lis->reqs && lis->cm_fd >= 0)
+			(void)!read(lis->cm_fd, &(uint64_t){ 0 }, 8); /* none left */
 		cl->lis = NULL;
 		cl->peer = ch;
 		ch->peer = cl;
@@ -411,3 +422,24 @@ int rdmx__fake_check_event(struct rdmx__ep *ep)
 	return down ? rdmx__fail(-ECONNRESET, "fake: connection closed") : 0;
 }
 
+
+void rdmx__fake_cm_signal(struct rdmx__ep *ep)
+{
+	if (ep->cm_fd >= 0)
+		(void)!write(ep->cm_fd, &(uint64_t){ 1 }, 8);
+}
+
+int rdmx__fake_ep_fd(struct rdmx__ep *ep)
+{
+	int fd;
+
+	lock();
+	if (ep->cm_fd < 0) {
+		ep->cm_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (ep->reqs || ep->cm == CM_DISCONNECTED)
+			rdmx__fake_cm_signal(ep); /* what came before */
+	}
+	fd = ep->cm_fd;
+	unlock();
+	return fd;
+}

@@ -88,6 +88,7 @@ static int fd_create(struct rdmx__ep *ep, struct rdmx__dqp_caps *caps,
 		free(q);
 		return rdmx__fail(-ENOMEM, "fake: out of memory for a %s QP", type_name(caps->type));
 	}
+	q->ep.cm_fd = -1;
 	q->type = caps->type;
 	q->qkey = caps->qkey;
 	q->ep.caps = (struct rdmx__qp_caps){ .send_cq = caps->send_cq, .recv_cq = caps->recv_cq,

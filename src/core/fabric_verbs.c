@@ -551,19 +551,82 @@ static void vf_dereg_mr(struct rdmx__mr *mr)
 	free(m);
 }
 
+/*
+ * Every CQ has its own completion channel (non-blocking: cq_arm() reads it
+ * without waiting), and in cq_context an int: 1 while it is armed and
+ * no notification was taken since.
+ */
 static int vf_create_cq(struct rdmx__ep *ep, int depth, struct rdmx__cq **out)
 {
-	struct ibv_cq *cq = ibv_create_cq(ep->id->verbs, depth, NULL, NULL, 0);
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ep->id->verbs);
+	int *armed = calloc(1, sizeof(*armed));
+	struct ibv_cq *cq;
+	int rc;
 
-	if (!cq)
-		return rdmx__fail(-errno, "ibv_create_cq(%d): %s", depth, strerror(errno));
+	if (!ch || !armed) {
+		rc = rdmx__fail(ch ? -ENOMEM : -errno, "creating a completion channel: %s",
+				strerror(ch ? ENOMEM : errno));
+		goto free_channel;
+	}
+	if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK)) {
+		rc = rdmx__fail(-errno, "cannot make the completion channel non-blocking");
+		goto free_channel;
+	}
+	cq = ibv_create_cq(ep->id->verbs, depth, armed, ch, 0);
+	if (!cq) {
+		rc = rdmx__fail(-errno, "ibv_create_cq(%d): %s", depth, strerror(errno));
+		goto free_channel;
+	}
 	*out = (struct rdmx__cq *)cq;
 	return 0;
+
+free_channel:
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+	free(armed);
+	return rc;
 }
 
 static void vf_destroy_cq(struct rdmx__cq *cq)
 {
-	ibv_destroy_cq((struct ibv_cq *)cq);
+	struct ibv_cq *v = (struct ibv_cq *)cq;
+	struct ibv_comp_channel *ch = v->channel;
+	void *armed = v->cq_context;
+
+	ibv_destroy_cq(v);
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+	free(armed);
+}
+
+static int vf_cq_fd(struct rdmx__cq *cq)
+{
+	struct ibv_cq *v = (struct ibv_cq *)cq;
+
+	return v->channel ? v->channel->fd : -1;
+}
+
+static int vf_cq_arm(struct rdmx__cq *cq)
+{
+	struct ibv_cq *v = (struct ibv_cq *)cq, *ev_cq;
+	int *armed = v->cq_context;
+	void *ctx;
+
+	while (!ibv_get_cq_event(v->channel, &ev_cq, &ctx)) {
+		ibv_ack_cq_events(ev_cq, 1);
+		__atomic_store_n(armed, 0, __ATOMIC_RELEASE);
+	}
+	if (__atomic_load_n(armed, __ATOMIC_ACQUIRE))
+		return 0;
+	if (ibv_req_notify_cq(v, 0))
+		return rdmx__fail(-EIO, "ibv_req_notify_cq failed");
+	__atomic_store_n(armed, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+static int vf_ep_fd(struct rdmx__ep *ep)
+{
+	return ep->ch ? ep->ch->fd : -1;
 }
 
 static int vf_create_srq(struct rdmx__ep *ep, int depth, struct rdmx__srq **out)
@@ -853,6 +916,9 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.post_recv = vf_post_recv,
 	.post_srq_recv = vf_post_srq_recv,
 	.poll_cq = vf_poll_cq,
+	.cq_fd = vf_cq_fd,
+	.cq_arm = vf_cq_arm,
+	.ep_fd = vf_ep_fd,
 	.domain = vf_domain,
 	.addr_str = vf_addr_str,
 	.dgram = &rdmx__dgram_verbs,

@@ -65,6 +65,29 @@ int rdmx__group_shut(struct rdmx__group *g);
 
 struct rdmx__pending; /* below */
 
+/*
+ * What a connection's waits sleep on in the kernel (waitset.c): the CQs
+ * its protocol named (rdmx__conn_watch) and its ep's rdma_cm channel,
+ * gathered in one epoll fd (-1 until first needed). @recv_cq: the
+ * protocol's receives complete on a watched CQ, so a wait may sleep on
+ * it; @user: rdmx_conn_fd() handed the fd out, so a zero-timeout poll
+ * that finds nothing arms the CQs.
+ */
+#define RDMX__WATCH_MAX 4
+#define RDMX__WATCH_RECV 1u
+#define RDMX__WATCH_DOORBELL 2u /* receives wake by a doorbell that can miss
+				 * a record (sleep_announce): no user fd */
+struct rdmx__waitset {
+	struct rdmx__cq *cq[RDMX__WATCH_MAX];
+	int ncq;
+	int recv_cq;
+	int epfd;
+	int user;
+	int kick;      /* an eventfd in epfd: rdmx__conn_kick() */
+	int doorbell;  /* RDMX__WATCH_DOORBELL was given */
+	int sleeping;  /* a wait armed the CQs and did not wake since */
+};
+
 struct rdmx_listener {
 	struct rdmx__err err;
 	rdmx_ctx *ctx;
@@ -81,6 +104,7 @@ struct rdmx_listener {
 	struct rdmx_listener_opts lopts; /* admission caps */
 	struct rdmx__pending *pending;   /* handshakes in progress */
 	size_t npending, pcap;
+	int epfd;                /* rdmx_listener_fd(), -1 until asked for */
 };
 
 /*
@@ -168,6 +192,7 @@ struct rdmx_conn {
 	uint16_t tok_tag;        /* this connection's mark in its tokens */
 	void *user;              /* rdmx_conn_set_user() */
 	struct rdmx_conn_stats stats; /* counters, __atomic relaxed adds */
+	struct rdmx__waitset ws;  /* waitset.c */
 };
 
 /*
@@ -250,6 +275,14 @@ struct rdmx_protocol_ops {
 	 * handle valid. Returns > 0 if the step saw anything, 0, or -errno
 	 * (the connection down; *@done still counts what completed before). */
 	int (*sends_done)(rdmx_conn *c, uint64_t *done);
+	/* A receiver that polls memory the peer fills without a completion
+	 * here (a ring with notify POLL), about to sleep on the wait set
+	 * (waitset.c): publish it, so that the peer adds a doorbell (a
+	 * completion here) to what it writes next. 1 when published now:
+	 * the caller polls once more before it sleeps (a record may have
+	 * landed before the peer could see the word); 0 when already
+	 * published for this sleep; -errno. NULL: receives complete here. */
+	int (*sleep_announce)(rdmx_conn *c);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */
@@ -333,6 +366,8 @@ struct rdmx__deadline {
 	int64_t spin_from_us;      /* adaptive: the first empty poll */
 	unsigned park_us;          /* the last park's length, 0: none yet */
 	int parking;               /* past the spin phase: park when idle */
+	int timed;                 /* waits on peer-written memory: timed
+				    * parks only (waitset.c) */
 };
 /* An accepted request whose dialer has not completed the handshake. */
 struct rdmx__pending {
@@ -375,6 +410,28 @@ void rdmx__wait_park(struct rdmx__deadline *d);
  * -ETIMEDOUT, or the error the connection went down with.
  */
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
+
+/*
+ * waitset.c. rdmx__conn_watch: in setup(), a CQ @c's waits depend on;
+ * RDMX__WATCH_RECV if its receives complete there. rdmx__conn_park: the
+ * park of rdmx__conn_wait (sleeps on the watched CQs and the rdma_cm
+ * channel, or a timed park). rdmx__conn_once: a zero-timeout poll found
+ * nothing: 0 to poll once more (the CQs were armed only now, for
+ * rdmx_conn_fd's user), else -EAGAIN. rdmx__lis_watch: a pending
+ * handshake's rdma_cm channel joins (@on) or leaves the listener's fd.
+ * The backstop bounds every sleep on a wait set (tests raise it).
+ */
+#define RDMX__WAIT_BACKSTOP_MS 100
+extern int rdmx__wait_backstop_ms;
+void rdmx__ws_init(struct rdmx__waitset *w);
+void rdmx__ws_fini(struct rdmx__waitset *w);
+void rdmx__conn_watch(rdmx_conn *c, struct rdmx__cq *cq, unsigned flags);
+void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d);
+int rdmx__conn_once(rdmx_conn *c);
+void rdmx__lis_watch(rdmx_listener *lis, rdmx_conn *c, int on);
+/* Wake @c's sleeping wait: what it waits for came by another path (srq:
+ * another connection's poll of the shared CQ queued @c a message). */
+void rdmx__conn_kick(rdmx_conn *c);
 
 /* live.c: down with -ECONNRESET if the peer disconnected; else its
  * down_rc or 0. */

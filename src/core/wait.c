@@ -76,6 +76,7 @@ void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
 	d->spin_us = RDMX__SPIN_US_DEFAULT;
 	d->park_us = 0;
 	d->parking = 0;
+	d->timed = 0;
 }
 
 void rdmx__deadline_mode(struct rdmx__deadline *d, uint8_t mode,
@@ -204,7 +205,7 @@ int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
 	int rc;
 
 	if (d->once)
-		return rdmx__again();
+		return rdmx__conn_once(c);
 	if (!d->spins) /* the first empty poll */
 		rdmx__deadline_mode(d, c->opts.wait_mode, c->opts.spin_us);
 	if (!rdmx__wait_idle(d))
@@ -213,6 +214,6 @@ int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
 	if (!rc)
 		rc = rdmx__deadline_passed(d);
 	if (!rc)
-		rdmx__wait_park(d);
+		rdmx__conn_park(c, d);
 	return rc;
 }

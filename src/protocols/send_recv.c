@@ -93,6 +93,8 @@ static int create_queues(rdmx_conn *c)
 		return rc;
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
+	rdmx__conn_watch(c, p->scq, 0);
+	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV);
 	return rdmx__conn_create_qp(c, &caps);
 }
 

@@ -351,6 +351,7 @@ static int route(struct srq_shared *sh, const struct rdmx__wc *wc)
 		return buf_post(sh, NULL, idx);
 	sh->rb[idx].wc = *wc;
 	queue_push(sh, c, idx);
+	rdmx__conn_kick(c); /* it may sleep on the CQ whose event we took */
 	return 1;
 }
 
@@ -417,6 +418,8 @@ static int create_qp(rdmx_conn *c)
 	if (rc)
 		return rc;
 	caps.send_cq = p->scq;
+	rdmx__conn_watch(c, p->scq, 0);
+	rdmx__conn_watch(c, sh->rcq, RDMX__WATCH_RECV);
 	return rdmx__conn_create_qp(c, &caps);
 }
 

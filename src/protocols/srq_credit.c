@@ -119,6 +119,7 @@ int rdmx__srq_credit_take(rdmx_conn *c, struct srq_credit *cr,
 			return 0;
 		}
 		rdmx__srq_credit_kick(c, cr); /* the peer may wait for ours */
+		d->timed = 1; /* credits are peer-written memory: no completion */
 		rc = rdmx__conn_wait(c, d);
 		if (rc == -ETIMEDOUT)
 			return rdmx__fail(rc, "srq: no credit from the peer within %d ms on the "

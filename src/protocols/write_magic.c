@@ -51,6 +51,7 @@ const struct rdmx_protocol_ops rdmx__proto_write_magic = {
 	.flush = rdmx__wring_flush,
 	.sends_done = rdmx__wring_sends_done,
 	.recv = rdmx__wring_recv,
+	.sleep_announce = rdmx__wring_sleep_announce,
 	.release = rdmx__wring_release,
 	.mem_estimate = rdmx__wring_mem_estimate,
 	.check_opts = rdmx__wring_check_opts,

@@ -48,6 +48,27 @@
  * releasing, a blocked sender is always answered; if it holds messages,
  * the sender waits for exactly those and times out cleanly.
  *
+ * Sleeping receivers (simplex/magic, notify POLL). A record lands in the
+ * ring by RDMA WRITE and makes no completion at the receiver, so a wait
+ * that sleeps in the kernel (wait modes block and adaptive) must be woken
+ * by the sender. Before it sleeps on its wait set, the receiver WRITEs
+ * its sleep count (gen, +1 per sleep) into the sender's ctl.sleep_gen
+ * (ops->sleep_announce) and polls its ring once more; the sender, after
+ * every record WRITE and every ask, reads sleep_gen once, and when it
+ * holds a count it has not rung for, posts a 0-byte SEND (the doorbell):
+ * it lands in one of the receiver's N_CTRL receives, after the WRITEs
+ * before it (RC order), and its completion wakes the receiver, which
+ * reposts it. One doorbell per sleep at most; a doorbell for a sleep that
+ * ended is a spurious wake. The race: the sender may read sleep_gen while
+ * the receiver's WRITE of it is still in flight, with its own record in
+ * flight too, and the receiver's last poll may miss that record. The
+ * receiver then sleeps until the next record (the sender sees the new
+ * count then) or the wait set's backstop (RDMX__WAIT_BACKSTOP_MS, 100
+ * ms): the worst case for one message, in a window of a network round
+ * trip. An fd has no backstop, so rdmx_conn_fd() refuses these
+ * connections (RDMX__WATCH_DOORBELL). write_duplex posts no receives and
+ * keeps timed parks.
+ *
  * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
  * WRITEs to a peer that left fail with a retry error: never a hang.
  */
@@ -70,6 +91,7 @@
 #define TAG_UPD 1ull
 #define TAG_ASK 2ull
 #define TAG_READ 3ull
+#define SUB_WAKE (1ull << 61) /* under TAG_ASK: a sleep_gen WRITE, a doorbell */
 
 /* Message handles (internal.h): a SEND handle's value is the alloc id,
  * a RECV handle's the record's sequence number. */
@@ -83,7 +105,9 @@ struct ctl {
 	uint64_t ask_src;  /* source of our ask WRITE */
 	uint64_t read_dst; /* target of our head READ */
 	uint64_t upd_src;  /* source of our update SEND */
-	uint64_t pad_[3];
+	uint64_t sleep_gen; /* written by the peer: its sleep count (below) */
+	uint64_t gen_src;  /* source of our sleep_gen WRITE */
+	uint64_t pad_[1];
 	uint64_t rbuf[][2];
 };
 
@@ -117,6 +141,9 @@ struct wring {
 	uint64_t reported, reported_head;
 	int upd_out;
 	uint32_t imm_ready;       /* IMM completions not matched to records */
+	uint64_t gen;             /* sleeps published (wring_sleep_announce) */
+	int announced;            /* gen is current: no record taken since */
+	uint64_t rung;            /* sender: the peer's sleep_gen we rang for */
 	struct rdmx__wring_stats st;
 };
 
@@ -260,6 +287,13 @@ static int create_queues(rdmx_conn *c)
 		return rc;
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
+	/* a receive completion wakes a sleeping receiver: with notify IMM
+	 * one per record; with POLL (simplex, magic) the doorbell of
+	 * "Sleeping receivers" above. duplex posts no receives: its parks
+	 * stay timed (see rdmx_wait_mode in rdmx.h) */
+	rdmx__conn_watch(c, p->scq, 0);
+	rdmx__conn_watch(c, p->rcq, p->imm ? RDMX__WATCH_RECV :
+			 !p->duplex ? RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL : 0);
 	return rdmx__conn_create_qp(c, &caps);
 }
 
@@ -429,7 +463,8 @@ static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
 		p->upd_out = 0;
 		return 0;
 	case TAG_ASK:
-		p->ask_out = 0;
+		if (!(wc->wr_id & SUB_WAKE))
+			p->ask_out = 0;
 		return 0;
 	default:
 		p->read_out = 0;
@@ -463,6 +498,8 @@ static int recv_done(rdmx_conn *c, const struct rdmx__wc *wc)
 		return rdmx__conn_wc_error(c, wc, "head update receive");
 	if (wc->op == RDMX__OP_RECV_IMM) {
 		p->imm_ready++;
+	} else if (!wc->byte_len) {
+		p->st.doorbells_recv++; /* woke us: the ring has news */
 	} else {
 		p->st.updates_recv++;
 		rc = apply_acked(c, rdmx__get_u64((uint8_t *)p->ctl->rbuf[idx]));
@@ -573,6 +610,56 @@ static uint64_t ask_target(const struct wring *p, uint64_t rsize)
 	return k;
 }
 
+/* The peer published a sleep we did not ring for: post a 0-byte SEND
+ * after what we wrote (RC order: it completes at the peer after the
+ * WRITEs before it are placed). sleep_gen is peer-written: read once. */
+static int ring_if_asleep(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	uint64_t g = __atomic_load_n(&p->ctl->sleep_gen, __ATOMIC_ACQUIRE);
+	struct rdmx__wr wr = {
+		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
+		.op = RDMX__OP_SEND,
+		.flags = RDMX__WR_SIGNALED,
+	};
+	int rc;
+
+	if (g == p->rung || p->imm || p->duplex)
+		return 0;
+	p->rung = g;
+	p->st.doorbells_sent++;
+	rc = rdmx__post_send(c, &wr, 1);
+	return rc ? rdmx__conn_down(c, rc, "posting a doorbell: %s", rdmx__last()) : 0;
+}
+
+/* ops->sleep_announce (simplex, magic with notify POLL): WRITE our next
+ * sleep count into the peer's sleep_gen, once per sleep; 1 when it was
+ * published now (the caller polls the ring once more before sleeping). */
+int rdmx__wring_sleep_announce(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
+		.op = RDMX__OP_WRITE,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->ctl->gen_src,
+		.len = sizeof(uint64_t),
+		.lkey = p->ctl_mr->lkey,
+		.remote_addr = p->peer_ctl + offsetof(struct ctl, sleep_gen),
+		.rkey = p->peer_ctl_rkey,
+	};
+	int rc;
+
+	if (p->announced || p->imm || p->duplex || c->state != RDMX__CONN_UP)
+		return 0;
+	p->ctl->gen_src = ++p->gen;
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
+	p->announced = 1;
+	return 1;
+}
+
 /* Blocked by the peer: ask for an update (simplex) or read its head. */
 static int request_room(rdmx_conn *c, uint64_t rsize)
 {
@@ -610,7 +697,7 @@ static int request_room(rdmx_conn *c, uint64_t rsize)
 	if (rdmx__post_send(c, &wr, 1))
 		return rdmx__conn_down(c, -EIO, "asking the peer for its head: %s",
 				       rdmx__last());
-	return 0;
+	return ring_if_asleep(c); /* a sleeping peer must see the ask */
 }
 
 /* Wait until a record of @rsize bytes may be written. */
@@ -732,7 +819,7 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 	p->alloc_live = 0;
 	p->st.records_out++;
 	rdmx__msg_spend(m);
-	return 0;
+	return ring_if_asleep(c);
 }
 
 int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
@@ -804,6 +891,7 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EPROTO, "peer overran the window of %u messages",
 				  p->win_in);
 	fill_recv_msg(c, &v, (uint64_t)seq, m);
+	p->announced = 0; /* a later sleep is a new one */
 	p->rd += v.size;
 	p->imm_ready -= p->imm ? 1 : 0;
 	p->st.records_in++;

@@ -41,6 +41,8 @@ struct rdmx__wring_stats {
 	uint64_t records_out;  /* records written to the peer */
 	uint64_t records_in;   /* records taken from the own ring */
 	uint64_t crossings;    /* records written across the ring's end */
+	uint64_t doorbells_sent; /* wake-ups of a sleeping peer (simplex/magic) */
+	uint64_t doorbells_recv;
 	int magic;             /* records may cross the end (double mapping) */
 	int imm;               /* WRITE_WITH_IMM notification */
 };
@@ -55,6 +57,7 @@ int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out);
 int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
 			   const struct rdmx_conn_opts *o, uint32_t max_msg);
 int rdmx__wring_setup(rdmx_conn *c);
+int rdmx__wring_sleep_announce(rdmx_conn *c);
 int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *block, size_t cap,
 			  size_t *len);
 int rdmx__wring_hello_in(rdmx_conn *c, const uint8_t *block, size_t len);

@@ -5,9 +5,18 @@
  *    message: the thread's and the objects' error text stay as they were;
  *  - an idle blocked (and adaptive) receive sleeps: its CPU time is a small
  *    part of the wall time (a property, bounded generously, not a speed);
- *  - the wait options are checked.
+ *  - the wait options are checked;
+ *  - rdmx_conn_fd() turns readable when a message arrives and not before,
+ *    on every protocol that has one (the ring protocols with notify POLL
+ *    say -EOPNOTSUPP; write_simplex/magic with notify IMM have one);
+ *    rdmx_listener_fd() when a connection request comes;
+ *  - a receiver blocked in BLOCK mode is woken by a message, and by its
+ *    peer's leaving, well before the sleep's backstop (raised to 30 s
+ *    here: a wake that only came from the backstop fails the test).
  */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +31,10 @@
 #include "harness.h"
 
 #define IDLE_CPU_MAX_PCT 20.0
+#define BACKSTOP_MS 30000
+#define WAKE_MAX_MS 3000.0 /* a wake well before the backstop */
+
+extern int rdmx__wait_backstop_ms; /* src/core/waitset.c */
 
 static struct rdmx_conn_opts opts(const char *proto, uint8_t mode)
 {
@@ -163,6 +176,203 @@ static void test_bad_wait_options(void **state)
 	rdmx_ctx_destroy(ctx);
 }
 
+/* Is @fd readable within @ms? */
+static int readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) > 0 && (p.revents & POLLIN);
+}
+
+static void send_one(rdmx_conn *c, const char *what)
+{
+	struct rdmx_msg m;
+
+	assert_int_equal(rdmx_msg_alloc(c, 32, &m, 5000), 0);
+	snprintf(m.data, m.cap, "%s", what);
+	m.len = strlen(what) + 1;
+	assert_int_equal(rdmx_send(c, &m), 0);
+}
+
+/* Receive until -EAGAIN (which re-arms the fd); messages are released. */
+static void drain(rdmx_conn *c)
+{
+	struct rdmx_msg m;
+	int rc;
+
+	while (!(rc = rdmx_recv(c, &m, 0)))
+		assert_int_equal(rdmx_msg_release(c, &m), 0);
+	assert_int_equal(rc, -EAGAIN);
+}
+
+/* @proto's server fd: readable once a message came, not before. */
+static void fd_readiness(const char *proto, uint8_t notify)
+{
+	struct rdmx_conn_opts o = opts(proto, RDMX_WAIT_BLOCK);
+	struct th_pair p;
+	struct rdmx_msg m;
+	int fd;
+
+	o.notify = notify;
+	open_pair(&p, &o);
+	fd = rdmx_conn_fd(p.server);
+	if (fd == -EOPNOTSUPP) {
+		/* the receiver polls memory (a doorbell can miss a record;
+		 * direct_write's and buffered_read's have none) */
+		assert_true((!strncmp(proto, "write_", 6) && notify != RDMX_NOTIFY_IMM) ||
+			    !strcmp(proto, "direct_write") || !strcmp(proto, "buffered_read"));
+		th_pair_close(&p);
+		return;
+	}
+	assert_true(fd >= 0);
+	for (int round = 0; round < 3; round++) {
+		drain(p.server);
+		if (readable(fd, 0))
+			fail_msg("%s: fd readable with nothing to receive (round %d)", proto, round);
+		send_one(p.client, "ping");
+		if (!readable(fd, 5000))
+			fail_msg("%s: fd not readable 5 s after a message (round %d)", proto, round);
+		assert_int_equal(rdmx_recv(p.server, &m, 0), 0);
+		assert_string_equal(m.data, "ping");
+		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	}
+	print_message("rdmx_conn_fd on %s%s: readable on a message, not before\n", proto,
+		      notify == RDMX_NOTIFY_IMM ? " (notify imm)" : "");
+	th_pair_close(&p);
+}
+
+static void test_conn_fd(void **state)
+{
+	const char *const *names = rdmx_protocol_names();
+
+	(void)state;
+	assert_int_equal(rdmx_conn_fd(NULL), -EINVAL);
+	for (int i = 0; names[i]; i++)
+		fd_readiness(names[i], RDMX_NOTIFY_DEFAULT);
+	/* write_simplex and write_magic may announce records with a
+	 * completion (duplex avoids receives, write_atomic has no IMM) */
+	fd_readiness("write_simplex", RDMX_NOTIFY_IMM);
+	fd_readiness("write_magic", RDMX_NOTIFY_IMM);
+}
+
+struct dialer {
+	rdmx_ctx *ctx;
+	uint16_t port;
+	rdmx_conn *c;
+	int rc;
+};
+
+static void *dial_main(void *arg)
+{
+	struct dialer *d = arg;
+	struct rdmx_conn_opts o = opts("send_recv", RDMX_WAIT_BLOCK);
+
+	d->rc = rdmx_dial(d->ctx, th_addr(), d->port, &o, &d->c);
+	return NULL;
+}
+
+static void test_listener_fd(void **state)
+{
+	struct rdmx_conn_opts o = opts("send_recv", RDMX_WAIT_BLOCK);
+	struct dialer d = { 0 };
+	struct th_pair p;
+	rdmx_conn *c = NULL;
+	pthread_t t;
+	int fd, rc = -EAGAIN;
+
+	(void)state;
+	open_pair(&p, &o);
+	fd = rdmx_listener_fd(p.lis);
+	assert_true(fd >= 0);
+	assert_int_equal(rdmx_accept(p.lis, 0, &c), -EAGAIN);
+	assert_false(readable(fd, 0));
+	d.ctx = p.ctx;
+	d.port = rdmx_listener_port(p.lis);
+	assert_int_equal(pthread_create(&t, NULL, dial_main, &d), 0);
+	for (int i = 0; i < 100 && rc == -EAGAIN; i++) {
+		if (!readable(fd, 5000))
+			fail_msg("listener fd not readable 5 s after a dial");
+		rc = rdmx_accept(p.lis, 0, &c);
+	}
+	assert_int_equal(rc, 0);
+	pthread_join(t, NULL);
+	assert_int_equal(d.rc, 0);
+	assert_int_equal(rdmx_accept(p.lis, 0, &c), -EAGAIN);
+	assert_false(readable(fd, 0));
+	rdmx_conn_close(d.c);
+	rdmx_conn_close(c);
+	th_pair_close(&p);
+}
+
+struct sleeper {
+	rdmx_conn *c;
+	int rc;
+	double woke_ms;
+	char got[32];
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = arg;
+	struct rdmx_msg m;
+
+	s->rc = rdmx_recv(s->c, &m, BACKSTOP_MS + 10000);
+	s->woke_ms = th_now_ms();
+	if (!s->rc) {
+		snprintf(s->got, sizeof(s->got), "%s", (const char *)m.data);
+		rdmx_msg_release(s->c, &m);
+	}
+	return NULL;
+}
+
+/* A BLOCK receive on @proto, asleep for 300 ms, then a message (@leave 0)
+ * or the peer's close (@leave 1): how long after it the receive returned. */
+static double blocked_wake(const char *proto, int leave)
+{
+	struct rdmx_conn_opts o = opts(proto, RDMX_WAIT_BLOCK);
+	struct sleeper s = { 0 };
+	struct timespec nap = { 0, 300000000L };
+	struct th_pair p;
+	pthread_t t;
+	double t0, ms;
+
+	open_pair(&p, &o);
+	s.c = p.server;
+	assert_int_equal(pthread_create(&t, NULL, sleeper_main, &s), 0);
+	nanosleep(&nap, NULL);
+	t0 = th_now_ms();
+	if (leave) {
+		rdmx_conn_close(p.client);
+		p.client = NULL;
+	} else {
+		send_one(p.client, "wake");
+	}
+	pthread_join(t, NULL);
+	ms = s.woke_ms - t0;
+	if (leave)
+		assert_int_equal(s.rc, -ECONNRESET);
+	else
+		assert_string_equal(s.got, "wake");
+	print_message("blocked rdmx_recv on %s woken by %s after %.2f ms\n", proto,
+		      leave ? "the peer's close" : "a message", ms);
+	th_pair_close(&p);
+	return ms;
+}
+
+static void test_block_wakes(void **state)
+{
+	const char *const *names = rdmx_protocol_names();
+	int saved = rdmx__wait_backstop_ms;
+
+	(void)state;
+	rdmx__wait_backstop_ms = BACKSTOP_MS;
+	for (int i = 0; names[i]; i++) {
+		assert_true(blocked_wake(names[i], 0) < WAKE_MAX_MS);
+		assert_true(blocked_wake(names[i], 1) < WAKE_MAX_MS);
+	}
+	rdmx__wait_backstop_ms = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +380,9 @@ int main(void)
 		cmocka_unit_test(test_idle_block_sleeps),
 		cmocka_unit_test(test_idle_adaptive_sleeps),
 		cmocka_unit_test(test_bad_wait_options),
+		cmocka_unit_test(test_conn_fd),
+		cmocka_unit_test(test_listener_fd),
+		cmocka_unit_test(test_block_wakes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
