@@ -65,6 +65,13 @@ double bench_msg_rate(uint64_t msgs, uint64_t ns);
 /** bench_gbps - payload gigabits (1e9 bits) per second; 0 when @ns is 0. */
 double bench_gbps(uint64_t msgs, uint64_t size, uint64_t ns);
 
+/** bench_jain - Jain's fairness index of @n values: (sum x)^2 / (n sum x^2),
+ * in (0, 1] (1: all equal); NAN when @n is 0 or every value is 0. */
+double bench_jain(const double *x, int n);
+
+/** bench_range - the least and the greatest of @n (>= 1) values. */
+void bench_range(const double *x, int n, double *lo, double *hi);
+
 /** bench_pct - @cpu_ns of CPU time as a percentage of @wall_ns. */
 double bench_pct(uint64_t cpu_ns, uint64_t wall_ns);
 
@@ -86,12 +93,14 @@ struct bench_result {
 	enum bench_mode mode;
 	uint64_t size;
 	int conns;
+	bool single_receiver;	/* one server thread served every conn */
 	uint64_t msgs;		/* timed messages (lat: round trips), all conns */
 	uint64_t warmup;	/* per connection */
 	uint64_t wall_ns;	/* first start to last end over the connections */
 	double msg_rate;	/* msgs / wall */
 	double gbps;		/* payload Gb/s (lat: one direction) */
 	double thread_rate[BENCH_MAX_THREADS]; /* per connection, msgs/s */
+	double conn_min, conn_max, jain; /* of thread_rate */
 	struct bench_cpu client, server; /* summed over the threads of a side */
 	struct hist *rtt;	/* BENCH_LAT: round trips of every connection */
 };

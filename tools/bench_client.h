@@ -13,6 +13,7 @@ struct bench_cfg {
 	const char *json, *csv, *plot, *addr;
 	long long iters, warmup, outstanding, threads, port, timeout, gid_index;
 	bool server;
+	bool single_receiver;			/* --single-receiver */
 	struct opts_list fail_if;		/* --fail-if, repeatable */
 	const char *baseline;
 	long long max_regress;

@@ -42,6 +42,18 @@ static int rep_send(struct bench_ep *ep, const void *head, size_t head_len,
 	return rc ? rep_fail(r, "send", rc) : 0;
 }
 
+int bench_rx_take(struct bench_ep *ep, struct rdmx_msg *m, struct bench_rx *rx)
+{
+	struct rdmx_ep *r = rep_of(ep);
+	int rc;
+
+	rx->len = m->len;
+	rx->ctrl = (m->flags & RDMX_MSG_IMM) && m->imm == BENCH_CTRL_IMM;
+	memcpy(rx->head, m->data, m->len < BENCH_HEAD ? m->len : BENCH_HEAD);
+	rc = rdmx_msg_release(r->conn, m);
+	return rc ? rep_fail(r, "release a message", rc) : 0;
+}
+
 static int rep_recv(struct bench_ep *ep, struct bench_rx *rx)
 {
 	struct rdmx_ep *r = rep_of(ep);
@@ -53,11 +65,7 @@ static int rep_recv(struct bench_ep *ep, struct bench_rx *rx)
 		return rc;
 	if (rc)
 		return rep_fail(r, "receive", rc);
-	rx->len = m.len;
-	rx->ctrl = (m.flags & RDMX_MSG_IMM) && m.imm == BENCH_CTRL_IMM;
-	memcpy(rx->head, m.data, m.len < BENCH_HEAD ? m.len : BENCH_HEAD);
-	rc = rdmx_msg_release(r->conn, &m);
-	return rc ? rep_fail(r, "release a message", rc) : 0;
+	return bench_rx_take(ep, &m, rx);
 }
 
 static int rep_flush(struct bench_ep *ep)

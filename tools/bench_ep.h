@@ -8,7 +8,8 @@
  * carries immediate data BENCH_CTRL_IMM (TCP: the same word in its frame
  * header) and a struct bench_ctrl; any other message is data and carries
  * its sequence number in its first 8 bytes (when it has 8). The client sends
- * BEGIN_LAT or BEGIN_BW with the size, then data, then END; the server
+ * BEGIN_LAT or BEGIN_BW with the size (and in count, 1 if it expects a
+ * --single-receiver server, else 0), then data, then END; the server
  * echoes every data message in a latency test, counts and checks them in a
  * bandwidth test, and answers END with ACK carrying the number of data
  * messages it received, how many were wrong, and its CPU time since BEGIN.
@@ -71,6 +72,12 @@ struct bench_ep {
 
 /** bench_ep_rdmx - wrap @conn (closed with the endpoint); NULL if no memory. */
 struct bench_ep *bench_ep_rdmx(rdmx_conn *conn, int timeout_ms);
+
+/**
+ * bench_rx_take - copy what bench_rx keeps of @m, a message received on
+ * @ep (an rdmx endpoint), then release it. 0 or -errno (ep->err).
+ */
+int bench_rx_take(struct bench_ep *ep, struct rdmx_msg *m, struct bench_rx *rx);
 
 /** bench_ep_close - close and free; NULL is fine. */
 void bench_ep_close(struct bench_ep *ep);
@@ -166,6 +173,7 @@ struct bench_job {
 	uint64_t size, warmup, iters, duration_ns; /* iters 0: run duration_ns */
 	enum bench_progress_mode progress;
 	const char *label;
+	bool single_receiver;	/* expect a --single-receiver server */
 	/* results of the timed phase */
 	uint64_t msgs, t0, t1;
 	struct bench_cpu cpu, server;
@@ -174,6 +182,19 @@ struct bench_job {
 
 /** bench_job_run - warmup, then the timed phase. 0 or -errno (ep->err). */
 int bench_job_run(struct bench_job *j);
+
+/* The server's side of one connection: the test under way. */
+struct bench_serve {
+	struct bench_ep *ep;
+	enum bench_op mode;	/* BEGIN_LAT, BEGIN_BW or 0 between tests */
+	uint64_t size, count, bad, tests;
+	struct bench_cpu cpu0;	/* the serving thread's CPU time at BEGIN */
+	bool single_receiver;	/* what a BEGIN's count must say (0 or 1) */
+};
+
+/** bench_serve_rx - answer @rx, a message that came on @s->ep. */
+int bench_serve_rx(struct bench_serve *s, const struct bench_rx *rx,
+		   atomic_bool *shutdown);
 
 /** bench_serve_ep - answer one client until it disconnects. */
 int bench_serve_ep(struct bench_ep *ep, atomic_bool *shutdown, uint64_t *tests);

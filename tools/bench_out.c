@@ -30,6 +30,16 @@ static bool has_mode(const struct bench_report *r, enum bench_mode m)
 	return false;
 }
 
+static bool single_receiver(const struct bench_report *r)
+{
+	int i;
+
+	for (i = 0; i < r->n_results; i++)
+		if (r->results[i].single_receiver)
+			return true;
+	return false;
+}
+
 /* "user/sys" percentages of one core over the row's wall time. */
 static const char *cpu_text(const struct bench_cpu *c, uint64_t wall,
 			    char *buf, size_t len)
@@ -57,27 +67,24 @@ static void lat_row(const struct bench_result *x, double d, FILE *f)
 		cpu_text(&x->server, x->wall_ns, b, sizeof(b)));
 }
 
-static void per_conn_range(const struct bench_result *x, double *lo, double *hi)
+/* Under a latency row of several connections: their round trips/s. */
+static void lat_conns_row(const struct bench_result *x, FILE *f)
 {
-	int i;
-
-	*lo = *hi = x->thread_rate[0];
-	for (i = 1; i < x->conns && i < BENCH_MAX_THREADS; i++) {
-		*lo = fmin(*lo, x->thread_rate[i]);
-		*hi = fmax(*hi, x->thread_rate[i]);
-	}
+	if (x->conns > 1)
+		fprintf(f, "  %d conns: round trips/s per conn min %.0f max %.0f, "
+			"jain %.3f\n", x->conns, x->conn_min, x->conn_max, x->jain);
 }
 
 /* @mbs: the throughput column in MB/s (1e6 bytes) rather than Gb/s. */
 static void bw_row(const struct bench_result *x, bool mbs, FILE *f)
 {
 	char sz[32], a[32], b[32];
-	double lo, hi;
 
-	per_conn_range(x, &lo, &hi);
-	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %12.0f %10.4g %12.0f %12.0f %9s %9s\n",
+	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %12.0f %10.4g %12.0f %12.0f %5.3f "
+		"%9s %9s\n",
 		x->protocol, x->conns, opts_format_size(x->size, sz, sizeof(sz)),
-		x->msgs, x->msg_rate, mbs ? x->gbps * 1e3 / 8 : x->gbps, lo, hi,
+		x->msgs, x->msg_rate, mbs ? x->gbps * 1e3 / 8 : x->gbps, x->conn_min,
+		x->conn_max, x->jain,
 		cpu_text(&x->client, x->wall_ns, a, sizeof(a)),
 		cpu_text(&x->server, x->wall_ns, b, sizeof(b)));
 }
@@ -88,6 +95,9 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 
 	fprintf(f, "rdmx bench %s  device %s  peer %s  wait %s\n", r->timestamp,
 		r->device, r->peer, r->wait ? r->wait : "adaptive");
+	if (single_receiver(r))
+		fprintf(f, "server: --single-receiver, one thread serves all the "
+			"connections of a protocol (tcp: one thread each)\n");
 	if (has_mode(r, BENCH_LAT)) {
 		fprintf(f, r->one_way ?
 			"\nlatency: one-way (round trip / 2) in microseconds; cpu = "
@@ -99,16 +109,19 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 			"p99", "p99.9", "max", "mean", "stdev", "one-way",
 			"cpu cli", "cpu srv");
 		for (i = 0; i < r->n_results; i++)
-			if (r->results[i].mode == BENCH_LAT)
+			if (r->results[i].mode == BENCH_LAT) {
 				lat_row(&r->results[i], r->one_way ? 2 : 1, f);
+				lat_conns_row(&r->results[i], f);
+			}
 	}
 	if (has_mode(r, BENCH_BW)) {
 		fprintf(f, "\nbandwidth: %d outstanding, receiver-confirmed; per-conn "
-			"= slowest and fastest connection\n", r->outstanding);
-		fprintf(f, "%-14s %5s %6s %9s %12s %10s %12s %12s %9s %9s\n",
+			"= slowest and fastest connection; jain = their fairness "
+			"(1: even)\n", r->outstanding);
+		fprintf(f, "%-14s %5s %6s %9s %12s %10s %12s %12s %5s %9s %9s\n",
 			"protocol", "conns", "size", "msgs", "msg/s",
 			r->mbs ? "MB/s" : "Gb/s",
-			"per-conn min", "per-conn max", "cpu cli", "cpu srv");
+			"per-conn min", "per-conn max", "jain", "cpu cli", "cpu srv");
 		for (i = 0; i < r->n_results; i++)
 			if (r->results[i].mode == BENCH_BW)
 				bw_row(&r->results[i], r->mbs, f);
@@ -158,6 +171,8 @@ static void json_result(const struct bench_report *r,
 	jw_kv_str(f, "mode", mode_name(x->mode), false);
 	jw_kv_u64(f, "size", x->size, false);
 	jw_kv_u64(f, "conns", (uint64_t)x->conns, false);
+	jw_key(f, "single_receiver", false);
+	fputs(x->single_receiver ? "true" : "false", f);
 	jw_kv_str(f, "device", r->device, false);
 	jw_kv_str(f, "timestamp", r->timestamp, false);
 	jw_kv_u64(f, "msgs", x->msgs, false);
@@ -173,6 +188,9 @@ static void json_result(const struct bench_report *r,
 		jw_num(f, x->thread_rate[i]);
 	}
 	fputc(']', f);
+	jw_kv_num(f, "per_conn_min", x->conn_min, false);
+	jw_kv_num(f, "per_conn_max", x->conn_max, false);
+	jw_kv_num(f, "jain", x->jain, false);
 	json_cpu(f, x);
 	if (x->mode == BENCH_LAT && x->rtt) {
 		jw_lat(f, "rtt_us", x->rtt, 1);
@@ -238,7 +256,8 @@ static const char csv_header[] =
 	"timestamp,device,fabric,protocol,mode,size,conns,msgs,warmup,seconds,"
 	"msg_rate,gbps,rtt_min_us,rtt_p50_us,rtt_p90_us,rtt_p99_us,rtt_p99_9_us,"
 	"rtt_max_us,rtt_mean_us,rtt_stdev_us,one_way_p50_us,client_user_pct,"
-	"client_sys_pct,server_user_pct,server_sys_pct\n";
+	"client_sys_pct,server_user_pct,server_sys_pct,single_receiver,"
+	"per_conn_min_msg_rate,per_conn_max_msg_rate,jain\n";
 
 static void csv_lat(const struct hist *h, FILE *f)
 {
@@ -264,11 +283,12 @@ int bench_write_csv(const struct bench_report *r, FILE *f)
 			x->protocol, mode_name(x->mode), x->size, x->conns, x->msgs,
 			x->warmup, (double)x->wall_ns / 1e9, x->msg_rate, x->gbps);
 		csv_lat(x->mode == BENCH_LAT ? x->rtt : NULL, f);
-		fprintf(f, "%.1f,%.1f,%.1f,%.1f\n",
+		fprintf(f, "%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.4f\n",
 			bench_pct(x->client.user_ns, x->wall_ns),
 			bench_pct(x->client.sys_ns, x->wall_ns),
 			bench_pct(x->server.user_ns, x->wall_ns),
-			bench_pct(x->server.sys_ns, x->wall_ns));
+			bench_pct(x->server.sys_ns, x->wall_ns), x->single_receiver,
+			x->conn_min, x->conn_max, x->jain);
 	}
 	return ferror(f) ? -EIO : 0;
 }

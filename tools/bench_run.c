@@ -18,15 +18,8 @@
 
 /* ------------------------------------------------------------- the server */
 
-struct serve_state {
-	struct bench_ep *ep;
-	enum bench_op mode;	/* BEGIN_LAT, BEGIN_BW or 0 between tests */
-	uint64_t size, count, bad;
-	struct bench_cpu cpu0;
-};
-
-static int serve_ctrl(struct serve_state *s, const struct bench_ctrl *c,
-		      atomic_bool *shutdown, uint64_t *tests)
+static int serve_ctrl(struct bench_serve *s, const struct bench_ctrl *c,
+		      atomic_bool *shutdown)
 {
 	struct bench_ctrl ack = { .op = BENCH_OP_ACK };
 	struct bench_cpu now, d;
@@ -34,6 +27,13 @@ static int serve_ctrl(struct serve_state *s, const struct bench_ctrl *c,
 	switch (c->op) {
 	case BENCH_OP_BEGIN_LAT:
 	case BENCH_OP_BEGIN_BW:
+		if (c->count != s->single_receiver) {
+			cli_set_err(&s->ep->err, "the client %s --single-receiver, "
+				    "this server %s: start both the same way",
+				    c->count ? "runs" : "runs without",
+				    s->single_receiver ? "does" : "does not");
+			return -EPROTO;
+		}
 		s->mode = c->op;
 		s->size = c->size;
 		s->count = s->bad = 0;
@@ -48,7 +48,7 @@ static int serve_ctrl(struct serve_state *s, const struct bench_ctrl *c,
 		ack.user_ns = d.user_ns;
 		ack.sys_ns = d.sys_ns;
 		s->mode = 0;
-		(*tests)++;
+		s->tests++;
 		return bench_send_ctrl(s->ep, &ack);
 	case BENCH_OP_SHUTDOWN:
 		atomic_store(shutdown, true);
@@ -60,7 +60,7 @@ static int serve_ctrl(struct serve_state *s, const struct bench_ctrl *c,
 	}
 }
 
-static int serve_data(struct serve_state *s, const struct bench_rx *rx)
+static int serve_data(struct bench_serve *s, const struct bench_rx *rx)
 {
 	uint64_t seq = bench_rx_seq(rx);
 
@@ -76,10 +76,21 @@ static int serve_data(struct serve_state *s, const struct bench_rx *rx)
 	return 0;
 }
 
+int bench_serve_rx(struct bench_serve *s, const struct bench_rx *rx,
+		   atomic_bool *shutdown)
+{
+	struct bench_ctrl c;
+	int rc;
+
+	if (!rx->ctrl)
+		return serve_data(s, rx);
+	rc = bench_rx_ctrl(s->ep, rx, &c);
+	return rc ? rc : serve_ctrl(s, &c, shutdown);
+}
+
 int bench_serve_ep(struct bench_ep *ep, atomic_bool *shutdown, uint64_t *tests)
 {
-	struct serve_state s = { .ep = ep };
-	struct bench_ctrl c;
+	struct bench_serve s = { .ep = ep };
 	struct bench_rx rx;
 	int rc;
 
@@ -87,15 +98,9 @@ int bench_serve_ep(struct bench_ep *ep, atomic_bool *shutdown, uint64_t *tests)
 		rc = ep->ops->recv(ep, &rx);
 		if (rc == -ECONNRESET)
 			return 0;
-		if (rc)
-			return rc;
-		if (rx.ctrl) {
-			rc = bench_rx_ctrl(ep, &rx, &c);
-			if (!rc)
-				rc = serve_ctrl(&s, &c, shutdown, tests);
-		} else {
-			rc = serve_data(&s, &rx);
-		}
+		if (!rc)
+			rc = bench_serve_rx(&s, &rx, shutdown);
+		*tests = s.tests;
 		if (rc)
 			return rc;
 	}
@@ -186,6 +191,7 @@ static int phase(struct bench_job *j, uint64_t n, bool timed)
 	int rc;
 
 	c.op = j->mode == BENCH_LAT ? BENCH_OP_BEGIN_LAT : BENCH_OP_BEGIN_BW;
+	c.count = j->single_receiver; /* BEGIN: the kind of server expected */
 	rc = bench_send_ctrl(j->ep, &c);
 	if (rc)
 		return rc;

@@ -5,6 +5,13 @@
  * protocols; port 0: ephemeral ports, for the self-test), an accept thread
  * that polls them in turn, and one worker thread per connection running
  * bench_serve_ep() until its client disconnects.
+ *
+ * --single-receiver (the thesis's N:1): no worker threads for the rdmx
+ * protocols; one receiver thread per listener takes every event of it with
+ * rdmx_listener_next() (new connections, messages of any of them, closed
+ * ones) and answers each message on its connection, so one thread serves
+ * all N clients of a protocol. tcp has no listener call: its connections
+ * keep a worker each.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +24,19 @@
 #include "cmds.h"
 
 #define ACCEPT_SLICE_MS 10
+#define RECV_SLICE_MS 50
+#define IDLE_POLL_MS 5	/* a receiver without connections: poll this often */
+
+struct bench_server;
+
+/* --single-receiver: the thread that serves every connection of lis[i]. */
+struct srx {
+	struct bench_server *s;
+	int i;
+	int n;			/* connections open */
+	bool started;
+	pthread_t thread;
+};
 
 struct bench_server {
 	struct bench_server_cfg cfg;
@@ -31,6 +51,7 @@ struct bench_server {
 	pthread_cond_t cv;
 	int active, failed;
 	pthread_t thread;
+	struct srx srx[BENCH_MAX_PROTOS];
 };
 
 struct worker {
@@ -51,6 +72,13 @@ uint16_t bench_proto_port(uint16_t base, const char *name)
 		if (!strcmp(names[i], name))
 			return (uint16_t)(base + i);
 	return (uint16_t)(base + i); /* tcp */
+}
+
+static void conn_up(struct bench_server *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->active++;
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void worker_done(struct bench_server *s, int rc)
@@ -94,9 +122,7 @@ static void start_worker(struct bench_server *s, struct bench_ep *ep,
 
 	if (w) {
 		*w = (struct worker){ s, ep, proto };
-		pthread_mutex_lock(&s->mu);
-		s->active++;
-		pthread_mutex_unlock(&s->mu);
+		conn_up(s);
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		rc = pthread_create(&t, &a, worker_main, w);
@@ -157,12 +183,139 @@ static bool finished(struct bench_server *s)
 static void *accept_main(void *arg)
 {
 	struct bench_server *s = arg;
+	int i, n;
+
+	while (!finished(s)) {
+		for (i = n = 0; i < s->n && !atomic_load(&s->stop); i++)
+			if (!s->srx[i].started) {
+				accept_one(s, i);
+				n++;
+			}
+		if (!n) /* every listener has its receiver */
+			usleep(ACCEPT_SLICE_MS * 1000);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------- --single-receiver */
+
+static void srx_conn_up(struct srx *x, rdmx_conn *c)
+{
+	struct bench_serve *sv = calloc(1, sizeof(*sv));
+
+	if (sv) {
+		sv->ep = bench_ep_rdmx(c, -1);
+		sv->single_receiver = true;
+	}
+	if (!sv || !sv->ep) {
+		fprintf(stderr, "rdmx bench: server: %s: no memory for a connection\n",
+			x->s->proto[x->i]);
+		free(sv);
+		rdmx_conn_close(c);
+		return;
+	}
+	rdmx_conn_set_user(c, sv);
+	x->n++;
+	conn_up(x->s);
+}
+
+static void srx_conn_end(struct srx *x, struct bench_serve *sv, int rc)
+{
+	struct bench_server *s = x->s;
+
+	if (rc)
+		fprintf(stderr, "rdmx bench: server: %s connection: %s\n", s->proto[x->i],
+			sv->ep->err.msg[0] ? sv->ep->err.msg : "failed");
+	else if (s->cfg.verbose)
+		printf("served a %s connection (%llu tests, single receiver)\n",
+		       s->proto[x->i], (unsigned long long)sv->tests);
+	fflush(stdout);
+	bench_ep_close(sv->ep);
+	free(sv);
+	x->n--;
+	worker_done(s, rc);
+}
+
+static void srx_event(struct srx *x, struct rdmx_event *ev)
+{
+	struct bench_serve *sv;
+	struct bench_rx rx;
+	int rc;
+
+	if (ev->type == RDMX_EVENT_CONN) {
+		srx_conn_up(x, ev->conn);
+		return;
+	}
+	sv = rdmx_conn_get_user(ev->conn);
+	if (!sv) /* not one of ours: cannot happen */
+		return;
+	if (ev->type == RDMX_EVENT_CLOSED) {
+		srx_conn_end(x, sv, 0);
+		return;
+	}
+	rc = bench_rx_take(sv->ep, &ev->msg, &rx);
+	if (!rc)
+		rc = bench_serve_rx(sv, &rx, &x->s->shutdown);
+	if (rc)
+		srx_conn_end(x, sv, rc);
+}
+
+/*
+ * Until the server stops and the last client has gone. A receiver with no
+ * connection polls and sleeps, as the accept thread does: the receivers of
+ * the protocols not under test would otherwise spin in their waits (the
+ * adaptive mode's spin phase) beside the one that is measured, which cost
+ * rxe's N:1 rates up to a factor of 10 with nine protocols on two vCPUs.
+ */
+static void *srx_main(void *arg)
+{
+	struct srx *x = arg;
+	struct bench_server *s = x->s;
+	rdmx_listener *lis = s->lis[x->i];
+	struct rdmx_event ev;
+	int rc;
+
+	while (!atomic_load(&s->stop) || x->n > 0) {
+		rc = rdmx_listener_next(lis, &ev, x->n ? RECV_SLICE_MS : 0);
+		if (!rc) {
+			srx_event(x, &ev);
+		} else if (rc == -ETIMEDOUT || rc == -EAGAIN) {
+			if (!x->n)
+				usleep(IDLE_POLL_MS * 1000);
+		} else {
+			fprintf(stderr, "rdmx bench: server: %s: waiting for the next "
+				"event of its listener: %s\n", s->proto[x->i],
+				rdmx_listener_error(lis));
+			usleep(RECV_SLICE_MS * 1000);
+		}
+	}
+	return NULL;
+}
+
+/* One receiver thread per rdmx listener; 0 or -errno. */
+static int srx_start(struct bench_server *s)
+{
+	int i, rc;
+
+	for (i = 0; i < s->n; i++) {
+		if (!s->lis[i])
+			continue;
+		s->srx[i] = (struct srx){ .s = s, .i = i };
+		rc = -pthread_create(&s->srx[i].thread, NULL, srx_main, &s->srx[i]);
+		if (rc)
+			return rc;
+		s->srx[i].started = true;
+	}
+	return 0;
+}
+
+static void srx_join(struct bench_server *s)
+{
 	int i;
 
-	while (!finished(s))
-		for (i = 0; i < s->n && !atomic_load(&s->stop); i++)
-			accept_one(s, i);
-	return NULL;
+	for (i = 0; i < s->n; i++)
+		if (s->srx[i].started)
+			pthread_join(s->srx[i].thread, NULL);
 }
 
 /* The sizes under test decide the memory; the count stays capped. */
@@ -231,8 +384,14 @@ int bench_server_start(rdmx_ctx *ctx, const struct bench_server_cfg *cfg,
 	pthread_cond_init(&s->cv, NULL);
 	for (i = 0; i < cfg->n_protos; i++)
 		listen_one(s, cfg->protos[i]); /* the others still run */
-	rc = s->n ? -pthread_create(&s->thread, NULL, accept_main, s) : -EADDRNOTAVAIL;
+	rc = s->n ? 0 : -EADDRNOTAVAIL;
+	if (!rc && cfg->single_receiver)
+		rc = srx_start(s);
+	if (!rc)
+		rc = -pthread_create(&s->thread, NULL, accept_main, s);
 	if (rc) {
+		atomic_store(&s->stop, true);
+		srx_join(s);
 		close_listeners(s);
 		free(s);
 		return rc;
@@ -275,6 +434,7 @@ int bench_server_stop(struct bench_server *s)
 		pthread_cond_wait(&s->cv, &s->mu); /* workers end on disconnect */
 	failed = s->failed;
 	pthread_mutex_unlock(&s->mu);
+	srx_join(s);
 	close_listeners(s);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);

@@ -15,6 +15,7 @@ struct bench_server_cfg {
 	size_t max_msg;		/* tcp: the largest message taken */
 	bool until_shutdown;	/* run until a client sends SHUTDOWN */
 	bool verbose;		/* a line per connection served */
+	bool single_receiver;	/* one thread serves each rdmx listener */
 };
 
 struct bench_server;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* rdmx bench: argument parsing and rate arithmetic (no I/O; unit-tested). */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,29 @@ int bench_conn_sweep(int threads, int *out, int max)
 	if (n < max)
 		out[n++] = threads;
 	return n;
+}
+
+double bench_jain(const double *x, int n)
+{
+	double s = 0, s2 = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		s += x[i];
+		s2 += x[i] * x[i];
+	}
+	return n && s2 > 0 ? s * s / ((double)n * s2) : NAN;
+}
+
+void bench_range(const double *x, int n, double *lo, double *hi)
+{
+	int i;
+
+	*lo = *hi = x[0];
+	for (i = 1; i < n; i++) {
+		*lo = fmin(*lo, x[i]);
+		*hi = fmax(*hi, x[i]);
+	}
 }
 
 double bench_msg_rate(uint64_t msgs, uint64_t ns)

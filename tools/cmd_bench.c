@@ -46,6 +46,17 @@ static const struct opts_page bench_page = {
 		"4, ... and T connections at once, one thread each, and reports the\n"
 		"aggregate and per-connection rates.\n"
 		"\n"
+		"--single-receiver (N:1): the server answers all N connections of a\n"
+		"protocol from one thread, which takes every message of its listener\n"
+		"with rdmx_listener_next(), instead of one thread per connection\n"
+		"(tcp, which has no listener call, keeps a thread per connection).\n"
+		"Every row also gives the slowest and the fastest connection's\n"
+		"messages/s and Jain's fairness index of them ((sum x)^2 / (N sum\n"
+		"x^2): 1 when every connection got the same rate). A remote server\n"
+		"must run with --single-receiver too: each test tells the server\n"
+		"which kind the client expects, and a server of the other kind\n"
+		"refuses it.\n"
+		"\n"
 		"With --server, listens on ADDR (default: every address) for every\n"
 		"protocol of --protocol (default all): rdmx protocol i of 'rdmx\n"
 		"--version' on --port + i, tcp on the next port; serves clients until\n"
@@ -296,6 +307,11 @@ static int check_cfg(struct bench_cfg *cfg)
 	rc = check_roles(cfg);
 	if (rc != CMD_CONTINUE)
 		return rc;
+	if (cfg->single_receiver && !strcmp(cfg->protos[cfg->n_protos - 1], BENCH_TCP) &&
+	    cfg->n_protos == 1)
+		return usage_err("%s", "--single-receiver: tcp has no listener call "
+				 "to serve its connections from one thread; add an "
+				 "rdmx protocol (-p all)");
 	if (cfg->server && (cfg->fail_if.n || cfg->baseline))
 		return usage_err("%s", "--fail-if and --baseline are for the client "
 				 "or the self-test, not --server");
@@ -330,7 +346,7 @@ static void server_cfg(const struct bench_cfg *cfg, const char *addr,
 	*sc = (struct bench_server_cfg){
 		.addr = addr, .tcp_addr = tcp_addr, .n_protos = cfg->n_protos,
 		.protos = cfg->protos, .copts = cfg->copts,
-		.max_msg = cfg->max_size,
+		.max_msg = cfg->max_size, .single_receiver = cfg->single_receiver,
 	};
 }
 
@@ -513,10 +529,11 @@ static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
 		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
 		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "
-		 "\"port\": %lld}", cfg->mode, cfg->wait, cfg->iters,
+		 "\"port\": %lld, \"single_receiver\": %s}", cfg->mode, cfg->wait, cfg->iters,
 		 (double)cfg->duration_ns / 1e9, cfg->warmup, cfg->outstanding,
 		 cfg->threads, cfg->copts.max_msg_size, cfg->copts.ring_size,
-		 cfg->copts.send_depth, cfg->copts.recv_depth, cfg->timeout, cfg->port);
+		 cfg->copts.send_depth, cfg->copts.recv_depth, cfg->timeout, cfg->port,
+		 cfg->single_receiver ? "true" : "false");
 }
 
 static void provenance(struct run *r)
@@ -671,6 +688,8 @@ int cmd_bench(int argc, char **argv)
 		  "messages in flight in bandwidth tests (send depth; receive depth: 4 x K)" },
 		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",
 		  "connections, one thread each: runs 1, 2, 4, ... T" },
+		{ "single-receiver", 0, OPT_FLAG, &cfg.single_receiver, 0, 0, NULL, NULL,
+		  "N:1: one server thread serves all connections of a protocol" },
 		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
 		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
 		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",

@@ -132,8 +132,6 @@ int rb_run_group(const struct rb_cfg *cfg, const char *transport,
 		 const struct rb_target *t, uint64_t size, int clients,
 		 struct rb_result *row, char *err, size_t err_len);
 
-/** rb_jain - Jain's fairness index of @n values: (sum x)^2 / (n sum x^2). */
-double rb_jain(const double *x, int n);
 
 /* ---------------------------------------------------------- rpc_bench_tcp.c */
 

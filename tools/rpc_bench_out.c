@@ -26,15 +26,6 @@ static const char *label(const struct rb_result *x, char *buf, size_t len)
 }
 
 /* The slowest and the fastest client's calls/s. */
-static void client_range(const struct rb_result *x, double *lo, double *hi)
-{
-	*lo = *hi = x->client_rate[0];
-	for (int i = 1; i < x->clients && i < RB_MAX_CLIENTS; i++) {
-		*lo = fmin(*lo, x->client_rate[i]);
-		*hi = fmax(*hi, x->client_rate[i]);
-	}
-}
-
 /* One row of the table. */
 static void row(const struct rb_result *x, FILE *f)
 {
@@ -42,7 +33,8 @@ static void row(const struct rb_result *x, FILE *f)
 	double lo, hi;
 	size_t i;
 
-	client_range(x, &lo, &hi);
+	bench_range(x->client_rate, x->clients < RB_MAX_CLIENTS ? x->clients :
+		    RB_MAX_CLIENTS, &lo, &hi);
 	if (isnan(x->srv_wrs))
 		snprintf(wrs, sizeof(wrs), "-");
 	else
@@ -97,7 +89,8 @@ static void json_row(const struct rb_report *r, const struct rb_result *x, FILE 
 {
 	double lo, hi;
 
-	client_range(x, &lo, &hi);
+	bench_range(x->client_rate, x->clients < RB_MAX_CLIENTS ? x->clients :
+		    RB_MAX_CLIENTS, &lo, &hi);
 	fputs("    {", f);
 	jw_kv_str(f, "transport", x->transport, true);
 	jw_key(f, "protocol", false);
@@ -180,7 +173,8 @@ int rb_write_csv(const void *report, FILE *f)
 	for (int i = 0; i < r->n; i++) {
 		const struct rb_result *x = &r->rows[i];
 
-		client_range(x, &lo, &hi);
+		bench_range(x->client_rate, x->clients < RB_MAX_CLIENTS ? x->clients :
+		    RB_MAX_CLIENTS, &lo, &hi);
 		/* names are identifiers: no commas or quotes to escape */
 		fprintf(f, "%s,%s,%s,%s,%s,%" PRIu64 ",%d,%d,%" PRIu64 ",%" PRIu64
 			",%.9f,%.3f,", r->timestamp, r->device, r->fabric, x->transport,

@@ -57,17 +57,6 @@ struct rb_client {
 	char err[512];
 };
 
-double rb_jain(const double *x, int n)
-{
-	double s = 0, s2 = 0;
-
-	for (int i = 0; i < n; i++) {
-		s += x[i];
-		s2 += x[i] * x[i];
-	}
-	return n && s2 > 0 ? s * s / ((double)n * s2) : NAN;
-}
-
 /* Record the first error of @c. */
 static int __attribute__((format(printf, 3, 4)))
 cl_fail(struct rb_client *c, int rc, const char *fmt, ...)
@@ -345,7 +334,7 @@ static void tally(struct rb_client *cl, int n, const struct rb_snap *s0,
 	}
 	row->wall_ns = hi - lo;
 	row->rate = bench_msg_rate(row->calls, row->wall_ns);
-	row->jain = rb_jain(row->client_rate, n);
+	row->jain = bench_jain(row->client_rate, n);
 	srv = s1->user_ns + s1->sys_ns - s0->user_ns - s0->sys_ns;
 	if (t->self) /* this process: less the clients and the harness */
 		srv -= srv > cli + self->user_ns + self->sys_ns ?

@@ -32,6 +32,9 @@ jq -e 'all(.results[]; .msgs == 200 * .conns and .msg_rate > 0 and
 	(.mode == "bw" or .rtt_us.p50 > 0))' "$dir/b.json" >/dev/null ||
 	fail "a row lacks messages, rate or latency"
 [ "$(wc -l <"$dir/b.csv")" -eq $((rows + 1)) ] || fail "CSV rows differ from JSON rows"
+jq -e 'all(.results[]; .single_receiver == false and .per_conn_min <= .per_conn_max and
+	.jain > 0 and .jain <= 1)' "$dir/b.json" >/dev/null ||
+	fail "a row lacks its per-connection figures"
 grep -q '^protocol *conns' "$dir/out" || fail "no table on stdout"
 for c in latency_cdf throughput_vs_size msgrate_vs_size msgrate_vs_conns; do
 	for ext in png svg; do
@@ -39,6 +42,34 @@ for c in latency_cdf throughput_vs_size msgrate_vs_size msgrate_vs_conns; do
 	done
 done
 [ ! -s "$dir/plots/gnuplot.log" ] || { cat "$dir/plots/gnuplot.log"; fail "gnuplot complained"; }
+
+# --single-receiver (N:1): every protocol with one server thread taking the
+# messages of all its connections from the listener (tcp: a thread each).
+# Every message is counted (the server's ACK agrees with each client), the
+# per-connection figures are the per-connection rates' min and max, and
+# Jain's index is theirs, in (0, 1].
+"$rdmx" bench --fabric fake -p all --sizes 64 --iters 100 --warmup 10 --threads 2 \
+	--single-receiver --json "$dir/sr.json" --csv "$dir/sr.csv" >"$dir/out" ||
+	{ cat "$dir/out"; fail "--single-receiver exited $?"; }
+grep -q '^server: --single-receiver' "$dir/out" || fail "--single-receiver: not said in the table"
+grep -q '^  2 conns: round trips/s per conn min' "$dir/out" ||
+	fail "--single-receiver: no per-connection line under a latency row"
+rows=$(jq '.results | length' "$dir/sr.json")
+[ "$rows" -eq $((nproto * 4)) ] || fail "--single-receiver: $rows rows, expected $((nproto * 4))"
+[ "$(wc -l <"$dir/sr.csv")" -eq $((rows + 1)) ] || fail "--single-receiver: CSV rows differ"
+head -1 "$dir/sr.csv" | grep -q ',single_receiver,per_conn_min_msg_rate,per_conn_max_msg_rate,jain$' ||
+	fail "--single-receiver: the CSV lacks the per-connection columns"
+[ "$(awk -F, 'NR > 1 && $26 == 1' "$dir/sr.csv" | wc -l)" -eq $(((nproto - 1) * 4)) ] ||
+	fail "--single-receiver: the CSV does not mark every rdmx row"
+jq -e '.config.single_receiver and all(.results[];
+	.msgs == 100 * .conns and .single_receiver == (.protocol != "tcp") and
+	(.per_conn_msg_rate | length) == .conns and
+	.per_conn_min == (.per_conn_msg_rate | min) and
+	.per_conn_max == (.per_conn_msg_rate | max) and .per_conn_min <= .per_conn_max and
+	.jain > 0 and .jain <= 1 and
+	(.jain - ((.per_conn_msg_rate | add) * (.per_conn_msg_rate | add) /
+		  (.conns * (.per_conn_msg_rate | map(. * .) | add))) | fabs) < 1e-3)' \
+	"$dir/sr.json" >/dev/null || fail "--single-receiver: a row's counts or figures are wrong"
 
 usage() { # expect exit status 2 and a message naming the problem
 	local want=$1; shift
@@ -55,6 +86,7 @@ usage "--duration" --duration 0
 usage "mode" --mode fast
 usage "self-test" --server
 usage "threads" --threads 0
+usage "tcp has no listener call" -p tcp --single-receiver
 usage "not a power of 2" --ring-size 100000
 usage "ring-size" --ring-size 1K
 # --fail-if and --baseline are checked before any test (usage, exit 2).

@@ -178,6 +178,26 @@ static void test_rates(void **state)
 	assert_true(bench_pct(1, 0) == 0.0);
 }
 
+/* Jain's fairness index: 1 when even, 1/n when one value has it all. */
+static void test_jain_range(void **state)
+{
+	const double even[] = { 5, 5, 5, 5 }, one[] = { 0, 8, 0, 0 };
+	const double some[] = { 900, 1100, 700 };
+	double lo, hi;
+
+	(void)state;
+	assert_true(fabs(bench_jain(even, 4) - 1.0) < 1e-12);
+	assert_true(fabs(bench_jain(one, 4) - 0.25) < 1e-12);
+	/* 2700^2 / (3 (810000 + 1210000 + 490000)) */
+	assert_true(fabs(bench_jain(some, 3) - 2700.0 * 2700 / (3 * 2510000.0)) < 1e-12);
+	assert_true(isnan(bench_jain(one, 0)));
+	assert_true(isnan(bench_jain((const double[]){ 0, 0 }, 2)));
+	bench_range(some, 3, &lo, &hi);
+	assert_true(lo == 700 && hi == 1100);
+	bench_range(even, 1, &lo, &hi);
+	assert_true(lo == 5 && hi == 5);
+}
+
 /* ------------------------------------------------------------ writers */
 
 /* A minimal JSON syntax checker: 0 if @s is exactly one valid value. */
@@ -301,7 +321,8 @@ static void make_report(struct fixture *fx)
 	fx->res[1] = (struct bench_result){ .protocol = "tcp", .mode = BENCH_BW,
 		.size = 4096, .conns = 2, .msgs = 2000, .wall_ns = 1000000000,
 		.msg_rate = 2000, .gbps = bench_gbps(2000, 4096, 1000000000),
-		.thread_rate = { 900, 1100 },
+		.thread_rate = { 900, 1100 }, .conn_min = 900, .conn_max = 1100,
+		.jain = 0.99, .single_receiver = true,
 		.client = { 250000000, 250000000 }, .server = { 100000000, 0 } };
 	fx->res[0].msg_rate = bench_msg_rate(1000, fx->res[0].wall_ns);
 	fx->rep = (struct bench_report){ .timestamp = "2026-01-02T03:04:05Z",
@@ -331,7 +352,10 @@ static void test_json(void **state)
 	assert_true(p50 > 498 && p50 < 502); /* 500 us within the hist's 0.4% */
 	assert_non_null(strstr(s, "\"rcvd_pkts\": 1234"));
 	assert_non_null(strstr(s, "\"size\": 1073741824,")); /* exact */
-	assert_non_null(strstr(s, "\"per_conn_msg_rate\": [900, 1100]"));
+	assert_non_null(strstr(s, "\"per_conn_msg_rate\": [900, 1100], "
+				  "\"per_conn_min\": 900, \"per_conn_max\": 1100, \"jain\": 0.99"));
+	assert_int_equal(count(s, "\"single_receiver\": true"), 1);
+	assert_int_equal(count(s, "\"single_receiver\": false"), 1);
 	assert_non_null(strstr(s, "\"client_pct\": 50"));
 	assert_int_equal(count(s, "\"one_way_us\""), 1); /* latency rows only */
 	assert_non_null(strstr(s, "\"size\": 4096, \"conns\": 2"));
@@ -396,7 +420,7 @@ static void test_csv(void **state)
 			assert_int_equal(csv_fields(line, (size_t)(nl - line)), cols);
 	}
 	assert_int_equal(lines, 3);
-	assert_int_equal(cols, 25);
+	assert_int_equal(cols, 29);
 	line = strchr(s, '\n') + 1;
 	assert_int_equal(sscanf(line, "2026-01-02T03:04:05Z,rxe0,verbs,%31[^,],%7[^,],%llu,1,%llu,",
 				proto, mode, &size, &msgs), 4);
@@ -406,7 +430,7 @@ static void test_csv(void **state)
 	assert_int_equal(msgs, 1000);
 	line = strchr(line, '\n') + 1;
 	assert_non_null(strstr(line, ",tcp,bw,4096,2,2000,0,1.000000000,2000.000,0.065536,"
-			       ",,,,,,,,,25.0,25.0,10.0,0.0\n"));
+			       ",,,,,,,,,25.0,25.0,10.0,0.0,1,900.000,1100.000,0.9900\n"));
 	free(s);
 }
 
@@ -420,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_protocols_bad),
 		cmocka_unit_test(test_duration_mode_sweep),
 		cmocka_unit_test(test_rates),
+		cmocka_unit_test(test_jain_range),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_json_null_provenance),
 		cmocka_unit_test(test_csv),
