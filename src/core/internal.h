@@ -344,6 +344,47 @@ static inline void rdmx__msg_spend(struct rdmx_msg *m)
 	m->priv_[1] = 0;
 }
 
+/*
+ * One send buffer at a time (the write rings, buffered_read): the buffer
+ * rdmx_msg_alloc handed out, where its record starts and how big it may
+ * be. Each buffer gets a new id, so the handle of an earlier one is
+ * refused.
+ */
+struct rdmx__one_buf {
+	int live;
+	uint64_t id, start;
+	size_t cap;
+};
+
+/* -EBUSY (with a message) while a buffer is out, else 0. */
+int rdmx__one_buf_busy(const rdmx_conn *c, const struct rdmx__one_buf *b);
+
+/* Hand out @data, @cap bytes, for the record at @start, in @m. */
+static inline void rdmx__one_buf_give(rdmx_conn *c, struct rdmx__one_buf *b,
+				      struct rdmx_msg *m, void *data,
+				      uint64_t start, size_t cap)
+{
+	b->live = 1;
+	b->id++;
+	b->start = start;
+	b->cap = cap;
+	m->data = data;
+	m->cap = cap;
+	m->len = 0;
+	m->imm = 0;
+	m->flags = 0;
+	rdmx__msg_set(m, c, RDMX__MSG_SEND, b->id);
+}
+
+/* Is @m the buffer out now? */
+static inline int rdmx__one_buf_is(rdmx_conn *c, const struct rdmx__one_buf *b,
+				   const struct rdmx_msg *m)
+{
+	uint64_t id;
+
+	return !rdmx__msg_get(m, c, RDMX__MSG_SEND, &id) && b->live && id == b->id;
+}
+
 /* protocol.c: the table of built-in protocols. */
 const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);
 const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The table of built-in protocols: one entry per src/protocols/<name>.c. */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -58,4 +59,12 @@ const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id)
 		if (protocols[i]->id == id)
 			return protocols[i];
 	return NULL;
+}
+
+int rdmx__one_buf_busy(const rdmx_conn *c, const struct rdmx__one_buf *b)
+{
+	if (!b->live)
+		return 0;
+	return rdmx__fail(-EBUSY, "%s: one buffer at a time: send or release the last one from rdmx_msg_alloc first",
+			  c->proto->name);
 }

@@ -74,9 +74,7 @@ struct br {
 	int pub_out;                      /* our READ of the peer's progress */
 	uint64_t p_fetched, p_head, p_released; /* the peer's last report */
 	uint32_t win_out;                 /* the peer's recv_depth */
-	int alloc_live;
-	uint64_t alloc_id, alloc_start;
-	size_t alloc_cap;
+	struct rdmx__one_buf ob;          /* the buffer rdmx_msg_alloc handed out */
 	/* receiver */
 	struct rdmx__ring_geo pgeo;       /* the peer's ring */
 	uint64_t pseed, peer_ring, peer_ctl;
@@ -561,46 +559,35 @@ static int br_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			int timeout_ms)
 {
 	struct br *p = br_of(c);
-	uint64_t rsize = rdmx__ring_rec_size(size), pad;
-	int rc;
+	uint64_t rsize = rdmx__ring_rec_size(size), pad, start;
+	int rc = rdmx__one_buf_busy(c, &p->ob);
 
-	if (p->alloc_live)
-		return rdmx__fail(-EBUSY, "buffered_read: one buffer at a time: send or release the last one from rdmx_msg_alloc first");
+	if (rc)
+		return rc;
 	refresh(p);
 	if (!has_room(p, rsize) && (rc = wait_for(c, rsize, timeout_ms, has_room)))
 		return rc;
-	p->alloc_live = 1;
-	p->alloc_id++;
-	p->alloc_start = rdmx__ring_place(&p->geo, p->tail, rsize, &pad);
-	p->alloc_cap = size;
-	m->data = p->ring + ((p->alloc_start + RDMX__RING_HDR) & p->geo.mask);
-	m->cap = size;
-	m->len = 0;
-	m->imm = 0;
-	m->flags = 0;
-	rdmx__msg_set(m, c, RDMX__MSG_SEND, p->alloc_id);
+	start = rdmx__ring_place(&p->geo, p->tail, rsize, &pad);
+	rdmx__one_buf_give(c, &p->ob, m, p->ring + ((start + RDMX__RING_HDR) & p->geo.mask),
+			   start, size);
 	return 0;
 }
 
 static int live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
 {
-	struct br *p = br_of(c);
-	uint64_t id;
-
-	return !rdmx__msg_get(m, c, RDMX__MSG_SEND, &id) && p->alloc_live &&
-	       id == p->alloc_id;
+	return rdmx__one_buf_is(c, &br_of(c)->ob, m);
 }
 
 static int br_send(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct br *p = br_of(c);
-	uint64_t start = p->alloc_start;
+	uint64_t start = p->ob.start;
 
 	if (!live_alloc(c, m))
 		return rdmx__fail(-EINVAL, "buffered_read: not a message from rdmx_msg_alloc on this connection");
-	if (m->len > p->alloc_cap)
+	if (m->len > p->ob.cap)
 		return rdmx__fail(-EMSGSIZE, "buffered_read: %zu bytes in a %zu-byte buffer",
-				  (size_t)m->len, p->alloc_cap);
+				  (size_t)m->len, p->ob.cap);
 	if (start != p->tail)
 		rdmx__ring_put_pad(p->ring + (p->tail & p->geo.mask), p->seed, p->tail);
 	rdmx__ring_put_rec(p->ring + (start & p->geo.mask), p->seed, start,
@@ -608,7 +595,7 @@ static int br_send(rdmx_conn *c, struct rdmx_msg *m)
 			   (m->flags & RDMX_MSG_IMM) ? RDMX__RING_REC_IMM : 0);
 	p->tail = start + rdmx__ring_rec_size(m->len);
 	p->sent++;
-	p->alloc_live = 0;
+	p->ob.live = 0;
 	__atomic_store_n(&p->ctl->tail, p->tail, __ATOMIC_RELEASE);
 	rdmx__msg_spend(m);
 	return 0;
@@ -648,7 +635,7 @@ static int br_release(rdmx_conn *c, struct rdmx_msg *m)
 	int n;
 
 	if (live_alloc(c, m)) {
-		p->alloc_live = 0;
+		p->ob.live = 0;
 		rdmx__msg_spend(m);
 		return 0;
 	}

@@ -130,9 +130,7 @@ struct wring {
 	uint64_t tail, sent, acked, head, done;
 	uint64_t *ends;           /* win_out + 1 record end offsets */
 	uint32_t data_out;        /* data WRITEs not completed */
-	int alloc_live;
-	uint64_t alloc_id, alloc_start;
-	size_t alloc_cap;
+	struct rdmx__one_buf ob;   /* the buffer rdmx_msg_alloc handed out */
 	uint64_t asked;
 	int ask_out, read_out;
 	/* receiver */
@@ -728,35 +726,23 @@ int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			  int timeout_ms)
 {
 	struct wring *p = wr_of(c);
-	uint64_t rsize = rdmx__ring_rec_size(size), pad;
+	uint64_t rsize = rdmx__ring_rec_size(size), pad, start;
 	int rc;
 
-	if (p->alloc_live)
-		return rdmx__fail(-EBUSY, "%s: one buffer at a time: send or release the last one from rdmx_msg_alloc first",
-				  c->proto->name);
-	rc = wait_room(c, rsize, timeout_ms);
+	rc = rdmx__one_buf_busy(c, &p->ob);
+	if (!rc)
+		rc = wait_room(c, rsize, timeout_ms);
 	if (rc)
 		return rc;
-	p->alloc_live = 1;
-	p->alloc_id++;
-	p->alloc_start = rdmx__ring_place(&p->sgeo, p->tail, rsize, &pad);
-	p->alloc_cap = size;
-	m->data = p->stage + (p->alloc_start & p->sgeo.mask) + RDMX__RING_HDR;
-	m->cap = size;
-	m->len = 0;
-	m->imm = 0;
-	m->flags = 0;
-	rdmx__msg_set(m, c, RDMX__MSG_SEND, p->alloc_id);
+	start = rdmx__ring_place(&p->sgeo, p->tail, rsize, &pad);
+	rdmx__one_buf_give(c, &p->ob, m, p->stage + (start & p->sgeo.mask) + RDMX__RING_HDR,
+			   start, size);
 	return 0;
 }
 
 static int live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
 {
-	struct wring *p = wr_of(c);
-	uint64_t id;
-
-	return !rdmx__msg_get(m, c, RDMX__MSG_SEND, &id) && p->alloc_live &&
-	       id == p->alloc_id;
+	return rdmx__one_buf_is(c, &wr_of(c)->ob, m);
 }
 
 /* A pad WRITE (unsignaled) for the bytes between the tail and @start. */
@@ -781,7 +767,7 @@ static void pad_wr(rdmx_conn *c, uint64_t start, struct rdmx__wr *wr)
 int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
-	uint64_t start = p->alloc_start, rsize = rdmx__ring_rec_size(m->len);
+	uint64_t start = p->ob.start, rsize = rdmx__ring_rec_size(m->len);
 	uint64_t at = start & p->sgeo.mask;
 	struct rdmx__wr wr[2];
 	int n = 0, rc;
@@ -789,9 +775,9 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 	if (!live_alloc(c, m))
 		return rdmx__fail(-EINVAL, "%s: not the buffer from rdmx_msg_alloc on this connection",
 				  c->proto->name);
-	if (m->len > p->alloc_cap)
+	if (m->len > p->ob.cap)
 		return rdmx__fail(-EMSGSIZE, "%s: %zu bytes in a buffer of %zu",
-				  c->proto->name, m->len, p->alloc_cap);
+				  c->proto->name, m->len, p->ob.cap);
 	if (start != p->tail)
 		pad_wr(c, start, &wr[n++]);
 	if (at + rsize > p->sgeo.size)
@@ -816,7 +802,7 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 	p->sent++;
 	p->tail = start + rsize;
 	p->data_out++;
-	p->alloc_live = 0;
+	p->ob.live = 0;
 	p->st.records_out++;
 	rdmx__msg_spend(m);
 	return ring_if_asleep(c);
@@ -932,7 +918,7 @@ int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m)
 	int n;
 
 	if (live_alloc(c, m)) {
-		p->alloc_live = 0;
+		p->ob.live = 0;
 		rdmx__msg_spend(m);
 		return 0;
 	}
