@@ -587,10 +587,14 @@ static void test_threads(void **state)
 	for (uint64_t i = 0; i < n / 4; i++) {
 		struct rdmx_msg m;
 
-		send_n(f.p.client, 1, 32);
+		/* no flush between: buffered_read's waits for the receiver */
+		assert_int_equal(rdmx_msg_alloc(f.p.client, 32, &m, WAIT_MS), 0);
+		m.len = 32;
+		assert_int_equal(rdmx_send(f.p.client, &m), 0);
 		assert_int_equal(rdmx_recv(f.p.server, &m, WAIT_MS), 0);
 		assert_int_equal(rdmx_msg_release(f.p.server, &m), 0);
 	}
+	assert_int_equal(rdmx_flush(f.p.client, WAIT_MS), 0);
 	for (int i = 0; i < 2; i++) {
 		pthread_join(a[i].t, NULL);
 		if (a[i].rc)
