@@ -467,12 +467,18 @@ void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id)
  */
 static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d, int drained)
 {
+	int rc;
+
 	if (c->state == RDMX__CONN_DOWN) {
 		if (drained || d->once || ++d->spins > DOWN_POLLS)
 			return rdmx__fail(c->down_rc, "%s", c->err.msg);
 		return 0;
 	}
-	return rdmx__conn_wait(c, d);
+	/* A wait that finds the peer gone polls once more (the branch
+	 * above then decides): what the peer wrote before it left, between
+	 * the last poll and the check, is delivered first. */
+	rc = rdmx__conn_wait(c, d);
+	return rc && c->state == RDMX__CONN_DOWN && !d->once ? 0 : rc;
 }
 
 int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
