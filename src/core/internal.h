@@ -453,6 +453,23 @@ void rdmx__wait_park(struct rdmx__deadline *d);
 int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
 
 /*
+ * rdmx__recv_idle - the end of a receive loop's turn that found nothing:
+ * the connection's error once it is down (after the poll that follows
+ * the wait that found the peer gone, so everything the peer wrote before
+ * it left is delivered first), else one rdmx__conn_wait() step. Returns 0
+ * to poll again, or -errno.
+ */
+static inline int rdmx__recv_idle(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	int rc;
+
+	if (c->state == RDMX__CONN_DOWN)
+		return rdmx__fail(c->down_rc, "%s", c->err.msg);
+	rc = rdmx__conn_wait(c, d);
+	return c->state == RDMX__CONN_DOWN ? 0 : rc;
+}
+
+/*
  * waitset.c. rdmx__conn_watch: in setup(), a CQ @c's waits depend on;
  * RDMX__WATCH_RECV if its receives complete there. rdmx__conn_park: the
  * park of rdmx__conn_wait (sleeps on the watched CQs and the rdma_cm

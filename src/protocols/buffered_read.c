@@ -452,11 +452,8 @@ static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 			return rc;
 		if (rc > 0)
 			continue;
-		if (c->state == RDMX__CONN_DOWN)
-			return rdmx__fail(c->down_rc, "%s", c->err.msg);
-		rc = rdmx__conn_wait(c, &d);
-		if (rc && c->state != RDMX__CONN_DOWN)
-			return rc; /* timeout; a peer that left gets one more poll */
+		if ((rc = rdmx__recv_idle(c, &d)))
+			return rc;
 	}
 }
 

@@ -477,11 +477,8 @@ static int dw_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		/* the send CQ (descriptor slots, the peer's liveness) now and then */
 		if (!(i % 16) && (rc = reap(c)) < 0)
 			return rc;
-		if (c->state == RDMX__CONN_DOWN)
-			return rdmx__fail(c->down_rc, "%s", c->err.msg);
-		rc = rdmx__conn_wait(c, &d);
-		if (rc && c->state != RDMX__CONN_DOWN)
-			return rc; /* timeout; a peer that left gets one more poll */
+		if ((rc = rdmx__recv_idle(c, &d)))
+			return rc;
 	}
 }
 

@@ -872,11 +872,8 @@ static int rd_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 			return 0; /* its ack goes at the next call */
 		ack_flush(c);
 		tx_scan(rd_of(c));
-		if (c->state == RDMX__CONN_DOWN)
-			return rdmx__fail(c->down_rc, "%s", c->err.msg);
-		rc = rdmx__conn_wait(c, &d);
-		if (rc && c->state != RDMX__CONN_DOWN)
-			return rc; /* timeout; a peer that left gets one more poll */
+		if ((rc = rdmx__recv_idle(c, &d)))
+			return rc;
 	}
 }
 

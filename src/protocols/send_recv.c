@@ -220,11 +220,8 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		}
 		if (p->wc_i < p->wc_n)
 			return deliver(c, &p->wc[p->wc_i++], m);
-		if (c->state == RDMX__CONN_DOWN)
-			return rdmx__fail(c->down_rc, "%s", c->err.msg);
-		rc = rdmx__conn_wait(c, &d);
-		if (rc && c->state != RDMX__CONN_DOWN)
-			return rc; /* timeout; a peer that left gets one more poll */
+		if ((rc = rdmx__recv_idle(c, &d)))
+			return rc;
 	}
 }
 

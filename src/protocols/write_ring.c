@@ -903,11 +903,8 @@ int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		if (rc < 0)
 			return rdmx__conn_down(c, rc, "%s: %s", c->proto->name,
 					       rdmx__last());
-		if (c->state == RDMX__CONN_DOWN)
-			return rdmx__fail(c->down_rc, "%s", c->err.msg);
-		rc = rdmx__conn_wait(c, &d);
-		if (rc && c->state != RDMX__CONN_DOWN)
-			return rc; /* timeout; a peer that left gets one more poll */
+		if ((rc = rdmx__recv_idle(c, &d)))
+			return rc;
 	}
 }
 
