@@ -35,21 +35,6 @@ static const struct rdmx__wring_variant duplex_variant = {
 	.head_by_read = 1,
 };
 
-const struct rdmx_protocol_ops rdmx__proto_write_duplex = {
-	.name = "write_duplex",
-	.id = RDMX__PROTO_WRITE_DUPLEX,
-	.priv_size = RDMX__WRING_PRIV_SIZE,
-	.setup = rdmx__wring_setup,
-	.hello_out = rdmx__wring_hello_out,
-	.hello_in = rdmx__wring_hello_in,
-	.teardown = rdmx__wring_teardown,
-	.msg_alloc = rdmx__wring_msg_alloc,
-	.send = rdmx__wring_send,
-	.flush = rdmx__wring_flush,
-	.sends_done = rdmx__wring_sends_done,
-	.recv = rdmx__wring_recv,
-	.release = rdmx__wring_release,
-	.mem_estimate = rdmx__wring_mem_estimate,
-	.check_opts = rdmx__wring_check_opts,
-	.family = &duplex_variant,
-};
+const struct rdmx_protocol_ops rdmx__proto_write_duplex =
+	RDMX__WRING_OPS("write_duplex", RDMX__PROTO_WRITE_DUPLEX, &duplex_variant,
+			NULL);

@@ -38,22 +38,6 @@ static const struct rdmx__wring_variant magic_variant = {
 	.double_map = 1,
 };
 
-const struct rdmx_protocol_ops rdmx__proto_write_magic = {
-	.name = "write_magic",
-	.id = RDMX__PROTO_WRITE_MAGIC,
-	.priv_size = RDMX__WRING_PRIV_SIZE,
-	.setup = rdmx__wring_setup,
-	.hello_out = rdmx__wring_hello_out,
-	.hello_in = rdmx__wring_hello_in,
-	.teardown = rdmx__wring_teardown,
-	.msg_alloc = rdmx__wring_msg_alloc,
-	.send = rdmx__wring_send,
-	.flush = rdmx__wring_flush,
-	.sends_done = rdmx__wring_sends_done,
-	.recv = rdmx__wring_recv,
-	.sleep_announce = rdmx__wring_sleep_announce,
-	.release = rdmx__wring_release,
-	.mem_estimate = rdmx__wring_mem_estimate,
-	.check_opts = rdmx__wring_check_opts,
-	.family = &magic_variant,
-};
+const struct rdmx_protocol_ops rdmx__proto_write_magic =
+	RDMX__WRING_OPS("write_magic", RDMX__PROTO_WRITE_MAGIC, &magic_variant,
+			rdmx__wring_sleep_announce);

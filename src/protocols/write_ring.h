@@ -73,4 +73,30 @@ int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m);
  * mapping) plus the control words. */
 uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c);
 
+/*
+ * The ops table of a protocol of this engine: its name, wire id, variant
+ * (.family) and sleep_announce hook (NULL where the receiver has no
+ * doorbell: write_duplex posts no receives); everything else is the
+ * engine's.
+ */
+#define RDMX__WRING_OPS(nm, pid, variant, announce) {		\
+	.name = (nm),						\
+	.id = (pid),						\
+	.priv_size = RDMX__WRING_PRIV_SIZE,			\
+	.setup = rdmx__wring_setup,				\
+	.hello_out = rdmx__wring_hello_out,			\
+	.hello_in = rdmx__wring_hello_in,			\
+	.teardown = rdmx__wring_teardown,			\
+	.msg_alloc = rdmx__wring_msg_alloc,			\
+	.send = rdmx__wring_send,				\
+	.flush = rdmx__wring_flush,				\
+	.sends_done = rdmx__wring_sends_done,			\
+	.recv = rdmx__wring_recv,				\
+	.sleep_announce = (announce),				\
+	.release = rdmx__wring_release,				\
+	.mem_estimate = rdmx__wring_mem_estimate,		\
+	.check_opts = rdmx__wring_check_opts,			\
+	.family = (variant),					\
+}
+
 #endif /* RDMX_PROTOCOLS_WRITE_RING_H */

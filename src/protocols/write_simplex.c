@@ -61,22 +61,6 @@ static const struct rdmx__wring_variant simplex_variant = {
 	.head_by_read = 0,
 };
 
-const struct rdmx_protocol_ops rdmx__proto_write_simplex = {
-	.name = "write_simplex",
-	.id = RDMX__PROTO_WRITE_SIMPLEX,
-	.priv_size = RDMX__WRING_PRIV_SIZE,
-	.setup = rdmx__wring_setup,
-	.hello_out = rdmx__wring_hello_out,
-	.hello_in = rdmx__wring_hello_in,
-	.teardown = rdmx__wring_teardown,
-	.msg_alloc = rdmx__wring_msg_alloc,
-	.send = rdmx__wring_send,
-	.flush = rdmx__wring_flush,
-	.sends_done = rdmx__wring_sends_done,
-	.recv = rdmx__wring_recv,
-	.sleep_announce = rdmx__wring_sleep_announce,
-	.release = rdmx__wring_release,
-	.mem_estimate = rdmx__wring_mem_estimate,
-	.check_opts = rdmx__wring_check_opts,
-	.family = &simplex_variant,
-};
+const struct rdmx_protocol_ops rdmx__proto_write_simplex =
+	RDMX__WRING_OPS("write_simplex", RDMX__PROTO_WRITE_SIMPLEX, &simplex_variant,
+			rdmx__wring_sleep_announce);
