@@ -645,8 +645,10 @@ static int pending_reap(rdmx_listener *lis, rdmx_conn **out)
 		else if (rc)
 			rdmx__keep(&lis->err, rc);
 		if (rc) {
-			conn_free(p->c, 1);
-			pending_drop(lis, i);
+			rdmx_conn *gone = p->c;
+
+			pending_drop(lis, i); /* unwatches it: before the free */
+			conn_free(gone, 1);
 		}
 	}
 	return -EAGAIN;
