@@ -237,6 +237,28 @@ struct rdmx_conn_opts {
 				  * RDMX_WAIT_DEFAULT (the context's) */
 	uint32_t spin_us;        /* adaptive: microseconds to spin before
 				  * sleeping, 0..1000000; 0: the context's */
+	/* small-message rate (bursts: RDMX_SEND_MORE) */
+	uint32_t signal_every;   /* selective signaling: one signaled send
+				  * completion per this many sends, 1 or up
+				  * to send_depth / 2 (a send queue must hold
+				  * two unsignaled batches); 1: every send
+				  * signaled; 0: the protocol's default */
+	uint8_t coalesce;        /* enum rdmx_coalesce */
+};
+
+/*
+ * Coalescing: whether a burst of sends (RDMX_SEND_MORE) may carry several
+ * messages in one work request (records back to back in one RDMA WRITE
+ * for the ring protocols; small messages packed into one SEND that the
+ * receiver splits for send_recv and srq). The receiver still gets one
+ * message per rdmx_recv(). Nothing waits for more messages to come: only
+ * what the sender marked RDMX_SEND_MORE is held, so latency at low load
+ * does not change.
+ */
+enum rdmx_coalesce {
+	RDMX_COALESCE_DEFAULT = 0, /* the protocol's choice: on where it pays */
+	RDMX_COALESCE_OFF = 1,     /* one work request per message */
+	RDMX_COALESCE_ON = 2,
 };
 
 /* How a ring receiver notices a new message (ring protocols only). */
@@ -498,6 +520,33 @@ typedef uint64_t rdmx_token;
  * ownership as rdmx_send(); *@tok is set only on success.
  */
 int rdmx_send_tok(rdmx_conn *conn, struct rdmx_msg *msg, rdmx_token *tok);
+
+/* Flags of rdmx_send_flags(). */
+enum rdmx_send_flag {
+	/* More sends on this connection follow at once (libfabric's
+	 * FI_MORE, the socket's MSG_MORE): the library may hold this
+	 * message, and the ones held before it, to post them together -
+	 * one doorbell for a chain of work requests, records that lie
+	 * back to back in one RDMA WRITE, small messages packed into one
+	 * SEND (enum rdmx_coalesce). The peer still receives one message
+	 * per rdmx_recv(). Held messages go out with the next send on the
+	 * connection without this flag, or rdmx_flush(), or once the
+	 * library needs their buffers (an rdmx_msg_alloc() that would
+	 * wait, the protocol's batch bound); nothing else sends them: end
+	 * a burst with a send without the flag before waiting for an
+	 * answer. A held message counts as sent: its handle is spent, its
+	 * token valid (an rdmx_wait() for it sends what is held). */
+	RDMX_SEND_MORE = 1u << 0,
+};
+
+/**
+ * rdmx_send_flags - rdmx_send_tok() with @flags (enum rdmx_send_flag, 0
+ * for none): send a burst of messages as RDMX_SEND_MORE, RDMX_SEND_MORE,
+ * ..., 0. Unknown flags are -EINVAL. Same returns, buffer ownership and
+ * token (*@tok, when @tok is not NULL) as rdmx_send_tok().
+ */
+int rdmx_send_flags(rdmx_conn *conn, struct rdmx_msg *msg, unsigned flags,
+		    rdmx_token *tok);
 
 /**
  * rdmx_flush - wait up to @timeout_ms until every posted send completed.

@@ -90,6 +90,13 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 				  out->wait_mode);
 	if (rdmx__check_range("spin_us", out->spin_us, 0, RDMX__SPIN_US_MAX))
 		return -EINVAL;
+	if (out->signal_every > 1 && out->signal_every > out->send_depth / 2)
+		return rdmx__fail(-EINVAL, "signal_every %u: a send queue of send_depth %u must hold two unsignaled batches (1 or up to %u)",
+				  out->signal_every, out->send_depth,
+				  out->send_depth / 2);
+	if (out->coalesce > RDMX_COALESCE_ON)
+		return rdmx__fail(-EINVAL, "coalesce %u is not an enum rdmx_coalesce value",
+				  out->coalesce);
 	return (*proto)->check_opts ? (*proto)->check_opts(*proto, out, 0) : 0;
 }
 
@@ -791,7 +798,7 @@ int rdmx_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	return rc;
 }
 
-static int send_locked(rdmx_conn *c, struct rdmx_msg *m)
+static int send_locked(rdmx_conn *c, struct rdmx_msg *m, unsigned flags)
 {
 	int rc = conn_usable(c);
 
@@ -803,19 +810,25 @@ static int send_locked(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EMSGSIZE,
 				  "message of %zu bytes exceeds its buffer of %zu bytes",
 				  m->len, m->cap);
+	if ((flags & RDMX_SEND_MORE) && c->proto->send_more)
+		return c->proto->send_more(c, m);
 	return c->proto->send(c, m);
 }
 
-int rdmx_send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
+int rdmx_send_flags(rdmx_conn *c, struct rdmx_msg *m, unsigned flags,
+		    rdmx_token *tok)
 {
 	int rc;
 
 	if (!c)
 		return rdmx__fail(-EINVAL, "connection is NULL");
+	if (flags & ~(unsigned)RDMX_SEND_MORE)
+		return rdmx__fail(-EINVAL, "rdmx_send_flags: unknown flags %#x",
+				  flags & ~(unsigned)RDMX_SEND_MORE);
 	size_t len = m ? m->len : 0; /* the handle is spent once sent */
 
 	pthread_mutex_lock(&c->lock);
-	rc = rdmx__conn_keep(c, send_locked(c, m));
+	rc = rdmx__conn_keep(c, send_locked(c, m, flags));
 	if (!rc) { /* the count is the send's sequence: under the lock */
 		uint64_t seq = RDMX__COUNT(c, msgs_sent, 1) + 1;
 
@@ -828,9 +841,14 @@ int rdmx_send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
 	return rc;
 }
 
+int rdmx_send_tok(rdmx_conn *c, struct rdmx_msg *m, rdmx_token *tok)
+{
+	return rdmx_send_flags(c, m, 0, tok);
+}
+
 int rdmx_send(rdmx_conn *c, struct rdmx_msg *m)
 {
-	return rdmx_send_tok(c, m, NULL);
+	return rdmx_send_flags(c, m, 0, NULL);
 }
 
 int rdmx_flush(rdmx_conn *c, int timeout_ms)

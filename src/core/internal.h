@@ -283,6 +283,15 @@ struct rdmx_protocol_ops {
 	 * landed before the peer could see the word); 0 when already
 	 * published for this sleep; -errno. NULL: receives complete here. */
 	int (*sleep_announce)(rdmx_conn *c);
+	/* rdmx_send_flags(RDMX_SEND_MORE) (issue 10): send @m as send()
+	 * does (same checks, returns and handle rules), but the protocol
+	 * may hold it to post it with later ones (a chain of work
+	 * requests, records coalesced into one WRITE, messages packed into
+	 * one SEND). What is held goes out with the next send(), flush(),
+	 * a msg_alloc() that would wait, a sends_done() that would wait on
+	 * a held send, or the protocol's own bound; close drops it. NULL:
+	 * the core calls send(). */
+	int (*send_more)(rdmx_conn *c, struct rdmx_msg *m);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */

@@ -24,6 +24,7 @@
 #include "seam.h"
 #include "many_senders.h"
 #include "send_tokens.h"
+#include "send_burst.h"
 
 static const char *protocol; /* the protocol under test */
 static uint8_t wait_mode;     /* and the wait mode (enum rdmx_wait_mode) */
@@ -465,6 +466,14 @@ static void test_bad_options(void **state)
 	o.rnr_retry = 8;
 	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, &o, &c), -EINVAL);
 	assert_non_null(strstr(rdmx_ctx_error(ctx), "rnr_retry"));
+	o = opts();
+	o.signal_every = o.send_depth / 2 + 1; /* two batches must fit */
+	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, &o, &c), -EINVAL);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), "signal_every"));
+	o = opts();
+	o.coalesce = RDMX_COALESCE_ON + 1;
+	assert_int_equal(rdmx_dial(ctx, th_addr(), 1, &o, &c), -EINVAL);
+	assert_non_null(strstr(rdmx_ctx_error(ctx), "coalesce"));
 	assert_int_equal(rdmx_dial(ctx, NULL, 1, NULL, &c), -EINVAL);
 	assert_int_equal(rdmx_dial(ctx, "", 1, NULL, &c), -EINVAL);
 	assert_null(c);
@@ -575,6 +584,9 @@ int main(void)
 		cmocka_unit_test(test_send_tokens_peer_gone),
 		cmocka_unit_test(test_send_failed_keeps_buffer),
 		cmocka_unit_test(test_send_close_no_drain),
+		cmocka_unit_test(test_send_burst_in_order),
+		cmocka_unit_test(test_send_burst_pushed),
+		cmocka_unit_test(test_send_burst_bad),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving, a send token), kept short for make check */
@@ -584,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_peer_close_delivers_then_resets),
 		cmocka_unit_test(test_send_tokens_no_flush),
 		cmocka_unit_test(test_send_tokens_peer_gone),
+		cmocka_unit_test(test_send_burst_pushed),
 	};
 	static const struct { uint8_t mode; const char *name; } modes[] = {
 		{ RDMX_WAIT_DEFAULT, "adaptive (default)" },

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bursts of sends on every protocol (rdmx_send_flags, RDMX_SEND_MORE):
+ * bursts of 1..16 messages of mixed sizes arrive whole and in order, one
+ * per rdmx_recv, and the token of a burst's last message completes; what
+ * a protocol holds goes out with rdmx_flush() and with an rdmx_wait() for
+ * a held send's token, not only with the next plain send; unknown flags
+ * are refused with the handle still the caller's.
+ *
+ * A receiver thread takes the messages: read and buffered_read complete
+ * a send (token, flush) only once the receiver took it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "send_burst.h"
+#include "send_tokens.h"
+
+#define BURST_MAX 16
+
+static void pair(struct th_pair *p, const struct rdmx_conn_opts *o)
+{
+	int rc = th_pair_open(p, o, o);
+
+	if (rc)
+		fail_msg("%s: cannot connect a pair: %s (%s)", cf_protocol(),
+			 rdmx_strerror(rc), rdmx_last_error());
+}
+
+/* Sizes 1..4096 mixed, small ones often (where coalescing pays). */
+static size_t mixed(uint64_t i)
+{
+	return i % 3 ? 1 + (size_t)(i * 37 % 200) : 1 + (size_t)(i * 397 % 4096);
+}
+
+/* Send message @seq with @flags; its token. */
+static rdmx_token send_seq(rdmx_conn *c, uint64_t seq, unsigned flags)
+{
+	struct rdmx_msg m;
+	rdmx_token tok = 0;
+	size_t size = mixed(seq);
+	int rc = rdmx_msg_alloc(c, size, &m, 10000);
+
+	if (rc)
+		fail_msg("%s: alloc #%llu: %s (%s)", cf_protocol(),
+			 (unsigned long long)seq, rdmx_strerror(rc), rdmx_conn_error(c));
+	th_fill(m.data, size, seq);
+	m.len = size;
+	rc = rdmx_send_flags(c, &m, flags, &tok);
+	if (rc)
+		fail_msg("%s: send #%llu (flags %#x): %s (%s)", cf_protocol(),
+			 (unsigned long long)seq, flags, rdmx_strerror(rc),
+			 rdmx_conn_error(c));
+	return tok;
+}
+
+/* The receiver thread: messages 0..n-1 in order, each checked. */
+struct taker {
+	pthread_t t;
+	rdmx_conn *c;
+	uint64_t n, got, bad;
+	int rc;
+};
+
+static void *take(void *arg)
+{
+	struct taker *k = arg;
+	struct rdmx_msg m;
+
+	while (k->got < k->n) {
+		k->rc = rdmx_recv(k->c, &m, 20000);
+		if (k->rc)
+			break;
+		if (m.len != mixed(k->got) || th_check(m.data, m.len, k->got) != -1)
+			k->bad++;
+		rdmx_msg_release(k->c, &m);
+		k->got++;
+	}
+	return NULL;
+}
+
+static void take_start(struct taker *k, rdmx_conn *c, uint64_t n)
+{
+	memset(k, 0, sizeof(*k));
+	k->c = c;
+	k->n = n;
+	assert_int_equal(pthread_create(&k->t, NULL, take, k), 0);
+}
+
+static void take_join(struct taker *k)
+{
+	pthread_join(k->t, NULL);
+	if (k->rc || k->bad || k->got != k->n)
+		fail_msg("%s: receiver took %llu of %llu, %llu bad: %s (%s)",
+			 cf_protocol(), (unsigned long long)k->got,
+			 (unsigned long long)k->n, (unsigned long long)k->bad,
+			 rdmx_strerror(k->rc), rdmx_conn_error(k->c));
+}
+
+static void wait_ok(rdmx_conn *c, rdmx_token tok, const char *what)
+{
+	int rc = rdmx_wait(c, tok, 20000);
+
+	if (rc)
+		fail_msg("%s: wait for %s: %s (%s)", cf_protocol(), what,
+			 rdmx_strerror(rc), rdmx_conn_error(c));
+}
+
+/* Bursts of 1, 2, ... 16, 1, ...: each burst's last token completes. */
+void test_send_burst_in_order(void **state)
+{
+	struct rdmx_conn_opts o = cf_opts();
+	const uint64_t n = th_count(2000);
+	struct th_pair p;
+	struct taker k;
+	uint64_t seq = 0;
+
+	(void)state;
+	o.max_msg_size = 4096;
+	pair(&p, &o);
+	take_start(&k, p.server, n);
+	for (unsigned b = 1; seq < n; b = b % BURST_MAX + 1) {
+		rdmx_token tok = 0;
+
+		for (unsigned i = 0; i < b && seq < n; i++, seq++)
+			tok = send_seq(p.client, seq,
+				       i + 1 < b && seq + 1 < n ? RDMX_SEND_MORE : 0);
+		wait_ok(p.client, tok, "a burst's last send");
+	}
+	take_join(&k);
+	th_pair_close(&p);
+}
+
+/* Held sends go out with rdmx_flush, and with a wait for one's token. */
+void test_send_burst_pushed(void **state)
+{
+	struct rdmx_conn_opts o = cf_opts();
+	rdmx_token tok;
+	struct th_pair p;
+	struct taker k;
+	int rc;
+
+	(void)state;
+	o.max_msg_size = 4096;
+	pair(&p, &o);
+	take_start(&k, p.server, 8);
+	for (uint64_t seq = 0; seq < 4; seq++)
+		send_seq(p.client, seq, RDMX_SEND_MORE);
+	rc = rdmx_flush(p.client, 20000);
+	if (rc)
+		fail_msg("%s: flush of 4 held sends: %s (%s)", cf_protocol(),
+			 rdmx_strerror(rc), rdmx_conn_error(p.client));
+	for (uint64_t seq = 4; seq < 8; seq++)
+		tok = send_seq(p.client, seq, RDMX_SEND_MORE);
+	wait_ok(p.client, tok, "a held send");
+	take_join(&k);
+	th_pair_close(&p);
+}
+
+/* Unknown flags: -EINVAL, nothing sent, the handle still the caller's. */
+void test_send_burst_bad(void **state)
+{
+	struct rdmx_conn_opts o = cf_opts();
+	struct rdmx_msg m;
+	struct th_pair p;
+	struct taker k;
+
+	(void)state;
+	o.max_msg_size = 4096;
+	pair(&p, &o);
+	assert_int_equal(rdmx_msg_alloc(p.client, mixed(0), &m, 10000), 0);
+	th_fill(m.data, mixed(0), 0);
+	m.len = mixed(0);
+	assert_int_equal(rdmx_send_flags(p.client, &m, 1u << 7, NULL), -EINVAL);
+	assert_int_equal(rdmx_send_flags(p.client, &m, RDMX_SEND_MORE | 2u, NULL),
+			 -EINVAL);
+	assert_int_equal(rdmx_send_flags(NULL, &m, 0, NULL), -EINVAL);
+	assert_int_equal(rdmx_send_flags(p.client, NULL, RDMX_SEND_MORE, NULL),
+			 -EINVAL);
+	take_start(&k, p.server, 1);
+	assert_int_equal(rdmx_send_flags(p.client, &m, 0, NULL), 0);
+	take_join(&k);
+	th_pair_close(&p);
+}
