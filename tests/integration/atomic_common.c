@@ -63,3 +63,29 @@ void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq)
 		fail_msg("message #%llu of %zu bytes differs at %ld", (unsigned long long)seq,
 			 size, th_check(m->data, m->len, seq));
 }
+
+void lis_expect(rdmx_listener *lis, rdmx_conn *from, size_t size, uint64_t seq)
+{
+	struct rdmx_msg m;
+
+	assert_int_equal(rdmx_listener_recv(lis, &m, 10000), 0);
+	assert_ptr_equal(rdmx_msg_conn(&m), from);
+	check_seq(&m, size, seq);
+	assert_int_equal(rdmx_msg_release(from, &m), 0);
+}
+
+void recv_expect(rdmx_conn *c, size_t size, uint64_t seq)
+{
+	struct rdmx_msg m;
+
+	assert_int_equal(rdmx_recv(c, &m, 10000), 0);
+	check_seq(&m, size, seq);
+	assert_int_equal(rdmx_msg_release(c, &m), 0);
+}
+
+void close_two(struct th_pair *p, rdmx_conn *c2, rdmx_conn *s2)
+{
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(p);
+}

@@ -100,9 +100,7 @@ static void test_send_space_bounded(void **state)
 	check_seq(&m, 300, 7);
 	assert_int_equal(rdmx_msg_release(s2, &m), 0);
 	assert_true(wa_of(s2)->rx->holes >= 1);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_two(&p, c2, s2);
 }
 
 /*
@@ -135,9 +133,7 @@ static void test_closed_member_skipped(void **state)
 	assert_int_equal(rdmx_msg_release(s2, &m), 0);
 	assert_int_equal(wa_of(s2)->rx->holes, 0);
 	p.server = NULL;
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_two(&p, c2, s2);
 }
 
 #ifndef TH_FAKE
