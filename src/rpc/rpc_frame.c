@@ -222,3 +222,13 @@ size_t rdmx__rpc_frame_max(const struct rpc_contract *k)
 		m = tab;
 	return RPC_HDR + m;
 }
+
+void rdmx__rpc_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
+			 size_t extra, struct rdmx_conn_opts *co)
+{
+	rdmx_conn_opts_init(co);
+	co->max_msg_size = (uint32_t)(rdmx__rpc_frame_max(k) + extra);
+	co->send_depth = co->recv_depth = o->window < RPC_DEPTH_MIN ? RPC_DEPTH_MIN :
+					  o->window;
+	co->connect_timeout_ms = o->timeout_ms;
+}

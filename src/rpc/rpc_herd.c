@@ -71,7 +71,6 @@
 #define HERD_SLOT_MAX (1u << 24)
 #define HERD_UC_DEPTH 16u
 #define HERD_UD_DEPTH 64u
-#define DEPTH_MIN 16u
 #define PEER_CHECK_ROUNDS 256u
 
 /* One UD QP of the server, per worker; its lock makes a responder the
@@ -156,14 +155,8 @@ static void put64(uint8_t *p, uint64_t v)
 static void herd_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
 			   struct rdmx_conn_opts *co)
 {
-	uint32_t depth = o->window < DEPTH_MIN ? DEPTH_MIN : o->window;
-
-	rdmx_conn_opts_init(co);
+	rdmx__rpc_conn_opts(o, k, 0, co);
 	co->protocol = o->protocol;
-	co->max_msg_size = (uint32_t)rdmx__rpc_frame_max(k);
-	co->send_depth = depth;
-	co->recv_depth = depth;
-	co->connect_timeout_ms = o->timeout_ms;
 }
 
 /* Registered, zeroed memory of @len bytes (a multiple of 64) on @c's device. */
