@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -62,6 +63,22 @@ void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq)
 	if (th_check(m->data, m->len, seq) >= 0)
 		fail_msg("message #%llu of %zu bytes differs at %ld", (unsigned long long)seq,
 			 size, th_check(m->data, m->len, seq));
+}
+
+uint32_t seq_in_order(const struct rdmx_msg *m, const uint64_t *next, uint32_t senders,
+		      uint64_t *seq)
+{
+	uint32_t id;
+
+	assert_true(m->len >= 8);
+	memcpy(seq, m->data, 8);
+	id = (uint32_t)(*seq >> 32);
+	assert_in_range(id, 0, senders - 1);
+	if ((*seq & 0xffffffffu) != next[id])
+		fail_msg("sender %u: got #%llu, expected #%llu", id,
+			 (unsigned long long)(*seq & 0xffffffffu),
+			 (unsigned long long)next[id]);
+	return id;
 }
 
 void lis_expect(rdmx_listener *lis, rdmx_conn *from, size_t size, uint64_t seq)

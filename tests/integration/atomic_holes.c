@@ -209,16 +209,8 @@ struct kill_run {
 static void kill_deliver(struct kill_run *k, const struct rdmx_msg *m)
 {
 	uint64_t seq;
-	uint32_t id;
+	uint32_t id = seq_in_order(m, k->next, KILL_SENDERS, &seq);
 
-	assert_true(m->len >= 8);
-	memcpy(&seq, m->data, 8);
-	id = (uint32_t)(seq >> 32);
-	assert_in_range(id, 0, KILL_SENDERS - 1);
-	if ((seq & 0xffffffffu) != k->next[id])
-		fail_msg("sender %u: got #%llu, expected #%llu", id,
-			 (unsigned long long)(seq & 0xffffffffu),
-			 (unsigned long long)k->next[id]);
 	check_seq(m, kill_size(k->next[id]), seq);
 	k->conn[id] = rdmx_msg_conn(m);
 	k->next[id]++;
