@@ -116,6 +116,17 @@ const char *th_addr(void)
 	return buf;
 }
 
+const char *th_next_protocol(int *i)
+{
+	const char *const *names = rdmx_protocol_names();
+	const char *only = getenv("RDMX_TEST_PROTOCOL");
+
+	for (; names[*i]; (*i)++)
+		if (!only || !*only || !strcmp(only, names[*i]))
+			return names[(*i)++];
+	return NULL;
+}
+
 uint64_t th_count(uint64_t n)
 {
 	const char *q = getenv("RDMX_TEST_QUICK");

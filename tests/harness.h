@@ -34,6 +34,11 @@ int th_send_seq(rdmx_conn *c, uint64_t seq, size_t len, int timeout_ms);
 const char *th_fabric(void);
 const char *th_addr(void);
 
+/* The protocols a test runs for, one a call, from *@i == 0: every rdmx
+ * protocol, or only RDMX_TEST_PROTOCOL when that is set; NULL after the
+ * last. */
+const char *th_next_protocol(int *i);
+
 struct th_pair {
 	rdmx_ctx *ctx;
 	rdmx_listener *lis;

@@ -403,14 +403,9 @@ int main(void)
 		cmocka_unit_test(test_half_open_does_not_block),
 		cmocka_unit_test(test_half_open_times_out),
 	};
-	const char *const *names = rdmx_protocol_names();
-	const char *only = getenv("RDMX_TEST_PROTOCOL");
-	int failed = 0;
+	int failed = 0, i = 0;
 
-	for (int i = 0; names[i]; i++) {
-		if (only && *only && strcmp(only, names[i]))
-			continue;
-		protocol = names[i];
+	while ((protocol = th_next_protocol(&i))) {
 		print_message("=== protocol %s on the %s fabric ===\n", protocol, th_fabric());
 		failed += _cmocka_run_group_tests(protocol, tests, sizeof(tests) / sizeof(tests[0]),
 						  NULL, NULL);

@@ -472,14 +472,11 @@ int main(void)
 		cmocka_unit_test(test_receiver_verbs),
 		cmocka_unit_test(test_ring_options),
 	};
-	const char *const *names = rdmx_protocol_names();
-	const char *only = getenv("RDMX_TEST_PROTOCOL");
-	int failed = 0;
+	int failed = 0, i = 0;
 
-	for (int i = 0; names[i]; i++) {
-		if (!is_ring_protocol(names[i]) || (only && *only && strcmp(only, names[i])))
+	while ((protocol = th_next_protocol(&i))) {
+		if (!is_ring_protocol(protocol))
 			continue;
-		protocol = names[i];
 		print_message("=== ring tests: %s on the %s fabric ===\n", protocol, th_fabric());
 		failed += _cmocka_run_group_tests(protocol, tests, sizeof(tests) / sizeof(tests[0]),
 						  NULL, NULL);
