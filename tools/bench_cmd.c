@@ -26,36 +26,39 @@ void bench_head_init(struct jw_head *h, struct bench_head_buf *b, const char *fa
 	};
 }
 
-int bench_cmd_main(char *name, const struct opts_page *page, const struct opt *table,
-		   int argc, char **argv, const char **addr, int (*check)(void *cfg),
-		   int (*run)(const void *cfg), void *cfg)
-{
-	const char *pos[1];
-	int n_pos, rc;
-
-	argv[0] = name;
-	rc = cmd_parse(page, table, argc, argv, pos, 1, &n_pos);
-	if (rc != CMD_CONTINUE)
-		return rc;
-	*addr = n_pos ? pos[0] : NULL;
-	rc = check(cfg);
-	return rc == CMD_CONTINUE ? run(cfg) : rc;
-}
-
-int bench_ctx_create(const char *cmd, const char *fabric, rdmx_ctx **ctx)
+/* A context on @fabric, @c->run on it. */
+static int run_on_ctx(const struct bench_cmd *c, const char *fabric, const void *cfg)
 {
 	struct rdmx_ctx_opts o;
+	rdmx_ctx *ctx;
 	int rc;
 
 	rdmx_ctx_opts_init(&o);
 	o.fabric = fabric;
-	rc = rdmx_ctx_create(ctx, &o);
+	rc = rdmx_ctx_create(&ctx, &o);
 	if (rc) {
-		fprintf(stderr, "rdmx %s: context: %s (%s)\n", cmd, rdmx_strerror(rc),
+		fprintf(stderr, "rdmx %s: context: %s (%s)\n", c->name, rdmx_strerror(rc),
 			rdmx_last_error());
 		return EXIT_FAIL;
 	}
-	return EXIT_OK;
+	rc = c->run(ctx, cfg);
+	rdmx_ctx_destroy(ctx);
+	return rc;
+}
+
+int bench_cmd_main(const struct bench_cmd *c, const struct opt *table, int argc,
+		   char **argv, const struct bench_cmd_cfg *into)
+{
+	const char *pos[1];
+	int n_pos, rc;
+
+	argv[0] = c->name;
+	rc = cmd_parse(c->page, table, argc, argv, pos, 1, &n_pos);
+	if (rc != CMD_CONTINUE)
+		return rc;
+	*into->addr = n_pos ? pos[0] : NULL;
+	rc = c->check(into->cfg);
+	return rc == CMD_CONTINUE ? run_on_ctx(c, *into->fabric, into->cfg) : rc;
 }
 
 int bench_stop_status(const char *cmd, bool files)

@@ -48,22 +48,31 @@ struct bench_head_buf {
 void bench_head_init(struct jw_head *h, struct bench_head_buf *b, const char *fabric,
 		     const char *addr, const char *local, int argc, char **argv);
 
-/**
- * bench_cmd_main - a bench command after its options table: argv[0]
- * becomes @name, the arguments are parsed (one optional ADDR, into
- * *@addr), then @check derives @cfg's settings (usage errors print and
- * return EXIT_USAGE, else CMD_CONTINUE) and @run runs it. Returns the
- * exit status.
- */
-int bench_cmd_main(char *name, const struct opts_page *page, const struct opt *table,
-		   int argc, char **argv, const char **addr, int (*check)(void *cfg),
-		   int (*run)(const void *cfg), void *cfg);
+/* A bench command: what bench_cmd_main needs besides its options. */
+struct bench_cmd {
+	char *name;			/* "kv bench": argv[0], messages' prefix */
+	const struct opts_page *page;
+	/* derive the settings of cfg; usage errors print and return
+	 * EXIT_USAGE, else CMD_CONTINUE */
+	int (*check)(void *cfg);
+	int (*run)(rdmx_ctx *ctx, const void *cfg);	/* the exit status */
+};
+
+/* Where bench_cmd_main puts what it parses into the command's settings. */
+struct bench_cmd_cfg {
+	void *cfg;
+	const char **addr;		/* the optional ADDR (NULL: none) */
+	const char *const *fabric;	/* --fabric, for the context */
+};
 
 /**
- * bench_ctx_create - a context on @fabric; on failure says why on stderr
- * ("rdmx @cmd: context: ...") and returns EXIT_FAIL.
+ * bench_cmd_main - a bench command after its options table: argv[0]
+ * becomes @c's name, the arguments are parsed, @c->check derives the
+ * settings, then @c->run runs them on a context on --fabric. Returns the
+ * exit status.
  */
-int bench_ctx_create(const char *cmd, const char *fabric, rdmx_ctx **ctx);
+int bench_cmd_main(const struct bench_cmd *c, const struct opt *table, int argc,
+		   char **argv, const struct bench_cmd_cfg *into);
 
 /**
  * bench_stop_status - after a signal stopped the run: says so on stderr

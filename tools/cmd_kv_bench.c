@@ -417,8 +417,9 @@ static int finish(struct run *r)
 }
 
 /* The server (self-test), memcached, every test, then the outputs. */
-static int run_client(rdmx_ctx *ctx, const struct kb_cfg *cfg)
+static int run(rdmx_ctx *ctx, const void *arg)
 {
+	const struct kb_cfg *cfg = arg;
 	struct run r = { .cfg = cfg, .tg = { .ctx = ctx } };
 	int rc = EXIT_OK;
 
@@ -445,23 +446,11 @@ static int run_client(rdmx_ctx *ctx, const struct kb_cfg *cfg)
 	return rc;
 }
 
-/* A context on --fabric, then the run. */
-static int run(const void *arg)
-{
-	const struct kb_cfg *cfg = arg;
-	rdmx_ctx *ctx;
-	int rc;
-
-	if (bench_ctx_create("kv bench", cfg->fabric, &ctx))
-		return EXIT_FAIL;
-	rc = run_client(ctx, cfg);
-	rdmx_ctx_destroy(ctx);
-	return rc;
-}
+static char name[] = "kv bench";
+static const struct bench_cmd kv_bench = { name, &page, check_cfg, run };
 
 int cmd_kv_bench(int argc, char **argv)
 {
-	static char name[] = "kv bench";
 	struct kb_cfg cfg = { .values_s = "32,4K", .dist_s = "uniform,zipf",
 		.mix_s = "95/5,50/50", .get_s = "both", .fabric = "verbs",
 		.transport = "msg", .protocol = "send_recv", .ops = LAB_OPS, .clients = 4,
@@ -502,5 +491,7 @@ int cmd_kv_bench(int argc, char **argv)
 		{ 0 },
 	};
 
-	return bench_cmd_main(name, &page, table, argc, argv, &cfg.addr, check_cfg, run, &cfg);
+	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric };
+
+	return bench_cmd_main(&kv_bench, table, argc, argv, &into);
 }

@@ -310,23 +310,20 @@ static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 	return r.failures ? EXIT_FAIL : rc;
 }
 
-/* A context on --fabric, then the server or the client. */
-static int run(const void *arg)
+static char name[] = "rpc bench";
+
+/* The server or the client. */
+static int run(rdmx_ctx *ctx, const void *arg)
 {
 	const struct rb_cfg *cfg = arg;
-	rdmx_ctx *ctx;
-	int rc;
 
-	if (bench_ctx_create("rpc bench", cfg->fabric, &ctx))
-		return EXIT_FAIL;
-	rc = cfg->server ? run_server(ctx, cfg) : run_client(ctx, cfg);
-	rdmx_ctx_destroy(ctx);
-	return rc;
+	return cfg->server ? run_server(ctx, cfg) : run_client(ctx, cfg);
 }
+
+static const struct bench_cmd rpc_bench = { name, &page, check_cfg, run };
 
 int cmd_rpc_bench(int argc, char **argv)
 {
-	static char name[] = "rpc bench";
 	struct rb_cfg cfg = { .transports_s = "all", .sizes_s = DEFAULT_SIZES,
 		.protocol = "send_recv", .fabric = "verbs", .clients = 1, .window = 1,
 		.workers = 1, .warmup = 100, .port = RDMX_DEFAULT_PORT, .timeout = 10000,
@@ -364,5 +361,7 @@ int cmd_rpc_bench(int argc, char **argv)
 		{ 0 },
 	};
 
-	return bench_cmd_main(name, &page, table, argc, argv, &cfg.addr, check_cfg, run, &cfg);
+	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric };
+
+	return bench_cmd_main(&rpc_bench, table, argc, argv, &into);
 }
