@@ -25,13 +25,8 @@ static const char *protocol; /* the protocol under test */
 
 static struct rdmx_conn_opts opts(void)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = th_opts(protocol, 4096, 8, 8);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = protocol;
-	o.send_depth = 8;
-	o.recv_depth = 8;
-	o.max_msg_size = 4096;
 	o.ring_size = 1u << 16;
 	o.connect_timeout_ms = 20000;
 	return o;

@@ -43,12 +43,8 @@ struct fleet {
 
 static struct rdmx_conn_opts srq_opts(uint32_t recv_depth)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = th_opts("srq", MAX_MSG, 0, recv_depth);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = "srq";
-	o.max_msg_size = MAX_MSG;
-	o.recv_depth = recv_depth;
 	o.rnr_retry = 7;
 	return o;
 }
