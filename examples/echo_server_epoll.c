@@ -11,62 +11,23 @@
  * The fds are for protocols whose messages arrive as completions
  * (send_recv, srq, read); the ring protocols' receivers poll memory and
  * have none (rdmx_conn_fd says -EOPNOTSUPP). As echo_server.c it starts
- * CLIENTS client threads in the same process, each sending ROUNDS
- * numbered messages and checking the echoes; it ends when all have left.
+ * CLIENTS client threads in the same process (echo_clients.c), each
+ * sending ROUNDS numbered messages and checking the echoes; it ends when
+ * all have left.
  *
  *   sandbox/run -- build/bin/example_echo_server_epoll            # 3 clients
  *   build/bin/example_echo_server_epoll 10.0.0.1 [protocol [clients]]
  */
 #include <errno.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 
 #include <rdmx/rdmx.h>
 
-#define ROUNDS 100
-#define WAIT_MS 10000
+#include "echo_clients.h"
+
 #define MAX_EVENTS 16
-
-struct client {
-	pthread_t t;
-	rdmx_ctx *ctx;
-	const char *addr;
-	uint16_t port;
-	const struct rdmx_conn_opts *o;
-	int id, rc;
-};
-
-/* The client: ROUNDS numbered messages, each echo checked. */
-static void *client_main(void *arg)
-{
-	struct client *cl = arg;
-	struct rdmx_msg m;
-	char want[64];
-	rdmx_conn *c = NULL;
-
-	cl->rc = rdmx_dial(cl->ctx, cl->addr, cl->port, cl->o, &c);
-	for (int i = 0; i < ROUNDS && !cl->rc; i++) {
-		cl->rc = rdmx_msg_alloc(c, sizeof(want), &m, WAIT_MS);
-		if (cl->rc)
-			break;
-		m.len = (size_t)snprintf(m.data, m.cap, "client %d says %d", cl->id, i) + 1;
-		memcpy(want, m.data, m.len);
-		cl->rc = rdmx_send(c, &m);
-		if (!cl->rc && !(cl->rc = rdmx_recv(c, &m, WAIT_MS))) {
-			cl->rc = strcmp(m.data, want) ? -EBADMSG : 0;
-			rdmx_msg_release(c, &m);
-		}
-	}
-	if (cl->rc)
-		fprintf(stderr, "client %d: %s\n", cl->id, rdmx_last_error());
-	rdmx_conn_close(c);
-	return NULL;
-}
 
 struct server {
 	int ep;           /* the epoll set */
@@ -88,16 +49,11 @@ static int watch(struct server *s, int fd, void *ptr)
  * taken out of the set and closed. */
 static int on_conn(struct server *s, rdmx_conn *c)
 {
-	struct rdmx_msg in, out;
+	struct rdmx_msg in;
 	int rc;
 
 	while (!(rc = rdmx_recv(c, &in, 0))) {
-		rc = rdmx_msg_alloc(c, in.len, &out, WAIT_MS);
-		if (!rc) {
-			memcpy(out.data, in.data, in.len);
-			out.len = in.len;
-			rc = rdmx_send(c, &out);
-		}
+		rc = echo_reply(c, &in);
 		rdmx_msg_release(c, &in);
 		if (rc)
 			break;
@@ -151,42 +107,19 @@ static int serve(struct server *s, int clients)
 
 int main(int argc, char **argv)
 {
-	struct server s = { .ep = epoll_create1(EPOLL_CLOEXEC) };
-	struct rdmx_conn_opts o;
-	struct client *cl;
-	int n = argc > 3 ? atoi(argv[3]) : 3, rc, bad = 0;
-	char addr[64];
-	rdmx_ctx *ctx;
+	struct echo_run r;
+	struct server s;
+	int rc;
 
-	rdmx_conn_opts_init(&o);
-	if (argc > 2)
-		o.protocol = argv[2];
-	rc = argc > 1 && argv[1][0] ? (snprintf(addr, sizeof(addr), "%s", argv[1]), 0)
-		      : rdmx_pick_address(NULL, -1, addr, sizeof(addr));
-	if (!rc)
-		rc = rdmx_ctx_create(&ctx, NULL);
-	if (!rc && (rc = rdmx_listen(ctx, addr, 0, &o, &s.lis)))
-		rdmx_ctx_destroy(ctx);
-	if (rc || s.ep < 0 || n < 1 || !(cl = calloc((size_t)n, sizeof(*cl)))) {
-		fprintf(stderr, "echo_server_epoll: %s (%s)\n", rdmx_strerror(rc),
-			rdmx_last_error());
+	if (echo_run_open(&r, "echo_server_epoll", argc, argv))
 		return 1;
+	s = (struct server){ .ep = epoll_create1(EPOLL_CLOEXEC), .lis = r.lis };
+	if (s.ep < 0) {
+		perror("echo_server_epoll: epoll_create1");
+		return echo_run_close(&r, -1);
 	}
-	for (int i = 0; i < n; i++) {
-		cl[i] = (struct client){ .ctx = ctx, .addr = addr, .o = &o, .id = i,
-					 .port = rdmx_listener_port(s.lis) };
-		pthread_create(&cl[i].t, NULL, client_main, &cl[i]);
-	}
-	rc = serve(&s, n);
-	if (rc)
-		rdmx_listener_shutdown(s.lis);
-	for (int i = 0; i < n; i++) {
-		pthread_join(cl[i].t, NULL);
-		bad += cl[i].rc != 0;
-	}
-	free(cl);
+	echo_clients_start(&r);
+	rc = serve(&s, r.n);
 	close(s.ep);
-	rdmx_listener_destroy(s.lis);
-	rdmx_ctx_destroy(ctx);
-	return rc || bad ? 1 : 0;
+	return echo_run_close(&r, rc);
 }

@@ -44,6 +44,33 @@ void th_fill(void *buf, size_t n, uint64_t seq)
 		memcpy(p, &seq, 8);
 }
 
+struct rdmx_conn_opts th_opts(const char *protocol, uint64_t max_msg, uint32_t send_depth,
+			      uint32_t recv_depth)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.protocol = protocol;
+	o.max_msg_size = max_msg;
+	if (send_depth)
+		o.send_depth = send_depth;
+	if (recv_depth)
+		o.recv_depth = recv_depth;
+	return o;
+}
+
+int th_send_seq(rdmx_conn *c, uint64_t seq, size_t len, int timeout_ms)
+{
+	struct rdmx_msg m;
+	int rc = rdmx_msg_alloc(c, len, &m, timeout_ms);
+
+	if (rc)
+		return rc;
+	th_fill(m.data, len, seq);
+	m.len = len;
+	return rdmx_send(c, &m);
+}
+
 long th_check(const void *buf, size_t n, uint64_t seq)
 {
 	const uint8_t *p = buf;
@@ -87,6 +114,17 @@ const char *th_addr(void)
 		return NULL;
 	}
 	return buf;
+}
+
+const char *th_next_protocol(int *i)
+{
+	const char *const *names = rdmx_protocol_names();
+	const char *only = getenv("RDMX_TEST_PROTOCOL");
+
+	for (; names[*i]; (*i)++)
+		if (!only || !*only || !strcmp(only, names[*i]))
+			return names[(*i)++];
+	return NULL;
 }
 
 uint64_t th_count(uint64_t n)

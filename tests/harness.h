@@ -20,10 +20,24 @@ long th_check(const void *buf, size_t n, uint64_t seq);
 /* Deterministic pseudo-random numbers (splitmix64). */
 uint64_t th_rand(uint64_t *state);
 
+/* @protocol's options with messages up to @max_msg and @send_depth and
+ * @recv_depth buffers (0: the default); the rest are the defaults. */
+struct rdmx_conn_opts th_opts(const char *protocol, uint64_t max_msg, uint32_t send_depth,
+			      uint32_t recv_depth);
+
+/* Send @len bytes of message @seq's pattern (th_fill) on @c, waiting up to
+ * @timeout_ms for a buffer. 0 or -errno. */
+int th_send_seq(rdmx_conn *c, uint64_t seq, size_t len, int timeout_ms);
+
 /* The fabric the tests run on ("fake" or "verbs") and the address to use:
  * RDMX_TEST_ADDR, else RDMX_SANDBOX_ADDR, else rdmx_pick_address(). */
 const char *th_fabric(void);
 const char *th_addr(void);
+
+/* The protocols a test runs for, one a call, from *@i == 0: every rdmx
+ * protocol, or only RDMX_TEST_PROTOCOL when that is set; NULL after the
+ * last. */
+const char *th_next_protocol(int *i);
 
 struct th_pair {
 	rdmx_ctx *ctx;

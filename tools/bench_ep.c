@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* rdmx bench: the rdmx endpoint and the control messages; see bench_ep.h. */
-#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_ep.h"
+#include "le.h"
 
 struct rdmx_ep {
 	struct bench_ep ep;
@@ -111,30 +111,16 @@ void bench_ep_close(struct bench_ep *ep)
 
 /* ------------------------------------------------------- control messages */
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
-
 int bench_send_ctrl(struct bench_ep *ep, const struct bench_ctrl *c)
 {
 	uint8_t b[BENCH_CTRL_LEN];
 
-	put64(b, c->op);
-	put64(b + 8, c->size);
-	put64(b + 16, c->count);
-	put64(b + 24, c->bad);
-	put64(b + 32, c->user_ns);
-	put64(b + 40, c->sys_ns);
+	le_put64(b, c->op);
+	le_put64(b + 8, c->size);
+	le_put64(b + 16, c->count);
+	le_put64(b + 24, c->bad);
+	le_put64(b + 32, c->user_ns);
+	le_put64(b + 40, c->sys_ns);
 	return ep->ops->send(ep, b, sizeof(b), sizeof(b), true);
 }
 
@@ -142,7 +128,7 @@ int bench_send_data(struct bench_ep *ep, size_t size, uint64_t seq)
 {
 	uint8_t b[8];
 
-	put64(b, seq);
+	le_put64(b, seq);
 	return ep->ops->send(ep, b, sizeof(b), size, false);
 }
 
@@ -154,12 +140,12 @@ int bench_rx_ctrl(struct bench_ep *ep, const struct bench_rx *rx,
 			    "got %zu bytes of data", rx->len);
 		return -EPROTO;
 	}
-	c->op = (uint32_t)get64(rx->head);
-	c->size = get64(rx->head + 8);
-	c->count = get64(rx->head + 16);
-	c->bad = get64(rx->head + 24);
-	c->user_ns = get64(rx->head + 32);
-	c->sys_ns = get64(rx->head + 40);
+	c->op = (uint32_t)le_get64(rx->head);
+	c->size = le_get64(rx->head + 8);
+	c->count = le_get64(rx->head + 16);
+	c->bad = le_get64(rx->head + 24);
+	c->user_ns = le_get64(rx->head + 32);
+	c->sys_ns = le_get64(rx->head + 40);
 	if (c->op < BENCH_OP_BEGIN_LAT || c->op > BENCH_OP_SHUTDOWN) {
 		cli_set_err(&ep->err, "protocol error: unknown control %u", c->op);
 		return -EPROTO;
@@ -169,7 +155,7 @@ int bench_rx_ctrl(struct bench_ep *ep, const struct bench_rx *rx,
 
 uint64_t bench_rx_seq(const struct bench_rx *rx)
 {
-	return rx->len >= 8 ? get64(rx->head) : 0;
+	return rx->len >= 8 ? le_get64(rx->head) : 0;
 }
 
 int bench_recv_ack(struct bench_ep *ep, struct bench_ctrl *ack)

@@ -218,27 +218,16 @@ static void json_counters(const struct bench_report *r, FILE *f)
 
 int bench_write_json(const struct bench_report *r, FILE *f)
 {
+	const struct jw_head h = { r->timestamp, r->device, r->fabric, r->peer, r->version,
+				   r->cmdline, r->host, r->kernel, r->config_json };
 	int i;
 
-	fputs("{\n  ", f);
-	jw_kv_str(f, "tool", "rdmx bench", true);
-	fputs(",\n  ", f);
-	jw_kv_str(f, "timestamp", r->timestamp, true);
-	jw_kv_str(f, "device", r->device, false);
-	jw_kv_str(f, "fabric", r->fabric, false);
-	jw_kv_str(f, "peer", r->peer, false);
+	jw_head_where(f, "rdmx bench", &h);
 	jw_kv_num(f, "outstanding", r->outstanding, false);
-	fputs(",\n  ", f);
-	jw_kv_str(f, "rdmx_version", r->version, true);
-	jw_kv_str(f, "command_line", r->cmdline, false);
-	jw_kv_str(f, "host", r->host, false);
-	jw_kv_str(f, "kernel", r->kernel, false);
+	jw_head_prov(f, &h);
 	if (r->pcap)
 		jw_kv_str(f, "pcap", r->pcap, false);
-	if (r->config_json) {
-		jw_key(f, "config", false);
-		fputs(r->config_json, f);
-	}
+	jw_head_config(f, &h);
 	fputs(",\n  \"results\": [\n", f);
 	for (i = 0; i < r->n_results; i++) {
 		json_result(r, &r->results[i], f);

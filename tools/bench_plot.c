@@ -165,6 +165,19 @@ static void size_tics(const struct bench_report *r, char *buf, size_t len)
 	snprintf(buf + off, len - off, ")");
 }
 
+/* Chart @name: @what (column @cols of bw.dat, @ylabel) vs message size. */
+static void size_chart(FILE *f, const char *name, const char *what, const char *ylabel,
+		       const char *tics, const struct series *bw, const char *cols)
+{
+	char set[2000];
+
+	snprintf(set, sizeof(set), "set title sprintf(\"%s vs message size (1 connection)"
+		 "\\n%%s\", subtitle)\nset xlabel 'message size (bytes, log scale)'\n"
+		 "set ylabel '%s'\nset logscale x 2\nset logscale y\nset format y '%%g'\n"
+		 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", what, ylabel, tics);
+	plot_chart(f, name, set, "bw.dat", bw, cols);
+}
+
 static int write_script(const struct bench_report *r, const char *dir,
 			const struct series *cdf, const struct series *bw,
 			const struct series *cn, uint64_t lat_size, uint64_t bw_size)
@@ -186,18 +199,10 @@ static int write_script(const struct bench_report *r, const char *dir,
 	}
 	size_tics(r, tics, sizeof(tics));
 	if (bw->n) {
-		snprintf(set, sizeof(set), "set title sprintf(\"Throughput vs message "
-			 "size (1 connection)\\n%%s\", subtitle)\nset xlabel 'message "
-			 "size (bytes, log scale)'\nset ylabel 'payload throughput "
-			 "(Gb/s, log scale)'\nset logscale x 2\nset logscale y\nset format y '%%g'\n"
-			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
-		plot_chart(f, "throughput_vs_size", set, "bw.dat", bw, "1:2");
-		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
-			 "message size (1 connection)\\n%%s\", subtitle)\nset xlabel "
-			 "'message size (bytes, log scale)'\nset ylabel 'messages per "
-			 "second (log scale)'\nset logscale x 2\nset logscale y\nset format y '%%g'\n"
-			 "set offsets graph 0.04, graph 0.04, 0, 0\n%s", tics);
-		plot_chart(f, "msgrate_vs_size", set, "bw.dat", bw, "1:3");
+		size_chart(f, "throughput_vs_size", "Throughput",
+			   "payload throughput (Gb/s, log scale)", tics, bw, "1:2");
+		size_chart(f, "msgrate_vs_size", "Message rate",
+			   "messages per second (log scale)", tics, bw, "1:3");
 	}
 	if (cn->n) {
 		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "

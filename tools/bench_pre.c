@@ -114,6 +114,10 @@ bool bench_have_program(const char *name)
 int bench_check_outputs(const char *json, const char *csv, const char *plot,
 			char *err, size_t len)
 {
+	if (json && csv && !strcmp(json, "-") && !strcmp(csv, "-")) {
+		snprintf(err, len, "--json - and --csv -: only one can go to stdout");
+		return -1;
+	}
 	if (json && check_file("--json", json, err, len))
 		return -1;
 	if (csv && check_file("--csv", csv, err, len))

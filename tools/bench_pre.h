@@ -10,7 +10,7 @@
 
 /**
  * bench_check_outputs - --json and --csv ("-": stdout) can be written, do
- * not name the same file, --plot is a directory that can be written or
+ * not name the same file (nor both stdout), --plot is a directory that can be written or
  * created, and gnuplot is installed when --plot is given. NULL: not given.
  * Returns 0, or -1 with the reason in @err.
  */

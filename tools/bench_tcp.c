@@ -6,7 +6,6 @@
  * is on. Reads and writes time out after the endpoint's timeout.
  */
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "bench_ep.h"
+#include "le.h"
 
 #define FRAME_HDR 8
 
@@ -81,20 +81,6 @@ static int recv_all(struct tcp_ep *t, uint8_t *p, size_t len)
 	return 0;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
-}
-
 static int tep_send(struct bench_ep *ep, const void *head, size_t head_len,
 		    size_t len, bool ctrl)
 {
@@ -105,8 +91,8 @@ static int tep_send(struct bench_ep *ep, const void *head, size_t head_len,
 			    "largest (%zu)", len, t->max_msg);
 		return -EMSGSIZE;
 	}
-	put32(t->buf, (uint32_t)len);
-	put32(t->buf + 4, ctrl ? BENCH_CTRL_IMM : 0);
+	le_put32(t->buf, (uint32_t)len);
+	le_put32(t->buf + 4, ctrl ? BENCH_CTRL_IMM : 0);
 	memcpy(t->buf + FRAME_HDR, head, head_len < len ? head_len : len);
 	return send_all(t, t->buf, FRAME_HDR + len);
 }
@@ -120,8 +106,8 @@ static int tep_recv(struct bench_ep *ep, struct bench_rx *rx)
 	rc = recv_all(t, hdr, sizeof(hdr));
 	if (rc)
 		return rc;
-	rx->len = get32(hdr);
-	rx->ctrl = get32(hdr + 4) == BENCH_CTRL_IMM;
+	rx->len = le_get32(hdr);
+	rx->ctrl = le_get32(hdr + 4) == BENCH_CTRL_IMM;
 	if (rx->len > t->max_msg) {
 		cli_set_err(&ep->err, "tcp: frame of %zu bytes above the largest "
 			    "message (%zu)", rx->len, t->max_msg);

@@ -18,6 +18,18 @@ void cli_set_err(struct cli_err *e, const char *fmt, ...)
 	va_end(ap);
 }
 
+int cli_note(struct cli_err *e, int *rcp, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!e->msg[0]) {
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+		va_end(ap);
+	}
+	return *rcp = rc;
+}
+
 int cli_fail(struct cli_err *e, const char *what, int rc, const rdmx_conn *conn)
 {
 	const char *detail = conn ? rdmx_conn_error(conn) : NULL;

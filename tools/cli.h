@@ -19,6 +19,13 @@ void cli_set_err(struct cli_err *e, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /**
+ * cli_note - a worker's failure: its first error into @e (as
+ * cli_set_err), @rc into *@rcp. Returns @rc.
+ */
+int cli_note(struct cli_err *e, int *rcp, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/**
  * cli_fail - record "<what>: <rdmx_strerror(rc)> (<detail>)", the detail of
  * @conn if any, else the thread's last error. Returns EXIT_FAIL.
  */

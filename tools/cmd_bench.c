@@ -218,8 +218,6 @@ static int check_preflight(struct bench_cfg *cfg)
 	uint64_t need = bench_mem_estimate(&m), avail = bench_mem_available();
 	char err[PATH_MAX + 128], a[32], b[32];
 
-	if (cfg->json && cfg->csv && !strcmp(cfg->json, "-") && !strcmp(cfg->csv, "-"))
-		return usage_err("%s", "--json - and --csv -: only one can go to stdout");
 	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
 		return usage_err("%s", err);
 	if (cfg->pcap && bench_pcap_find_tcpdump(cfg->tcpdump, sizeof(cfg->tcpdump),

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_cmd.h"
 #include "bench_ep.h"
 #include "bench_pre.h"
 #include "cli.h"
@@ -84,7 +85,6 @@ static const struct opts_page page = {
 	.see_also = "rdmx(1), rdmx-kv(1), rdmx-rpc-bench(1), rdmx-bench(1), memcached(1)",
 };
 
-static const char *const fabrics[] = { "verbs", "fake", NULL };
 static const char *const get_paths[] = { "both", "rpc", "read", NULL };
 static const char *const transports[] = { "msg", NULL };
 
@@ -130,8 +130,9 @@ static int parse_dist(struct kb_cfg *cfg)
 }
 
 /* Derive the settings; usage errors print and return EXIT_USAGE. */
-static int check_cfg(struct kb_cfg *cfg)
+static int check_cfg(void *arg)
 {
+	struct kb_cfg *cfg = arg;
 	char err[600];
 	int rc;
 
@@ -152,8 +153,6 @@ static int check_cfg(struct kb_cfg *cfg)
 		return usage_err("--fabric fake runs only the self-test (no ADDR)");
 	if (cfg->mc_spawn && cfg->mc_port > 0)
 		return usage_err("--memcached-spawn and --memcached PORT exclude each other");
-	if (cfg->json && cfg->csv && !strcmp(cfg->json, "-") && !strcmp(cfg->csv, "-"))
-		return usage_err("--json - and --csv -: only one can go to stdout");
 	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
 		return usage_err("%s", err);
 	cfg->path_on[KB_RPC] = strcmp(cfg->get_s, "read");
@@ -172,8 +171,8 @@ struct run {
 	bool srv_running;
 	int mc_pid, failures;
 	uint64_t loaded[2];	/* the size each store holds (0: none) */
-	char local[64], device[64], stamp[32], config[2048];
-	struct jw_prov prov;
+	char local[64];
+	struct bench_head_buf head;
 	struct kb_report rep;
 };
 
@@ -378,10 +377,7 @@ static int report_init(struct run *r)
 	const struct kb_cfg *cfg = r->cfg;
 
 	r->rep = (struct kb_report){
-		.timestamp = bench_timestamp(r->stamp, sizeof(r->stamp)),
-		.fabric = cfg->fabric, .peer = cfg->addr ? cfg->addr : "self-test",
-		.version = RDMX_VERSION_STRING, .keys = (uint64_t)cfg->keys,
-		.ops = (uint64_t)cfg->ops,
+		.keys = (uint64_t)cfg->keys, .ops = (uint64_t)cfg->ops,
 		.cap = cfg->n_sizes * (2 * KB_MAX_PATHS + cfg->n_mixes * cfg->n_dists *
 				       KB_MAX_PATHS + 1),
 	};
@@ -390,15 +386,9 @@ static int report_init(struct run *r)
 		fprintf(stderr, "rdmx kv bench: out of memory\n");
 		return EXIT_FAIL;
 	}
-	jw_provenance(&r->prov, cfg->argc, cfg->argv);
-	config_json(cfg, r, r->config, sizeof(r->config));
-	r->rep.cmdline = r->prov.cmdline;
-	r->rep.host = r->prov.host;
-	r->rep.kernel = r->prov.kernel;
-	r->rep.config_json = r->config;
-	if (strcmp(cfg->fabric, "fake"))
-		bench_device_of(cfg->addr ? NULL : r->local, r->device, sizeof(r->device));
-	r->rep.device = r->device[0] ? r->device : cfg->fabric;
+	bench_head_init(&r->rep.head, &r->head, cfg->fabric, cfg->addr, r->local,
+			cfg->argc, cfg->argv);
+	config_json(cfg, r, r->head.config, sizeof(r->head.config));
 	return EXIT_OK;
 }
 
@@ -406,12 +396,10 @@ static int report_init(struct run *r)
 static int finish(struct run *r)
 {
 	const struct kb_cfg *cfg = r->cfg;
-	FILE *out = (cfg->json && !strcmp(cfg->json, "-")) ||
-		    (cfg->csv && !strcmp(cfg->csv, "-")) ? stderr : stdout;
 	uint64_t bad = 0;
 	int rc;
 
-	kb_print_table(&r->rep, out);
+	kb_print_table(&r->rep, jw_table_file(cfg->json, cfg->csv));
 	rc = save_files(r, true);
 	if (cfg->plot && r->rep.n && kb_plot(&r->rep, cfg->plot))
 		rc = EXIT_FAIL;
@@ -420,12 +408,8 @@ static int finish(struct run *r)
 		free(r->rep.rows[i].lat);
 	}
 	free(r->rep.rows);
-	if (bench_stopped()) {
-		fprintf(stderr, "rdmx kv bench: stopped by signal %d; the tests finished "
-			"before it are above%s\n", bench_stopped(),
-			cfg->json || cfg->csv ? " and in the files" : "");
-		return 128 + bench_stopped();
-	}
+	if (bench_stopped())
+		return bench_stop_status("kv bench", cfg->json || cfg->csv);
 	if (bad)
 		fprintf(stderr, "rdmx kv bench: %llu GETs returned a bad value (torn, or "
 			"not the key's)\n", (unsigned long long)bad);
@@ -433,8 +417,9 @@ static int finish(struct run *r)
 }
 
 /* The server (self-test), memcached, every test, then the outputs. */
-static int run_client(rdmx_ctx *ctx, const struct kb_cfg *cfg)
+static int run(rdmx_ctx *ctx, const void *arg)
 {
+	const struct kb_cfg *cfg = arg;
 	struct run r = { .cfg = cfg, .tg = { .ctx = ctx } };
 	int rc = EXIT_OK;
 
@@ -461,29 +446,11 @@ static int run_client(rdmx_ctx *ctx, const struct kb_cfg *cfg)
 	return rc;
 }
 
-/* A context on --fabric, then the run. */
-static int run(const struct kb_cfg *cfg)
-{
-	struct rdmx_ctx_opts o;
-	rdmx_ctx *ctx;
-	int rc;
-
-	rdmx_ctx_opts_init(&o);
-	o.fabric = cfg->fabric;
-	rc = rdmx_ctx_create(&ctx, &o);
-	if (rc) {
-		fprintf(stderr, "rdmx kv bench: context: %s (%s)\n", rdmx_strerror(rc),
-			rdmx_last_error());
-		return EXIT_FAIL;
-	}
-	rc = run_client(ctx, cfg);
-	rdmx_ctx_destroy(ctx);
-	return rc;
-}
+static char name[] = "kv bench";
+static const struct bench_cmd kv_bench = { name, &page, check_cfg, run };
 
 int cmd_kv_bench(int argc, char **argv)
 {
-	static char name[] = "kv bench";
 	struct kb_cfg cfg = { .values_s = "32,4K", .dist_s = "uniform,zipf",
 		.mix_s = "95/5,50/50", .get_s = "both", .fabric = "verbs",
 		.transport = "msg", .protocol = "send_recv", .ops = LAB_OPS, .clients = 4,
@@ -519,26 +486,12 @@ int cmd_kv_bench(int argc, char **argv)
 		  "NAME", "rdmx protocol under the RPC transport" },
 		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
 		  "bound of each connect and each op, in ms" },
-		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
-		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
-		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
-		  "write every figure as CSV ('-': stdout)" },
-		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
-		  "write PNG and SVG charts (gnuplot) into DIR" },
-		{ "device", 'd', OPT_STRING, &cfg.device, 0, 0, NULL, "DEV",
-		  "RDMA device for the self-test's address (default: the first active)" },
-		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
-		  "verbs: RDMA; fake: in-process test double (self-test only)" },
+		BENCH_OUTPUT_OPTS(&cfg.json, &cfg.csv, &cfg.plot),
+		BENCH_SELFTEST_OPTS(&cfg.device, &cfg.fabric),
 		{ 0 },
 	};
-	const char *pos[1];
-	int n_pos, rc;
 
-	argv[0] = name;
-	rc = cmd_parse(&page, table, argc, argv, pos, 1, &n_pos);
-	if (rc != CMD_CONTINUE)
-		return rc;
-	cfg.addr = n_pos ? pos[0] : NULL;
-	rc = check_cfg(&cfg);
-	return rc == CMD_CONTINUE ? run(&cfg) : rc;
+	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric };
+
+	return bench_cmd_main(&kv_bench, table, argc, argv, &into);
 }

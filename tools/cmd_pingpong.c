@@ -369,18 +369,28 @@ static int dial(rdmx_ctx *ctx, struct client *cl, const char *addr,
 	return EXIT_OK;
 }
 
-static int run_client(rdmx_ctx *ctx, const struct pp_cfg *cfg)
+/* A client of @cfg's size, or NULL (said on stderr). */
+static struct client *client_new(const struct pp_cfg *cfg)
 {
 	struct client *cl = calloc(1, sizeof(*cl));
-	char peer[96];
-	int rc;
 
 	if (!cl) {
 		fprintf(stderr, "rdmx pingpong: out of memory\n");
-		return EXIT_FAIL;
+		return NULL;
 	}
 	cl->cfg = cfg;
 	cl->size = (size_t)cfg->size;
+	return cl;
+}
+
+static int run_client(rdmx_ctx *ctx, const struct pp_cfg *cfg)
+{
+	struct client *cl = client_new(cfg);
+	char peer[96];
+	int rc;
+
+	if (!cl)
+		return EXIT_FAIL;
 	rc = dial(ctx, cl, cfg->addr, (uint16_t)cfg->port);
 	if (rc == EXIT_OK) {
 		rc = client_run(cl);
@@ -467,17 +477,13 @@ static int run_self_test(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 {
 	struct server s = { .cfg = cfg, .accept_timeout_ms = (int)cfg->timeout,
 			    .recv_timeout_ms = (int)cfg->timeout };
-	struct client *cl = calloc(1, sizeof(*cl));
+	struct client *cl = client_new(cfg);
 	char addr[64];
 	pthread_t t;
 	int rc;
 
-	if (!cl) {
-		fprintf(stderr, "rdmx pingpong: out of memory\n");
+	if (!cl)
 		return EXIT_FAIL;
-	}
-	cl->cfg = cfg;
-	cl->size = (size_t)cfg->size;
 	rc = cli_local_addr("pingpong", cfg->fabric, cfg->device,
 			    (int)cfg->gid_index, addr, sizeof(addr));
 	if (rc == EXIT_OK)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_cmd.h"
 #include "bench_ep.h"
 #include "bench_pre.h"
 #include "cmds.h"
@@ -79,7 +80,6 @@ static const struct opts_page page = {
 	.see_also = "rdmx(1), rdmx-rpc(1), rdmx-bench(1), rdmx-pingpong(1)",
 };
 
-static const char *const fabrics[] = { "verbs", "fake", NULL };
 /* Every transport in port order (--server: --port + index). */
 static const char *const all_transports[] = { "msg", "rfp", "herd", RB_TCP, NULL };
 
@@ -122,8 +122,9 @@ static int parse_transports(struct rb_cfg *cfg)
 }
 
 /* Derive the settings; usage errors print and return EXIT_USAGE. */
-static int check_cfg(struct rb_cfg *cfg)
+static int check_cfg(void *arg)
 {
+	struct rb_cfg *cfg = arg;
 	char err[600], a[32], b[32];
 	int rc = parse_transports(cfg);
 
@@ -154,8 +155,6 @@ static int check_cfg(struct rb_cfg *cfg)
 		return usage_err("--port: a client needs the server's port (1-65532)");
 	if (cfg->port + RB_MAX_TRANSPORTS - 1 > 65535)
 		return usage_err("--port: too high for one port per transport");
-	if (cfg->json && cfg->csv && !strcmp(cfg->json, "-") && !strcmp(cfg->csv, "-"))
-		return usage_err("--json - and --csv -: only one can go to stdout");
 	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
 		return usage_err("%s", err);
 	return CMD_CONTINUE;
@@ -192,8 +191,8 @@ static int run_server(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 struct run {
 	const struct rb_cfg *cfg;
 	rdmx_ctx *ctx;
-	char local[64], device[64], stamp[32], config[2048];
-	struct jw_prov prov;
+	char local[64];
+	struct bench_head_buf head;
 	struct rb_report rep;
 	int cap, failures;
 };
@@ -272,24 +271,16 @@ static int report_init(struct run *r)
 
 	r->cap = cfg->n_transports * cfg->n_sizes * n;
 	r->rep = (struct rb_report){
-		.timestamp = bench_timestamp(r->stamp, sizeof(r->stamp)),
-		.fabric = cfg->fabric, .peer = cfg->addr ? cfg->addr : "self-test",
-		.version = RDMX_VERSION_STRING, .window = (int)cfg->window,
-		.workers = (int)cfg->workers, .rows = calloc((size_t)r->cap, sizeof(struct rb_result)),
+		.window = (int)cfg->window, .workers = (int)cfg->workers,
+		.rows = calloc((size_t)r->cap, sizeof(struct rb_result)),
 	};
 	if (!r->rep.rows) {
 		fprintf(stderr, "rdmx rpc bench: out of memory\n");
 		return EXIT_FAIL;
 	}
-	jw_provenance(&r->prov, cfg->argc, cfg->argv);
-	config_json(cfg, r->config, sizeof(r->config));
-	r->rep.cmdline = r->prov.cmdline;
-	r->rep.host = r->prov.host;
-	r->rep.kernel = r->prov.kernel;
-	r->rep.config_json = r->config;
-	if (strcmp(cfg->fabric, "fake"))
-		bench_device_of(cfg->addr ? NULL : r->local, r->device, sizeof(r->device));
-	r->rep.device = r->device[0] ? r->device : cfg->fabric;
+	bench_head_init(&r->rep.head, &r->head, cfg->fabric, cfg->addr, r->local,
+			cfg->argc, cfg->argv);
+	config_json(cfg, r->head.config, sizeof(r->head.config));
 	return EXIT_OK;
 }
 
@@ -297,7 +288,6 @@ static int report_init(struct run *r)
 static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 {
 	struct run r = { .cfg = cfg, .ctx = ctx };
-	FILE *out;
 	int i, rc;
 
 	if (!cfg->addr && cli_local_addr("rpc bench", cfg->fabric, cfg->device, -1, r.local,
@@ -308,48 +298,32 @@ static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 	bench_catch_stop();
 	for (i = 0; i < cfg->n_transports && !bench_stopped(); i++)
 		run_transport(&r, cfg->transports[i]);
-	/* the table goes to stderr when stdout carries --json - or --csv - */
-	out = (cfg->json && !strcmp(cfg->json, "-")) ||
-	      (cfg->csv && !strcmp(cfg->csv, "-")) ? stderr : stdout;
-	rb_print_table(&r.rep, out);
+	rb_print_table(&r.rep, jw_table_file(cfg->json, cfg->csv));
 	rc = save_files(&r, true);
 	if (cfg->plot && r.rep.n && rb_plot(&r.rep, cfg->plot))
 		rc = EXIT_FAIL;
 	for (i = 0; i < r.rep.n; i++)
 		free(r.rep.rows[i].rtt);
 	free(r.rep.rows);
-	if (bench_stopped()) {
-		fprintf(stderr, "rdmx rpc bench: stopped by signal %d; the tests finished "
-			"before it are above%s\n", bench_stopped(),
-			cfg->json || cfg->csv ? " and in the files" : "");
-		return 128 + bench_stopped();
-	}
+	if (bench_stopped())
+		return bench_stop_status("rpc bench", cfg->json || cfg->csv);
 	return r.failures ? EXIT_FAIL : rc;
 }
 
-/* A context on --fabric, then the server or the client. */
-static int run(const struct rb_cfg *cfg)
-{
-	struct rdmx_ctx_opts o;
-	rdmx_ctx *ctx;
-	int rc;
+static char name[] = "rpc bench";
 
-	rdmx_ctx_opts_init(&o);
-	o.fabric = cfg->fabric;
-	rc = rdmx_ctx_create(&ctx, &o);
-	if (rc) {
-		fprintf(stderr, "rdmx rpc bench: context: %s (%s)\n", rdmx_strerror(rc),
-			rdmx_last_error());
-		return EXIT_FAIL;
-	}
-	rc = cfg->server ? run_server(ctx, cfg) : run_client(ctx, cfg);
-	rdmx_ctx_destroy(ctx);
-	return rc;
+/* The server or the client. */
+static int run(rdmx_ctx *ctx, const void *arg)
+{
+	const struct rb_cfg *cfg = arg;
+
+	return cfg->server ? run_server(ctx, cfg) : run_client(ctx, cfg);
 }
+
+static const struct bench_cmd rpc_bench = { name, &page, check_cfg, run };
 
 int cmd_rpc_bench(int argc, char **argv)
 {
-	static char name[] = "rpc bench";
 	struct rb_cfg cfg = { .transports_s = "all", .sizes_s = DEFAULT_SIZES,
 		.protocol = "send_recv", .fabric = "verbs", .clients = 1, .window = 1,
 		.workers = 1, .warmup = 100, .port = RDMX_DEFAULT_PORT, .timeout = 10000,
@@ -375,33 +349,19 @@ int cmd_rpc_bench(int argc, char **argv)
 		  "run each test for SEC seconds instead of --iters" },
 		{ "warmup", 0, OPT_INT, &cfg.warmup, 0, 1000000000, NULL, "N",
 		  "untimed calls per client before each test" },
-		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
-		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
-		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
-		  "write every figure as CSV ('-': stdout)" },
-		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
-		  "write PNG and SVG charts (gnuplot) into DIR" },
+		BENCH_OUTPUT_OPTS(&cfg.json, &cfg.csv, &cfg.plot),
 		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
 		  "base port: msg on PORT, rfp + 1, herd + 2, tcp + 3 (--server: 0 "
 		  "picks free ones)" },
 		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
 		  "connect timeout and the longest wait for one response, in ms" },
-		{ "device", 'd', OPT_STRING, &cfg.device, 0, 0, NULL, "DEV",
-		  "RDMA device for the self-test's address (default: the first active)" },
 		{ "server", 0, OPT_FLAG, &cfg.server, 0, 0, NULL, NULL,
 		  "serve every transport of --transport until SIGINT or SIGTERM" },
-		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
-		  "verbs: RDMA; fake: in-process test double (self-test only)" },
+		BENCH_SELFTEST_OPTS(&cfg.device, &cfg.fabric),
 		{ 0 },
 	};
-	const char *pos[1];
-	int n_pos, rc;
 
-	argv[0] = name;
-	rc = cmd_parse(&page, table, argc, argv, pos, 1, &n_pos);
-	if (rc != CMD_CONTINUE)
-		return rc;
-	cfg.addr = n_pos ? pos[0] : NULL;
-	rc = check_cfg(&cfg);
-	return rc == CMD_CONTINUE ? run(&cfg) : rc;
+	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric };
+
+	return bench_cmd_main(&rpc_bench, table, argc, argv, &into);
 }

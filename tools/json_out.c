@@ -138,6 +138,58 @@ void jw_provenance(struct jw_prov *p, int argc, char **argv)
 		 u.machine);
 }
 
+void jw_head_where(FILE *f, const char *tool, const struct jw_head *h)
+{
+	fputs("{\n  ", f);
+	jw_kv_str(f, "tool", tool, true);
+	fputs(",\n  ", f);
+	jw_kv_str(f, "timestamp", h->timestamp, true);
+	jw_kv_str(f, "device", h->device, false);
+	jw_kv_str(f, "fabric", h->fabric, false);
+	jw_kv_str(f, "peer", h->peer, false);
+}
+
+void jw_head_prov(FILE *f, const struct jw_head *h)
+{
+	fputs(",\n  ", f);
+	jw_kv_str(f, "rdmx_version", h->version, true);
+	jw_kv_str(f, "command_line", h->cmdline, false);
+	jw_kv_str(f, "host", h->host, false);
+	jw_kv_str(f, "kernel", h->kernel, false);
+}
+
+void jw_head_config(FILE *f, const struct jw_head *h)
+{
+	if (h->config_json) {
+		jw_key(f, "config", false);
+		fputs(h->config_json, f);
+	}
+}
+
+void jw_write_head(FILE *f, const char *tool, const struct jw_head *h)
+{
+	jw_head_where(f, tool, h);
+	jw_head_prov(f, h);
+	jw_head_config(f, h);
+}
+
+int jw_write_results(FILE *f, const void *report, int n,
+		     void (*row)(const void *report, int i, FILE *f))
+{
+	fputs(",\n  \"results\": [\n", f);
+	for (int i = 0; i < n; i++) {
+		row(report, i, f);
+		fputs(i + 1 < n ? ",\n" : "\n", f);
+	}
+	fputs("  ]\n}\n", f);
+	return ferror(f) ? -EIO : 0;
+}
+
+FILE *jw_table_file(const char *json, const char *csv)
+{
+	return (json && !strcmp(json, "-")) || (csv && !strcmp(csv, "-")) ? stderr : stdout;
+}
+
 int jw_write_file(const char *cmd, const char *path, const void *arg,
 		  int (*fn)(const void *arg, FILE *f))
 {

@@ -63,6 +63,34 @@ struct jw_prov {
 /** jw_provenance - the command line ("rdmx" + @argv), host and kernel. */
 void jw_provenance(struct jw_prov *p, int argc, char **argv);
 
+/* A report's header: when, where and how it ran (rdmx kv bench, rpc bench). */
+struct jw_head {
+	const char *timestamp, *device, *fabric, *peer, *version;
+	const char *cmdline, *host, *kernel, *config_json;
+};
+
+/**
+ * jw_write_head - a report's opening: '{', "tool": "@tool" and @h's fields;
+ * the caller goes on with ", ..." and closes it. Its three parts, for a
+ * report with fields of its own between them: jw_head_where (the opening
+ * to "peer"), jw_head_prov (",\n  " "rdmx_version" to "kernel") and
+ * jw_head_config ("config", when there is one).
+ */
+void jw_write_head(FILE *f, const char *tool, const struct jw_head *h);
+void jw_head_where(FILE *f, const char *tool, const struct jw_head *h);
+void jw_head_prov(FILE *f, const struct jw_head *h);
+void jw_head_config(FILE *f, const struct jw_head *h);
+
+/**
+ * jw_write_results - a report's end: "results", @row(@report, i, f) for
+ * each of its @n rows, and the closing brace. 0, or -EIO.
+ */
+int jw_write_results(FILE *f, const void *report, int n,
+		     void (*row)(const void *report, int i, FILE *f));
+
+/** jw_table_file - where the table goes: stderr when --json or --csv is "-". */
+FILE *jw_table_file(const char *json, const char *csv);
+
 /**
  * jw_write_file - call @fn(@arg, f) on @path opened for writing (a
  * temporary file renamed over it), or on stdout for "-"; 0 or -errno

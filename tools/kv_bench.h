@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "hist.h"
+#include "json_out.h"
 
 #define KB_MAX_CLIENTS 64
 #define KB_MAX_PATHS 4
@@ -66,8 +67,7 @@ struct kb_row {
 
 /* Everything a run produced, for the writers. */
 struct kb_report {
-	const char *timestamp, *device, *fabric, *peer, *version;
-	const char *cmdline, *host, *kernel, *config_json;
+	struct jw_head head;
 	uint64_t keys, ops;
 	int n, cap;
 	struct kb_row *rows;

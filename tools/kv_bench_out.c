@@ -138,7 +138,7 @@ static void row(const struct kb_row *x, FILE *f)
 void kb_print_table(const struct kb_report *r, FILE *f)
 {
 	fprintf(f, "rdmx kv bench %s  device %s  peer %s  keys %" PRIu64 "  ops per test %"
-		PRIu64 "%s\n", r->timestamp, r->device, r->peer, r->keys, r->ops,
+		PRIu64 "%s\n", r->head.timestamp, r->head.device, r->head.peer, r->keys, r->ops,
 		r->ops == 100000 ? " (the lab's count)" : " (the lab's count is 100000: "
 		"fewer here)");
 	fprintf(f, "\nop latency in microseconds (torn: the GETs); paths: rpc = GET by "
@@ -156,19 +156,23 @@ void kb_print_table(const struct kb_report *r, FILE *f)
 
 /* ------------------------------------------------------------------- JSON */
 
-static void json_row(const struct kb_report *r, const struct kb_row *x, FILE *f)
+/* Row @i of the report as a JSON object. */
+static void json_row(const void *report, int i, FILE *f)
 {
+	const struct kb_report *r = report;
+	const struct kb_row *x = &r->rows[i];
+
 	fputs("    {", f);
 	jw_kv_str(f, "workload", x->workload, true);
 	jw_kv_str(f, "dist", x->dist, false);
 	jw_kv_str(f, "path", kb_path_name(x->path), false);
 	jw_kv_u64(f, "value_size", x->size, false);
 	jw_kv_u64(f, "clients", (uint64_t)x->clients, false);
-	jw_kv_str(f, "timestamp", r->timestamp, false);
+	jw_kv_str(f, "timestamp", r->head.timestamp, false);
 	jw_kv_u64(f, "ops", x->ops, false);
 	jw_key(f, "per_client_ops", false);
-	for (int i = 0; i < x->clients && i < KB_MAX_CLIENTS; i++)
-		fprintf(f, "%s%" PRIu64, i ? ", " : "[", x->client_ops[i]);
+	for (int c = 0; c < x->clients && c < KB_MAX_CLIENTS; c++)
+		fprintf(f, "%s%" PRIu64, c ? ", " : "[", x->client_ops[c]);
 	fputc(']', f);
 	jw_kv_u64(f, "gets", x->gets, false);
 	jw_kv_u64(f, "puts", x->puts, false);
@@ -212,28 +216,9 @@ int kb_write_json(const void *report, FILE *f)
 {
 	const struct kb_report *r = report;
 
-	fputs("{\n  ", f);
-	jw_kv_str(f, "tool", "rdmx kv bench", true);
-	fputs(",\n  ", f);
-	jw_kv_str(f, "timestamp", r->timestamp, true);
-	jw_kv_str(f, "device", r->device, false);
-	jw_kv_str(f, "fabric", r->fabric, false);
-	jw_kv_str(f, "peer", r->peer, false);
-	fputs(",\n  ", f);
-	jw_kv_str(f, "rdmx_version", r->version, true);
-	jw_kv_str(f, "command_line", r->cmdline, false);
-	jw_kv_str(f, "host", r->host, false);
-	jw_kv_str(f, "kernel", r->kernel, false);
-	jw_key(f, "config", false);
-	fputs(r->config_json, f);
+	jw_write_head(f, "rdmx kv bench", &r->head);
 	json_targets(r, f);
-	fputs(",\n  \"results\": [\n", f);
-	for (int i = 0; i < r->n; i++) {
-		json_row(r, &r->rows[i], f);
-		fputs(i + 1 < r->n ? ",\n" : "\n", f);
-	}
-	fputs("  ]\n}\n", f);
-	return ferror(f) ? -EIO : 0;
+	return jw_write_results(f, r, r->n, json_row);
 }
 
 /* -------------------------------------------------------------------- CSV */
@@ -255,7 +240,7 @@ int kb_write_csv(const void *report, FILE *f)
 
 		/* names are identifiers or "95/5": nothing to quote */
 		fprintf(f, "%s,%s,%s,%s,%s,%s,%" PRIu64 ",%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			",%" PRIu64 ",%" PRIu64 ",%.9f,%.3f,", r->timestamp, r->device, r->fabric,
+			",%" PRIu64 ",%" PRIu64 ",%.9f,%.3f,", r->head.timestamp, r->head.device, r->head.fabric,
 			x->workload, x->dist, kb_path_name(x->path), x->size, x->clients, x->ops,
 			x->gets, x->puts, x->misses, x->bad, (double)x->wall_ns / 1e9, x->rate);
 		jw_csv_lat(f, x->lat);
@@ -341,7 +326,7 @@ int kb_plot(const struct kb_report *r, const char *dir)
 	f = rc ? NULL : plot_open(dir, "plots.gp");
 	if (!f)
 		return rc ? rc : -EIO;
-	plot_head(f, "rdmx kv bench", r->timestamp, r->device);
+	plot_head(f, "rdmx kv bench", r->head.timestamp, r->head.device);
 	opts_format_size(size, sz, sizeof(sz));
 	snprintf(set, sizeof(set), "set title sprintf(\"GET latency CDF, %s values, 1 "
 		 "client\\n%%s\", subtitle)\nset xlabel 'GET (microseconds, log scale)'\n"

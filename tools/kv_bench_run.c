@@ -47,7 +47,7 @@ struct kb_client {
 	unsigned char *val, *buf;
 	pthread_t th;
 	int rc;
-	char err[512];
+	struct cli_err err;
 };
 
 const char *kb_path_name(enum kb_path p)
@@ -57,18 +57,8 @@ const char *kb_path_name(enum kb_path p)
 	return names[p];
 }
 
-static int __attribute__((format(printf, 3, 4)))
-cl_fail(struct kb_client *c, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!c->err[0]) {
-		va_start(ap, fmt);
-		vsnprintf(c->err, sizeof(c->err), fmt, ap);
-		va_end(ap);
-	}
-	return c->rc = rc;
-}
+/* Record the first error of @c (and its status). */
+#define cl_fail(cl, status, ...) cli_note(&(cl)->err, &(cl)->rc, (status), __VA_ARGS__)
 
 /* xorshift64*: the clients' own random numbers. */
 static uint64_t rnd(uint64_t *s)
@@ -282,8 +272,8 @@ static int dial(struct kb_client *c)
 
 	if (c->t->path == KB_DOOR || c->t->path == KB_MEMCACHED)
 		return kb_mc_dial(tg->tcp_addr, c->t->path == KB_DOOR ? tg->door_port :
-				  tg->mc_port, (int)c->cfg->timeout, &c->mc, c->err,
-				  sizeof(c->err));
+				  tg->mc_port, (int)c->cfg->timeout, &c->mc, c->err.msg,
+				  sizeof(c->err.msg));
 	rc = rdmx_kv_client_create(tg->ctx, tg->addr, tg->port, &o, &c->kv);
 	if (rc)
 		return cl_fail(c, rc, "connect to %s port %u: %s (%s)", tg->addr, tg->port,
@@ -388,7 +378,7 @@ static int run_threads(struct kb_client *cl, int n, int readers, atomic_bool *do
 	for (i = 0; i < n && !rc; i++)
 		if (cl[i].rc) {
 			rc = cl[i].rc;
-			snprintf(err, len, "client %d: %s", i, cl[i].err);
+			snprintf(err, len, "client %d: %s", i, cl[i].err.msg);
 		}
 	return rc;
 }
@@ -421,7 +411,7 @@ int kb_run_test(const struct kb_cfg *cfg, const struct kb_target *tg,
 		if (!rc && i == 0 && t->preload)
 			rc = preload(&cl[i]);
 		if (rc)
-			snprintf(err, len, "client %d: %s", i, cl[i].err);
+			snprintf(err, len, "client %d: %s", i, cl[i].err.msg);
 	}
 	if (!rc)
 		rc = run_threads(cl, n, n - torn, &done, err, len);

@@ -25,6 +25,7 @@
 
 #include "bench.h"
 #include "hist.h"
+#include "json_out.h"
 
 #define RB_ECHO 1
 #define RB_STATS 2
@@ -73,8 +74,7 @@ struct rb_result {
 
 /* Everything a run produced, for the writers. */
 struct rb_report {
-	const char *timestamp, *device, *fabric, *peer, *version;
-	const char *cmdline, *host, *kernel, *config_json;
+	struct jw_head head;
 	int window, workers;
 	int n;
 	struct rb_result *rows;

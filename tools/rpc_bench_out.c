@@ -50,7 +50,7 @@ static void row(const struct rb_result *x, FILE *f)
 void rb_print_table(const struct rb_report *r, FILE *f)
 {
 	fprintf(f, "rdmx rpc bench %s  device %s  peer %s  window %d  server workers %d\n",
-		r->timestamp, r->device, r->peer, r->window, r->workers);
+		r->head.timestamp, r->head.device, r->head.peer, r->window, r->workers);
 	fprintf(f, "\necho calls: round trip in microseconds; client min/max = slowest "
 		"and fastest client's calls/s;\njain = fairness of the clients' calls/s "
 		"(1 = even); srv = the server's CPU us and outbound work\nrequests per "
@@ -84,9 +84,11 @@ static void json_clients(const struct rb_result *x, FILE *f)
 	fputc(']', f);
 }
 
-/* One result row as a JSON object. */
-static void json_row(const struct rb_report *r, const struct rb_result *x, FILE *f)
+/* Result row @i of the report as a JSON object. */
+static void json_row(const void *report, int i, FILE *f)
 {
+	const struct rb_report *r = report;
+	const struct rb_result *x = &r->rows[i];
 	double lo, hi;
 
 	bench_range(x->client_rate, x->clients < RB_MAX_CLIENTS ? x->clients :
@@ -101,7 +103,7 @@ static void json_row(const struct rb_report *r, const struct rb_result *x, FILE 
 	jw_kv_u64(f, "size", x->size, false);
 	jw_kv_u64(f, "clients", (uint64_t)x->clients, false);
 	jw_kv_u64(f, "window", (uint64_t)r->window, false);
-	jw_kv_str(f, "timestamp", r->timestamp, false);
+	jw_kv_str(f, "timestamp", r->head.timestamp, false);
 	jw_kv_u64(f, "calls", x->calls, false);
 	jw_kv_u64(f, "warmup", x->warmup, false);
 	jw_kv_num(f, "seconds", (double)x->wall_ns / 1e9, false);
@@ -122,29 +124,8 @@ int rb_write_json(const void *report, FILE *f)
 {
 	const struct rb_report *r = report;
 
-	fputs("{\n  ", f);
-	jw_kv_str(f, "tool", "rdmx rpc bench", true);
-	fputs(",\n  ", f);
-	jw_kv_str(f, "timestamp", r->timestamp, true);
-	jw_kv_str(f, "device", r->device, false);
-	jw_kv_str(f, "fabric", r->fabric, false);
-	jw_kv_str(f, "peer", r->peer, false);
-	fputs(",\n  ", f);
-	jw_kv_str(f, "rdmx_version", r->version, true);
-	jw_kv_str(f, "command_line", r->cmdline, false);
-	jw_kv_str(f, "host", r->host, false);
-	jw_kv_str(f, "kernel", r->kernel, false);
-	if (r->config_json) {
-		jw_key(f, "config", false);
-		fputs(r->config_json, f);
-	}
-	fputs(",\n  \"results\": [\n", f);
-	for (int i = 0; i < r->n; i++) {
-		json_row(r, &r->rows[i], f);
-		fputs(i + 1 < r->n ? ",\n" : "\n", f);
-	}
-	fputs("  ]\n}\n", f);
-	return ferror(f) ? -EIO : 0;
+	jw_write_head(f, "rdmx rpc bench", &r->head);
+	return jw_write_results(f, r, r->n, json_row);
 }
 
 /* -------------------------------------------------------------------- CSV */
@@ -177,7 +158,7 @@ int rb_write_csv(const void *report, FILE *f)
 		    RB_MAX_CLIENTS, &lo, &hi);
 		/* names are identifiers: no commas or quotes to escape */
 		fprintf(f, "%s,%s,%s,%s,%s,%" PRIu64 ",%d,%d,%" PRIu64 ",%" PRIu64
-			",%.9f,%.3f,", r->timestamp, r->device, r->fabric, x->transport,
+			",%.9f,%.3f,", r->head.timestamp, r->head.device, r->head.fabric, x->transport,
 			x->protocol ? x->protocol : "", x->size, x->clients, r->window,
 			x->calls, x->warmup, (double)x->wall_ns / 1e9, x->rate);
 		jw_csv_lat(f, x->rtt);

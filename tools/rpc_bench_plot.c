@@ -103,7 +103,7 @@ static int write_script(const struct rb_report *r, const char *dir,
 
 	if (!f)
 		return -EIO;
-	plot_head(f, "rdmx rpc bench", r->timestamp, r->device);
+	plot_head(f, "rdmx rpc bench", r->head.timestamp, r->head.device);
 	if (calls->s.n)
 		plot_chart(f, "rpc_calls_vs_clients", "set title sprintf(\"Echo calls/s "
 			   "vs clients (one thread each, one server)\\n%s\", subtitle)\n"

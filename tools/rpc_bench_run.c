@@ -54,22 +54,11 @@ struct rb_client {
 	struct hist *rtt;
 	pthread_t th;
 	int rc;
-	char err[512];
+	struct cli_err err;
 };
 
-/* Record the first error of @c. */
-static int __attribute__((format(printf, 3, 4)))
-cl_fail(struct rb_client *c, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!c->err[0]) {
-		va_start(ap, fmt);
-		vsnprintf(c->err, sizeof(c->err), fmt, ap);
-		va_end(ap);
-	}
-	return c->rc = rc;
-}
+/* Record the first error of @c (and its status). */
+#define cl_fail(cl, status, ...) cli_note(&(cl)->err, &(cl)->rc, (status), __VA_ARGS__)
 
 /* The TCP baseline rather than an RPC transport? */
 static bool is_tcp(const char *transport)
@@ -383,7 +372,7 @@ static int drive(struct rb_client *cl, int n, int clients, struct rb_gate *g,
 	for (i = 0; i < n && !rc; i++)
 		if (cl[i].rc) {
 			rc = cl[i].rc;
-			snprintf(err, len, "client %d: %s", i, cl[i].err);
+			snprintf(err, len, "client %d: %s", i, cl[i].err.msg);
 		}
 	if (!rc && !bench_stopped())
 		rc = ctl_snap(k, &s1, (int)cl[0].cfg->timeout, err, len);
@@ -401,7 +390,7 @@ static void first_err(struct rb_client *cl, int n, char *err, size_t len)
 {
 	for (int i = 0; i < n; i++)
 		if (cl[i].rc && !err[0])
-			snprintf(err, len, "client %d: %s", i, cl[i].err);
+			snprintf(err, len, "client %d: %s", i, cl[i].err.msg);
 }
 
 int rb_run_group(const struct rb_cfg *cfg, const char *transport,

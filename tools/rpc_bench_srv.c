@@ -6,7 +6,6 @@
  * with this process's CPU time, the calls answered and (RPC) the server's
  * outbound work requests.
  */
-#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "cmds.h"
+#include "le.h"
 #include "rpc_bench.h"
 
 struct rb_server {
@@ -58,37 +58,21 @@ void rb_proc_cpu(struct rb_snap *s)
 	s->sys_ns = tv_ns(&ru.ru_stime);
 }
 
-/* Write @v at @p, little-endian. */
-static void put64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-/* The little-endian u64 at @p. */
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
-
 void rb_snap_put(unsigned char *p, const struct rb_snap *s)
 {
-	put64(p, s->user_ns);
-	put64(p + 8, s->sys_ns);
-	put64(p + 16, s->calls);
-	put64(p + 24, s->wrs);
-	put64(p + 32, 0);
+	le_put64(p, s->user_ns);
+	le_put64(p + 8, s->sys_ns);
+	le_put64(p + 16, s->calls);
+	le_put64(p + 24, s->wrs);
+	le_put64(p + 32, 0);
 }
 
 void rb_snap_get(const unsigned char *p, struct rb_snap *s)
 {
-	s->user_ns = get64(p);
-	s->sys_ns = get64(p + 8);
-	s->calls = get64(p + 16);
-	s->wrs = get64(p + 24);
+	s->user_ns = le_get64(p);
+	s->sys_ns = le_get64(p + 8);
+	s->calls = le_get64(p + 16);
+	s->wrs = le_get64(p + 24);
 }
 
 /* The echo method: the request back, byte for byte. */

@@ -9,52 +9,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/wire.h"
 #include "rpc/rpc_int.h"
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 void rdmx__rpc_hdr_put(void *buf, const struct rpc_hdr *h)
 {
 	unsigned char *p = buf;
 
-	put32(p, RPC_MAGIC);
+	rdmx__put_u32(p, RPC_MAGIC);
 	p[4] = h->kind;
 	p[5] = 0;
-	put16(p + 6, h->method);
-	put32(p + 8, (uint32_t)h->status);
-	put32(p + 12, h->len);
-	put64(p + 16, h->call);
+	rdmx__put_u16(p + 6, h->method);
+	rdmx__put_u32(p + 8, (uint32_t)h->status);
+	rdmx__put_u32(p + 12, h->len);
+	rdmx__put_u64(p + 16, h->call);
 }
 
 int rdmx__rpc_hdr_get(const void *buf, size_t n, struct rpc_hdr *h)
@@ -65,10 +33,10 @@ int rdmx__rpc_hdr_get(const void *buf, size_t n, struct rpc_hdr *h)
 		return rdmx__fail(-EPROTO, "rpc: a frame of %zu bytes, shorter than "
 				  "its %u-byte header", n, RPC_HDR);
 	memcpy(c, buf, RPC_HDR);
-	if (get32(c) != RPC_MAGIC || c[5] != 0)
-		return rdmx__fail(-EPROTO, "rpc: not an rpc frame (magic 0x%08x)", get32(c));
-	*h = (struct rpc_hdr){ .kind = c[4], .method = get16(c + 6),
-		.status = (int32_t)get32(c + 8), .len = get32(c + 12), .call = get64(c + 16) };
+	if (rdmx__get_u32(c) != RPC_MAGIC || c[5] != 0)
+		return rdmx__fail(-EPROTO, "rpc: not an rpc frame (magic 0x%08x)", rdmx__get_u32(c));
+	*h = (struct rpc_hdr){ .kind = c[4], .method = rdmx__get_u16(c + 6),
+		.status = (int32_t)rdmx__get_u32(c + 8), .len = rdmx__get_u32(c + 12), .call = rdmx__get_u64(c + 16) };
 	if (h->kind < RPC_HELLO || h->kind > RPC_RESP)
 		return rdmx__fail(-EPROTO, "rpc: unknown frame kind %u", h->kind);
 	if (h->len != n - RPC_HDR)
@@ -82,8 +50,8 @@ int rdmx__rpc_hdr_get(const void *buf, size_t n, struct rpc_hdr *h)
 
 void rdmx__rpc_hello_put(void *buf, const struct rpc_contract *k)
 {
-	put64(buf, k->hash);
-	put32((unsigned char *)buf + 8, (uint32_t)k->n);
+	rdmx__put_u64(buf, k->hash);
+	rdmx__put_u32((unsigned char *)buf + 8, (uint32_t)k->n);
 }
 
 int rdmx__rpc_hello_get(const void *buf, size_t n, uint64_t *hash, uint32_t *count)
@@ -94,18 +62,18 @@ int rdmx__rpc_hello_get(const void *buf, size_t n, uint64_t *hash, uint32_t *cou
 		return rdmx__fail(-EPROTO, "rpc: a hello of %zu bytes, want %u", n,
 				  RPC_HELLO_LEN);
 	memcpy(c, buf, sizeof(c));
-	*hash = get64(c);
-	*count = get32(c + 8);
+	*hash = rdmx__get_u64(c);
+	*count = rdmx__get_u32(c + 8);
 	return 0;
 }
 
 static void entry_put(unsigned char *p, const struct rpc_method *m)
 {
 	memset(p, 0, RPC_TABLE_ENTRY);
-	put16(p, m->id);
-	put32(p + 4, m->max_req);
-	put32(p + 8, m->max_resp);
-	put32(p + 12, m->flags);
+	rdmx__put_u16(p, m->id);
+	rdmx__put_u32(p + 4, m->max_req);
+	rdmx__put_u32(p + 8, m->max_resp);
+	rdmx__put_u32(p + 12, m->flags);
 	memcpy(p + 16, m->name, strlen(m->name));
 }
 
@@ -118,7 +86,7 @@ size_t rdmx__rpc_table_put(void *buf, size_t cap, const struct rpc_contract *k)
 		return 0;
 	if (fit > k->n)
 		fit = k->n;
-	put32(p, (uint32_t)k->n);
+	rdmx__put_u32(p, (uint32_t)k->n);
 	for (size_t i = 0; i < fit; i++)
 		entry_put(p + 4 + i * RPC_TABLE_ENTRY, &k->m[i]);
 	return 4 + fit * RPC_TABLE_ENTRY;
@@ -130,8 +98,8 @@ static void entry_get(const unsigned char *tab, size_t i, struct rpc_method *m)
 	unsigned char c[RPC_TABLE_ENTRY];
 
 	memcpy(c, tab + 4 + i * RPC_TABLE_ENTRY, sizeof(c));
-	*m = (struct rpc_method){ .id = get16(c), .max_req = get32(c + 4),
-		.max_resp = get32(c + 8), .flags = get32(c + 12) };
+	*m = (struct rpc_method){ .id = rdmx__get_u16(c), .max_req = rdmx__get_u32(c + 4),
+		.max_resp = rdmx__get_u32(c + 8), .flags = rdmx__get_u32(c + 12) };
 	memcpy(m->name, c + 16, RDMX_RPC_NAME_MAX);
 	m->name[RDMX_RPC_NAME_MAX] = 0;
 	for (char *s = m->name; *s; s++)
@@ -197,7 +165,7 @@ void rdmx__rpc_table_diff(const struct rpc_contract *here, const void *buf, size
 		snprintf(out, outlen, "the server's table is malformed (%zu bytes)", n);
 		return;
 	}
-	total = get32(tab);
+	total = rdmx__get_u32(tab);
 	got = (n - 4) / RPC_TABLE_ENTRY;
 	if (got > total) {
 		snprintf(out, outlen, "the server's table is malformed (%zu of %u entries)",
@@ -221,4 +189,14 @@ size_t rdmx__rpc_frame_max(const struct rpc_contract *k)
 	if (tab > m)
 		m = tab;
 	return RPC_HDR + m;
+}
+
+void rdmx__rpc_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
+			 size_t extra, struct rdmx_conn_opts *co)
+{
+	rdmx_conn_opts_init(co);
+	co->max_msg_size = (uint32_t)(rdmx__rpc_frame_max(k) + extra);
+	co->send_depth = co->recv_depth = o->window < RPC_DEPTH_MIN ? RPC_DEPTH_MIN :
+					  o->window;
+	co->connect_timeout_ms = o->timeout_ms;
 }

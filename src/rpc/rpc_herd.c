@@ -61,6 +61,7 @@
 
 #include "core/dgram.h"
 #include "core/internal.h"
+#include "core/wire.h"
 #include "rpc/rpc_int.h"
 
 #define HERD_QKEY 0x48455244u
@@ -71,7 +72,6 @@
 #define HERD_SLOT_MAX (1u << 24)
 #define HERD_UC_DEPTH 16u
 #define HERD_UD_DEPTH 64u
-#define DEPTH_MIN 16u
 #define PEER_CHECK_ROUNDS 256u
 
 /* One UD QP of the server, per worker; its lock makes a responder the
@@ -130,40 +130,11 @@ struct herd_conn {
 	uint64_t foreign;             /* datagrams from any other QP, dropped */
 };
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
 static void herd_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
 			   struct rdmx_conn_opts *co)
 {
-	uint32_t depth = o->window < DEPTH_MIN ? DEPTH_MIN : o->window;
-
-	rdmx_conn_opts_init(co);
+	rdmx__rpc_conn_opts(o, k, 0, co);
 	co->protocol = o->protocol;
-	co->max_msg_size = (uint32_t)rdmx__rpc_frame_max(k);
-	co->send_depth = depth;
-	co->recv_depth = depth;
-	co->connect_timeout_ms = o->timeout_ms;
 }
 
 /* Registered, zeroed memory of @len bytes (a multiple of 64) on @c's device. */
@@ -332,8 +303,8 @@ static int setup_read(const struct rdmx_msg *m, struct herd_conn *h, struct rdmx
 	int rc;
 
 	memcpy(w, m->data, sizeof(w)); /* the peer's bytes, read once */
-	*window = get32(w + 4);
-	h->nonce = get64(w + 8 + 2 * RDMX__QP_DESC_WIRE);
+	*window = rdmx__get_u32(w + 4);
+	h->nonce = rdmx__get_u64(w + 8 + 2 * RDMX__QP_DESC_WIRE);
 	if (*window < 1 || *window > RPC_WINDOW_MAX)
 		return rdmx__fail(-EPROTO, "herd: setup asks for a window of %u slots, "
 				  "1..%u", *window, RPC_WINDOW_MAX);
@@ -346,10 +317,10 @@ static int setup_reply(struct herd_conn *h)
 {
 	uint8_t w[HERD_REPLY_LEN] = { 0 };
 
-	put32(w, HERD_MAGIC);
-	put32(w + 4, h->slot);
-	put32(w + 8, h->mr->rkey);
-	put64(w + 16, (uintptr_t)h->mem);
+	rdmx__put_u32(w, HERD_MAGIC);
+	rdmx__put_u32(w + 4, h->slot);
+	rdmx__put_u32(w + 8, h->mr->rkey);
+	rdmx__put_u64(w + 16, (uintptr_t)h->mem);
 	rdmx__qp_desc_encode(&h->uc->self, w + 24);
 	rdmx__qp_desc_encode(&h->ud->g->self, w + 24 + RDMX__QP_DESC_WIRE);
 	return ctrl_send(h, w, sizeof(w));
@@ -392,7 +363,7 @@ static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rd
 
 static int is_setup(const struct rdmx_msg *m)
 {
-	return m->len == HERD_SETUP_LEN && get32(m->data) == HERD_MAGIC;
+	return m->len == HERD_SETUP_LEN && rdmx__get_u32(m->data) == HERD_MAGIC;
 }
 
 /* A control event: 1 when it is one for the core (in @ev), 0 if herd's. */
@@ -447,7 +418,7 @@ static void slot_take(struct herd_conn *h, uint32_t i, struct rpc_sev *ev)
 	void *copy;
 
 	memcpy(tr, end - HERD_TRAILER, sizeof(tr)); /* the peer's bytes, read once */
-	len = get32(tr);
+	len = rdmx__get_u32(tr);
 	if (len > h->slot - HERD_TRAILER) {
 		rdmx__fail(-EPROTO, "herd: slot %u says %u bytes, above its %u", i, len,
 			   h->slot - HERD_TRAILER);
@@ -531,7 +502,7 @@ static int ud_send(struct herd_conn *h, const void *buf, size_t len)
 	int rc;
 
 	pthread_mutex_lock(&u->lock);
-	put64(u->buf, h->nonce);
+	rdmx__put_u64(u->buf, h->nonce);
 	memcpy(u->buf + HERD_NONCE, buf, len);
 	rc = rdmx__ud_send(u->g, h->ah, &h->peer_ud, u->buf, (uint32_t)(HERD_NONCE + len),
 			   u->mr->lkey, 0);
@@ -587,11 +558,11 @@ static int setup_send(struct herd_conn *h)
 	uint8_t w[HERD_SETUP_LEN];
 
 	herd_ud_as = NULL;
-	put32(w, HERD_MAGIC);
-	put32(w + 4, h->window);
+	rdmx__put_u32(w, HERD_MAGIC);
+	rdmx__put_u32(w + 4, h->window);
 	rdmx__qp_desc_encode(&h->uc->self, w + 8);
 	rdmx__qp_desc_encode(&as->udq->self, w + 8 + RDMX__QP_DESC_WIRE);
-	put64(w + 8 + 2 * RDMX__QP_DESC_WIRE, h->nonce);
+	rdmx__put_u64(w + 8 + 2 * RDMX__QP_DESC_WIRE, h->nonce);
 	return ctrl_send(h, w, sizeof(w));
 }
 
@@ -626,13 +597,13 @@ static int reply_take(struct herd_conn *h)
 	}
 	memcpy(w, m.data, sizeof(w)); /* the peer's bytes, read once */
 	rdmx_msg_release(h->conn, &m);
-	h->slot = get32(w + 4);
-	h->rkey = get32(w + 8);
-	h->raddr = get64(w + 16);
-	if (get32(w) != HERD_MAGIC || h->slot < RPC_HDR + HERD_TRAILER ||
+	h->slot = rdmx__get_u32(w + 4);
+	h->rkey = rdmx__get_u32(w + 8);
+	h->raddr = rdmx__get_u64(w + 16);
+	if (rdmx__get_u32(w) != HERD_MAGIC || h->slot < RPC_HDR + HERD_TRAILER ||
 	    h->slot > HERD_SLOT_MAX)
 		return rdmx__fail(-EPROTO, "herd: bad setup reply (magic 0x%08x, slot %u)",
-				  get32(w), h->slot);
+				  rdmx__get_u32(w), h->slot);
 	rc = rdmx__qp_desc_decode(w + 24, RDMX__QP_DESC_WIRE, RDMX__DQP_UC, &uc);
 	if (!rc)
 		rc = rdmx__qp_desc_decode(w + 24 + RDMX__QP_DESC_WIRE, RDMX__QP_DESC_WIRE,
@@ -687,14 +658,14 @@ static int slot_put(struct herd_conn *h, uint32_t i, uint32_t n, uint64_t wr_id)
  * slot of its call (the call id's low bits), the mark last. */
 static int slot_write(struct herd_conn *h, size_t len)
 {
-	uint64_t id = get64(h->tx + 16);
+	uint64_t id = rdmx__get_u64(h->tx + 16);
 	uint32_t i = (uint32_t)(id & (RPC_WINDOW_MAX - 1));
 	uint32_t n = (uint32_t)len + HERD_TRAILER;
 
 	if (i >= h->window || n > h->slot)
 		return rdmx__fail(-EMSGSIZE, "herd: a request of %zu bytes for slot %u: "
 				  "%u slots of %u bytes", len, i, h->window, h->slot);
-	put32(h->tx + len, (uint32_t)len);
+	rdmx__put_u32(h->tx + len, (uint32_t)len);
 	h->tx[len + 4] = (uint8_t)(1 + (id >> RPC_SLOT_BITS) % 255);
 	return slot_put(h, i, n, id);
 }
@@ -771,7 +742,7 @@ static int ud_take(struct herd_conn *h, struct rpc_rx *rx)
 				  rdmx__wc_status_name(wc.status), wc.vendor_status);
 	buf = h->rx + wc.wr_id * h->rxlen + RDMX__GRH_LEN;
 	if (wc.src_qp != h->srv_qpn || wc.byte_len < RDMX__GRH_LEN + HERD_NONCE ||
-	    get64(buf) != h->nonce)
+	    rdmx__get_u64(buf) != h->nonce)
 		return ud_foreign(h, &wc);
 	*rx = (struct rpc_rx){ .data = buf + HERD_NONCE,
 			       .len = wc.byte_len - RDMX__GRH_LEN - HERD_NONCE };

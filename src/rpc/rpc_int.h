@@ -99,6 +99,12 @@ void rdmx__rpc_table_diff(const struct rpc_contract *here, const void *buf, size
 		    char *out, size_t outlen);
 /* The largest frame a side of @k sends or takes. */
 size_t rdmx__rpc_frame_max(const struct rpc_contract *k);
+/* Options of a transport's rdmx connection: the default protocol, messages
+ * of @k's largest frame + @extra bytes, send and receive queues of @o's
+ * window (at least RPC_DEPTH_MIN), @o's connect timeout. */
+#define RPC_DEPTH_MIN 16u
+void rdmx__rpc_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
+			 size_t extra, struct rdmx_conn_opts *co);
 
 /* ----------------------------------------------------------- transports */
 

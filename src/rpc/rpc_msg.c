@@ -13,19 +13,12 @@
 
 #include "rpc/rpc_int.h"
 
-#define MSG_DEPTH_MIN 16u
-
+/* Every frame one message over @o's protocol. */
 static void msg_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
 			  struct rdmx_conn_opts *co)
 {
-	uint32_t depth = o->window < MSG_DEPTH_MIN ? MSG_DEPTH_MIN : o->window;
-
-	rdmx_conn_opts_init(co);
+	rdmx__rpc_conn_opts(o, k, 0, co);
 	co->protocol = o->protocol;
-	co->max_msg_size = (uint32_t)rdmx__rpc_frame_max(k);
-	co->send_depth = depth;
-	co->recv_depth = depth;
-	co->connect_timeout_ms = o->timeout_ms;
 }
 
 static int msg_listen(struct rdmx_rpc_server *s, const char *addr, uint16_t port)

@@ -273,15 +273,6 @@ static struct rfp_conn *rfp_new(uint32_t slots, uint32_t ssize, size_t bufs)
 	return r;
 }
 
-static void ctl_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
-		     struct rdmx_conn_opts *co)
-{
-	rdmx_conn_opts_init(co);
-	co->max_msg_size = (uint32_t)(rdmx__rpc_frame_max(k) + RFP_PUSH_LEN);
-	co->send_depth = co->recv_depth = o->window < 16 ? 16 : o->window;
-	co->connect_timeout_ms = o->timeout_ms;
-}
-
 static uint32_t slot_size(const struct rpc_contract *k)
 {
 	size_t n = rdmx__rpc_frame_max(k) + RFP_TRAILER;
@@ -304,7 +295,7 @@ static int rfp_listen(struct rdmx_rpc_server *s, const char *addr, uint16_t port
 		return rdmx__fail(-EMSGSIZE, "rpc rfp: slots of %u bytes, at most %u",
 				  slot_size(&s->k), RFP_SLOT_MAX);
 	}
-	ctl_opts(&s->o, &s->k, &co);
+	rdmx__rpc_conn_opts(&s->o, &s->k, RFP_PUSH_LEN, &co);
 	rc = rdmx_listen(s->ctx, addr, port, &co, &l->lis);
 	if (rc) {
 		free(l);
@@ -632,7 +623,7 @@ static int rfp_dial(struct rdmx_rpc_client *c, const char *addr, uint16_t port)
 	rdmx_conn *conn;
 	int rc;
 
-	ctl_opts(&c->o, &c->k, &co);
+	rdmx__rpc_conn_opts(&c->o, &c->k, RFP_PUSH_LEN, &co);
 	rc = rdmx_dial(c->ctx, addr, port, &co, &conn);
 	if (rc)
 		return rc;

@@ -104,12 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		a.len = make_reply(&in, protos[slot], a.data);
 	}
-	rdmx_conn_opts_init(&o);
-	o.protocol = protos[slot];
-	o.max_msg_size = FZ_MAX_MSG;
-	o.send_depth = 8;
-	o.recv_depth = 8;
-	o.ring_size = 16384;
+	o = fz_opts(protos[slot], FZ_MAX_MSG, 16384);
 	o.connect_timeout_ms = 2000;
 	FZ_CHECK(!pthread_create(&t, NULL, answer_main, &a), "answer thread");
 	rc = rdmx_dial(fz_ctx(), "fake", fz_ctx()->fops->local_port(a.lis), &o, &c);

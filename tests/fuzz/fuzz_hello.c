@@ -27,14 +27,8 @@ static const char *const protos[] = {
 
 static void open_listener(int slot)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = fz_opts(protos[slot], FZ_MAX_MSG, 16384);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = protos[slot];
-	o.max_msg_size = FZ_MAX_MSG;
-	o.send_depth = 8;
-	o.recv_depth = 8;
-	o.ring_size = 16384;
 	fz_listener(slot, &o);
 }
 

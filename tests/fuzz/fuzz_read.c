@@ -29,13 +29,8 @@
 
 static void open_listener(void)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = fz_opts("read", FZ_MAX_MSG, 0);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = "read";
-	o.max_msg_size = FZ_MAX_MSG;
-	o.send_depth = 8;
-	o.recv_depth = 8;
 	fz_listener(FZ_SLOT, &o);
 }
 

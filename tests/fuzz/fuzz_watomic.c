@@ -48,14 +48,8 @@ struct member {
 
 static rdmx_listener *open_listener(void)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = fz_opts("write_atomic", FZ_MAX_MSG, FZ_RING);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = "write_atomic";
-	o.max_msg_size = FZ_MAX_MSG;
-	o.send_depth = 8;
-	o.recv_depth = 8;
-	o.ring_size = FZ_RING;
 	return fz_listener(FZ_SLOT, &o);
 }
 

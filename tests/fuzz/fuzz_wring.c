@@ -46,14 +46,8 @@ static const char *const protos[] = { "write_simplex", "write_magic", "write_dup
 
 static void open_listener(int slot)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = fz_opts(protos[slot], FZ_MAX_MSG, FZ_RING);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = protos[slot];
-	o.max_msg_size = FZ_MAX_MSG;
-	o.send_depth = 8;
-	o.recv_depth = 8;
-	o.ring_size = FZ_RING;
 	o.notify = slot == 3 ? RDMX_NOTIFY_IMM : RDMX_NOTIFY_POLL;
 	fz_listener(slot, &o);
 }

@@ -24,6 +24,20 @@ rdmx_ctx *fz_ctx(void)
 static rdmx_listener *lis_of[FZ_SLOTS];
 static struct rdmx_conn_opts opts_of[FZ_SLOTS];
 
+struct rdmx_conn_opts fz_opts(const char *protocol, uint32_t max_msg, uint64_t ring_size)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.protocol = protocol;
+	o.max_msg_size = max_msg;
+	o.send_depth = 8;
+	o.recv_depth = 8;
+	if (ring_size)
+		o.ring_size = ring_size;
+	return o;
+}
+
 rdmx_listener *fz_listener(int slot, const struct rdmx_conn_opts *opts)
 {
 	FZ_CHECK(slot >= 0 && slot < FZ_SLOTS, "listener slot");

@@ -16,6 +16,10 @@
 /* The process's fake-fabric context (created once). */
 rdmx_ctx *fz_ctx(void);
 
+/* The harnesses' connection options: @protocol, messages up to @max_msg,
+ * 8 send and receive buffers, a ring of @ring_size bytes (0: the default). */
+struct rdmx_conn_opts fz_opts(const char *protocol, uint32_t max_msg, uint64_t ring_size);
+
 /* A listener on fz_ctx() with @opts (port 0), created once per @slot
  * (0..7: one per protocol/option set a harness uses), kept
  * with its options for the process's life. */

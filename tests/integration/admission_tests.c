@@ -25,13 +25,8 @@ static const char *protocol; /* the protocol under test */
 
 static struct rdmx_conn_opts opts(void)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = th_opts(protocol, 4096, 8, 8);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = protocol;
-	o.send_depth = 8;
-	o.recv_depth = 8;
-	o.max_msg_size = 4096;
 	o.ring_size = 1u << 16;
 	o.connect_timeout_ms = 20000;
 	return o;
@@ -403,14 +398,9 @@ int main(void)
 		cmocka_unit_test(test_half_open_does_not_block),
 		cmocka_unit_test(test_half_open_times_out),
 	};
-	const char *const *names = rdmx_protocol_names();
-	const char *only = getenv("RDMX_TEST_PROTOCOL");
-	int failed = 0;
+	int failed = 0, i = 0;
 
-	for (int i = 0; names[i]; i++) {
-		if (only && *only && strcmp(only, names[i]))
-			continue;
-		protocol = names[i];
+	while ((protocol = th_next_protocol(&i))) {
 		print_message("=== protocol %s on the %s fabric ===\n", protocol, th_fabric());
 		failed += _cmocka_run_group_tests(protocol, tests, sizeof(tests) / sizeof(tests[0]),
 						  NULL, NULL);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -62,4 +63,46 @@ void check_seq(const struct rdmx_msg *m, size_t size, uint64_t seq)
 	if (th_check(m->data, m->len, seq) >= 0)
 		fail_msg("message #%llu of %zu bytes differs at %ld", (unsigned long long)seq,
 			 size, th_check(m->data, m->len, seq));
+}
+
+uint32_t seq_in_order(const struct rdmx_msg *m, const uint64_t *next, uint32_t senders,
+		      uint64_t *seq)
+{
+	uint32_t id;
+
+	assert_true(m->len >= 8);
+	memcpy(seq, m->data, 8);
+	id = (uint32_t)(*seq >> 32);
+	assert_in_range(id, 0, senders - 1);
+	if ((*seq & 0xffffffffu) != next[id])
+		fail_msg("sender %u: got #%llu, expected #%llu", id,
+			 (unsigned long long)(*seq & 0xffffffffu),
+			 (unsigned long long)next[id]);
+	return id;
+}
+
+void lis_expect(rdmx_listener *lis, rdmx_conn *from, size_t size, uint64_t seq)
+{
+	struct rdmx_msg m;
+
+	assert_int_equal(rdmx_listener_recv(lis, &m, 10000), 0);
+	assert_ptr_equal(rdmx_msg_conn(&m), from);
+	check_seq(&m, size, seq);
+	assert_int_equal(rdmx_msg_release(from, &m), 0);
+}
+
+void recv_expect(rdmx_conn *c, size_t size, uint64_t seq)
+{
+	struct rdmx_msg m;
+
+	assert_int_equal(rdmx_recv(c, &m, 10000), 0);
+	check_seq(&m, size, seq);
+	assert_int_equal(rdmx_msg_release(c, &m), 0);
+}
+
+void close_two(struct th_pair *p, rdmx_conn *c2, rdmx_conn *s2)
+{
+	rdmx_conn_close(c2);
+	rdmx_conn_close(s2);
+	th_pair_close(p);
 }

@@ -100,9 +100,7 @@ static void test_send_space_bounded(void **state)
 	check_seq(&m, 300, 7);
 	assert_int_equal(rdmx_msg_release(s2, &m), 0);
 	assert_true(wa_of(s2)->rx->holes >= 1);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_two(&p, c2, s2);
 }
 
 /*
@@ -135,9 +133,7 @@ static void test_closed_member_skipped(void **state)
 	assert_int_equal(rdmx_msg_release(s2, &m), 0);
 	assert_int_equal(wa_of(s2)->rx->holes, 0);
 	p.server = NULL;
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_two(&p, c2, s2);
 }
 
 #ifndef TH_FAKE
@@ -213,16 +209,8 @@ struct kill_run {
 static void kill_deliver(struct kill_run *k, const struct rdmx_msg *m)
 {
 	uint64_t seq;
-	uint32_t id;
+	uint32_t id = seq_in_order(m, k->next, KILL_SENDERS, &seq);
 
-	assert_true(m->len >= 8);
-	memcpy(&seq, m->data, 8);
-	id = (uint32_t)(seq >> 32);
-	assert_in_range(id, 0, KILL_SENDERS - 1);
-	if ((seq & 0xffffffffu) != k->next[id])
-		fail_msg("sender %u: got #%llu, expected #%llu", id,
-			 (unsigned long long)(seq & 0xffffffffu),
-			 (unsigned long long)k->next[id]);
 	check_seq(m, kill_size(k->next[id]), seq);
 	k->conn[id] = rdmx_msg_conn(m);
 	k->next[id]++;

@@ -136,16 +136,8 @@ struct tally {
 static void tally_msg(struct tally *t, const struct rdmx_msg *m)
 {
 	uint64_t seq;
-	uint32_t id;
+	uint32_t id = seq_in_order(m, t->next, SENDERS, &seq);
 
-	assert_true(m->len >= 8);
-	memcpy(&seq, m->data, 8);
-	id = (uint32_t)(seq >> 32);
-	assert_in_range(id, 0, SENDERS - 1);
-	if ((seq & 0xffffffffu) != t->next[id])
-		fail_msg("sender %u: got #%llu, expected #%llu", id,
-			 (unsigned long long)(seq & 0xffffffffu),
-			 (unsigned long long)t->next[id]);
 	assert_int_equal(th_check(m->data, m->len, seq), -1);
 	assert_int_equal(m->flags & RDMX_MSG_IMM, RDMX_MSG_IMM);
 	assert_int_equal(m->imm, (uint32_t)seq);
@@ -274,6 +266,30 @@ static void *slow_send_main(void *arg)
 	return NULL;
 }
 
+/* Run @fn(@slow) on *@t with hole_hook set, until its send has reserved. */
+static void hole_hold(rdmx_conn *slow, void *(*fn)(void *), pthread_t *t)
+{
+	hole.slow = slow;
+	hole.reserved = hole.go = 0;
+	rdmx__wa_test_reserved = hole_hook;
+	pthread_create(t, NULL, fn, slow);
+	pthread_mutex_lock(&hole.lock);
+	while (!hole.reserved)
+		pthread_cond_wait(&hole.cond, &hole.lock);
+	pthread_mutex_unlock(&hole.lock);
+}
+
+/* Let hole_hold's sender go on, wait for it and unset the hook. */
+static void hole_release(pthread_t t)
+{
+	pthread_mutex_lock(&hole.lock);
+	hole.go = 1;
+	pthread_cond_broadcast(&hole.cond);
+	pthread_mutex_unlock(&hole.lock);
+	pthread_join(t, NULL);
+	rdmx__wa_test_reserved = NULL;
+}
+
 /* A pair with small_opts() and a second dialer on its listener. */
 static void open_two(struct th_pair *p, rdmx_conn **c2, rdmx_conn **s2)
 {
@@ -283,9 +299,18 @@ static void open_two(struct th_pair *p, rdmx_conn **c2, rdmx_conn **s2)
 	dial_second(p, &o, c2, s2);
 }
 
+/* Only @s2 failed, with -EPROTO for @why; @p's server is up. Closes all. */
+static void close_s2_failed(struct th_pair *p, rdmx_conn *c2, rdmx_conn *s2,
+			    const char *why)
+{
+	assert_int_equal(s2->down_rc, -EPROTO);
+	assert_non_null(strstr(rdmx_conn_error(s2), why));
+	assert_int_equal(p->server->state, RDMX__CONN_UP);
+	close_two(p, c2, s2);
+}
+
 static void test_reserved_slot_waits(void **state)
 {
-	struct rdmx_conn_opts o = small_opts();
 	rdmx_conn *c2, *s2;
 	struct rdmx_msg m;
 	struct th_pair p;
@@ -293,16 +318,8 @@ static void test_reserved_slot_waits(void **state)
 	double t0;
 
 	(void)state;
-	open_pair(&p, &o);
-	dial_second(&p, &o, &c2, &s2);
-	hole.slow = p.client;
-	hole.reserved = hole.go = 0;
-	rdmx__wa_test_reserved = hole_hook;
-	pthread_create(&t, NULL, slow_send_main, p.client);
-	pthread_mutex_lock(&hole.lock);
-	while (!hole.reserved)
-		pthread_cond_wait(&hole.cond, &hole.lock);
-	pthread_mutex_unlock(&hole.lock);
+	open_two(&p, &c2, &s2);
+	hole_hold(p.client, slow_send_main, &t);
 	/* A complete record lands behind the reserved, unwritten one. */
 	send_seq(c2, 300, 2000, 0);
 	assert_int_equal(rdmx_flush(c2, 10000), 0);
@@ -311,24 +328,11 @@ static void test_reserved_slot_waits(void **state)
 	assert_true(th_now_ms() - t0 >= 250);
 	assert_int_equal(rdmx_listener_recv(p.lis, &m, 0), -EAGAIN);
 	assert_int_equal(rdmx_recv(s2, &m, 0), -EAGAIN);
-	pthread_mutex_lock(&hole.lock);
-	hole.go = 1;
-	pthread_cond_broadcast(&hole.cond);
-	pthread_mutex_unlock(&hole.lock);
-	pthread_join(t, NULL);
-	rdmx__wa_test_reserved = NULL;
+	hole_release(t);
 	/* Reservation order: the slow one first, then the other. */
-	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
-	assert_ptr_equal(rdmx_msg_conn(&m), p.server);
-	check_seq(&m, 700, 1000);
-	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
-	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
-	assert_ptr_equal(rdmx_msg_conn(&m), s2);
-	check_seq(&m, 300, 2000);
-	assert_int_equal(rdmx_msg_release(s2, &m), 0);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	lis_expect(p.lis, p.server, 700, 1000);
+	lis_expect(p.lis, s2, 300, 2000);
+	close_two(&p, c2, s2);
 }
 
 /* ------------------------------------------ per-connection receive, order */
@@ -351,22 +355,13 @@ static void test_per_conn_recv_parks_others(void **state)
 	assert_int_equal(m.flags & RDMX_MSG_IMM, RDMX_MSG_IMM);
 	assert_int_equal(m.imm, 2);
 	assert_int_equal(rdmx_msg_release(s2, &m), 0);
-	assert_int_equal(rdmx_recv(s2, &m, 10000), 0);
-	check_seq(&m, 201, 4);
-	assert_int_equal(rdmx_msg_release(s2, &m), 0);
+	recv_expect(s2, 201, 4);
 	assert_int_equal(rdmx_recv(s2, &m, 0), -EAGAIN);
 	/* The parked ones, in order, through the listener. */
-	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
-	assert_ptr_equal(rdmx_msg_conn(&m), p.server);
-	check_seq(&m, 100, 1);
-	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
-	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
-	check_seq(&m, 101, 3);
-	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	lis_expect(p.lis, p.server, 100, 1);
+	recv_expect(p.server, 101, 3);
 	assert_int_equal(rdmx_listener_recv(p.lis, &m, 0), -EAGAIN);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_two(&p, c2, s2);
 }
 
 /* ---------------------------------------- peer-written memory, read once */
@@ -392,9 +387,7 @@ static void test_rewrite_after_delivery(void **state)
 	wa_put_hdr((uint8_t *)m.data - WA_HDR, &h);
 	th_watchdog(20, "release spun on a rewritten header (hang)\n");
 	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
-	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
-	check_seq(&m, 200, 2);
-	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	recv_expect(p.server, 200, 2);
 	th_watchdog(0, NULL);
 	assert_int_equal(wa_of(p.server)->rx->pub, wa_rec_size(100) + wa_rec_size(200));
 	th_pair_close(&p);
@@ -419,18 +412,10 @@ static void test_record_above_max_msg(void **state)
 	assert_int_equal(rdmx_flush(c2, 10000), 0);
 	rec = wa_of(s2)->rx->buf + wa_rec_size(100);
 	__atomic_store_n((uint32_t *)(void *)rec, 4 * SMALL_MAX, __ATOMIC_RELAXED);
-	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
-	assert_ptr_equal(rdmx_msg_conn(&m), p.server);
-	check_seq(&m, 100, 1);
-	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	lis_expect(p.lis, p.server, 100, 1);
 	assert_int_equal(rdmx_recv(s2, &m, 1000), -EPROTO);
 	assert_int_equal(s2->state, RDMX__CONN_DOWN);
-	assert_int_equal(s2->down_rc, -EPROTO);
-	assert_non_null(strstr(rdmx_conn_error(s2), "max_msg"));
-	assert_int_equal(p.server->state, RDMX__CONN_UP);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_s2_failed(&p, c2, s2, "max_msg");
 }
 
 /*
@@ -456,12 +441,7 @@ static void test_pad_inside_lap(void **state)
 	check_seq(&m, 100, 1);
 	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
 	assert_int_equal(rdmx_listener_recv(p.lis, &m, 1000), -EPROTO);
-	assert_int_equal(s2->down_rc, -EPROTO);
-	assert_non_null(strstr(rdmx_conn_error(s2), "pad"));
-	assert_int_equal(p.server->state, RDMX__CONN_UP);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_s2_failed(&p, c2, s2, "pad");
 }
 
 /* Byte @before of the ring @s2 receives on (its listener's). */
@@ -480,7 +460,6 @@ static uint8_t *ring_rec(rdmx_conn *s2, uint64_t before)
 static void test_forged_sender(void **state)
 {
 	rdmx_conn *c2, *s2;
-	struct rdmx_msg m;
 	struct th_pair p;
 	struct wa_hdr h;
 	uint8_t *rec;
@@ -494,16 +473,8 @@ static void test_forged_sender(void **state)
 	h.sender = wa_of(p.server)->rx_id;   /* pose as p.client */
 	wa_put_hdr(rec, &h);
 	send_seq(p.client, 100, 5, 0);
-	assert_int_equal(rdmx_listener_recv(p.lis, &m, 10000), 0);
-	assert_ptr_equal(rdmx_msg_conn(&m), p.server);
-	check_seq(&m, 100, 5);
-	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
-	assert_int_equal(s2->down_rc, -EPROTO);
-	assert_non_null(strstr(rdmx_conn_error(s2), "names another sender"));
-	assert_int_equal(p.server->state, RDMX__CONN_UP);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	lis_expect(p.lis, p.server, 100, 5);
+	close_s2_failed(&p, c2, s2, "names another sender");
 }
 
 /*
@@ -547,12 +518,7 @@ static void test_garbage_skipped(void **state)
 		check_seq(&m, 100, got++);
 		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
 	}
-	assert_int_equal(s2->down_rc, -EPROTO);
-	assert_non_null(strstr(rdmx_conn_error(s2), "malformed"));
-	assert_int_equal(p.server->state, RDMX__CONN_UP);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_s2_failed(&p, c2, s2, "malformed");
 }
 
 /* ------------------------------------------------- holes: dead reservers */
@@ -633,14 +599,7 @@ static void test_dead_reserver_skipped(void **state)
 	o.liveness_ms = 1000;
 	open_pair(&p, &o);
 	dial_second(&p, &o, &c2, &s2);
-	hole.slow = c2;
-	hole.reserved = hole.go = 0;
-	rdmx__wa_test_reserved = hole_hook;
-	pthread_create(&t, NULL, dead_send_main, c2);
-	pthread_mutex_lock(&hole.lock);
-	while (!hole.reserved)
-		pthread_cond_wait(&hole.cond, &hole.lock);
-	pthread_mutex_unlock(&hole.lock);
+	hole_hold(c2, dead_send_main, &t);
 	st.c = p.client;
 	t0 = th_now_ms();
 	pthread_create(&st.t, NULL, stream_main, &st);
@@ -649,12 +608,7 @@ static void test_dead_reserver_skipped(void **state)
 	assert_true(th_now_ms() - t0 >= 900);
 	recv_stream(p.lis, p.server, 1, st.n);
 	pthread_join(st.t, NULL);
-	pthread_mutex_lock(&hole.lock);
-	hole.go = 1;
-	pthread_cond_broadcast(&hole.cond);
-	pthread_mutex_unlock(&hole.lock);
-	pthread_join(t, NULL);
-	rdmx__wa_test_reserved = NULL;
+	hole_release(t);
 	assert_int_equal(st.rc, 0);
 	assert_int_equal(dead_rc, -ETIMEDOUT);
 	assert_int_equal(c2->down_rc, -ETIMEDOUT);
@@ -726,9 +680,7 @@ static void test_full_ring_eagain(void **state)
 		assert_int_equal(rdmx_msg_release(p.server, &m), 0);
 	}
 	send_seq(p.client, 10, sent, 0);
-	assert_int_equal(rdmx_recv(p.server, &m, 10000), 0);
-	check_seq(&m, 10, sent);
-	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+	recv_expect(p.server, 10, sent);
 	th_pair_close(&p);
 }
 
@@ -832,9 +784,7 @@ static void test_stale_faa_ambiguous(void **state)
 	assert_int_equal(rdmx_msg_release(p.server, &m), 0);
 	assert_int_equal(wa_of(s2)->rx->holes, 1);
 	assert_int_equal(rdmx_listener_recv(p.lis, &m, 0), -EAGAIN);
-	rdmx_conn_close(c2);
-	rdmx_conn_close(s2);
-	th_pair_close(&p);
+	close_two(&p, c2, s2);
 }
 #endif
 

@@ -43,12 +43,8 @@ struct fleet {
 
 static struct rdmx_conn_opts srq_opts(uint32_t recv_depth)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = th_opts("srq", MAX_MSG, 0, recv_depth);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = "srq";
-	o.max_msg_size = MAX_MSG;
-	o.recv_depth = recv_depth;
 	o.rnr_retry = 7;
 	return o;
 }
@@ -177,6 +173,15 @@ static void senders_join(struct fleet *f, struct sender *s)
 	}
 }
 
+/* Join @f's senders: each must have sent all it had to. */
+static void senders_end(struct fleet *f, struct sender *s)
+{
+	senders_join(f, s);
+	for (int i = 0; i < f->n; i++)
+		if (s[i].rc)
+			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
+}
+
 /* ------------------------------------------------------------ receiving */
 
 struct tally {
@@ -240,6 +245,20 @@ static int take_one(struct fleet *f, struct tally *t, int usleep_us)
 	return id;
 }
 
+/* Start @f's senders, @per messages each (a sender waits up to @wait_ms),
+ * take them all (holding every other one @hold_us before its release),
+ * and end the senders: each must have succeeded, all its messages taken. */
+static void stream_all(struct fleet *f, struct sender *s, struct tally *t, uint64_t per,
+		       int wait_ms, int hold_us)
+{
+	senders_start(f, s, per, wait_ms);
+	while (t->total < (uint64_t)f->n * per)
+		take_one(f, t, t->total % 2 ? 0 : hold_us);
+	senders_end(f, s);
+	for (int i = 0; i < f->n; i++)
+		assert_int_equal(t->next[i], per);
+}
+
 /* Every remaining member is reported gone once, then -ENOTCONN. */
 static void expect_all_gone(struct fleet *f, int expect)
 {
@@ -280,14 +299,8 @@ static void test_sender_identification(void **state)
 
 	(void)state;
 	fleet_open(&f, MAXS, &o);
-	senders_start(&f, s, per, 0);
-	while (t.total < MAXS * per)
-		take_one(&f, &t, 0);
-	senders_join(&f, s);
+	stream_all(&f, s, &t, per, 0, 0);
 	for (int i = 0; i < MAXS; i++) {
-		if (s[i].rc)
-			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
-		assert_int_equal(t.next[i], per);
 		rdmx_conn_close(f.dialed[i]);
 		f.dialed[i] = NULL;
 	}
@@ -364,10 +377,7 @@ static void test_sender_leaves_others_continue(void **state)
 		check_msg(&t, &m, id);
 		assert_int_equal(rdmx_msg_release(rdmx_msg_conn(&m), &m), 0);
 	}
-	senders_join(&f, s);
-	for (int i = 0; i < 3; i++)
-		if (s[i].rc)
-			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
+	senders_end(&f, s);
 	assert_int_equal(t.next[1], early);
 	assert_int_equal(rdmx__srq_posted(f.accepted[0]), 16);
 	fleet_close(&f);
@@ -435,15 +445,7 @@ static void test_backpressure_slow_receiver(void **state)
 	/* Each sender has a share (4 / 8 rounds to one credit each: more
 	 * senders than buffers, RNR covers the excess), so the bound on a
 	 * sender's wait stays generous. */
-	senders_start(&f, s, per, 300000);
-	while (t.total < MAXS * per)
-		take_one(&f, &t, t.total % 2 ? 0 : 1000);
-	senders_join(&f, s);
-	for (int i = 0; i < MAXS; i++) {
-		if (s[i].rc)
-			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
-		assert_int_equal(t.next[i], per);
-	}
+	stream_all(&f, s, &t, per, 300000, 1000);
 	assert_int_equal(rdmx__srq_posted(f.accepted[0]), 4);
 	fleet_close(&f);
 }
@@ -583,10 +585,7 @@ static void fair_drain(struct fleet *f, struct sender *s, struct tally *t)
 		else
 			usleep(1000);
 	}
-	senders_join(f, s);
-	for (int i = 0; i < f->n; i++)
-		if (s[i].rc)
-			fail_msg("sender %d: %s (%s)", i, rdmx_strerror(s[i].rc), s[i].err);
+	senders_end(f, s);
 }
 
 /*

@@ -41,11 +41,8 @@ struct server {
 
 static struct rdmx_conn_opts opts_for(const char *protocol)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = th_opts(protocol, MAX_MSG, 0, 0);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = protocol;
-	o.max_msg_size = MAX_MSG;
 	o.connect_timeout_ms = 30000;
 	return o;
 }

@@ -50,11 +50,8 @@ extern char **environ;
 
 static struct rdmx_conn_opts opts_for(const char *protocol, uint32_t bound_ms)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = th_opts(protocol, MAX_MSG, 0, 0);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = protocol;
-	o.max_msg_size = MAX_MSG;
 	o.connect_timeout_ms = 10000;
 	if (bound_ms)
 		o.liveness_ms = bound_ms;

@@ -7,9 +7,8 @@
 # Usage: bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+cmd=(bench)
+. "$(dirname "$0")/bench_lib.sh"
 # RDMX_TEST_QUICK (TSan, valgrind): the option-handling runs below that
 # exercise no threading are skipped; the plain and ASan runs do them all.
 quick=${RDMX_TEST_QUICK:-}
@@ -71,12 +70,6 @@ jq -e '.config.single_receiver and all(.results[];
 		  (.conns * (.per_conn_msg_rate | map(. * .) | add))) | fabs) < 1e-3)' \
 	"$dir/sr.json" >/dev/null || fail "--single-receiver: a row's counts or figures are wrong"
 
-usage() { # expect exit status 2 and a message naming the problem
-	local want=$1; shift
-	set +e; "$rdmx" bench --fabric fake "$@" >/dev/null 2>"$dir/err"; rc=$?; set -e
-	[ "$rc" -eq 2 ] || fail "bench $* exited $rc, expected 2"
-	grep -q -- "$want" "$dir/err" || { cat "$dir/err"; fail "bench $*: no '$want'"; }
-}
 usage "unknown protocol 'nope'" -p nope
 usage "--sizes" --sizes 8,,64
 usage "--sizes" --sizes 0
@@ -203,14 +196,9 @@ timeout --preserve-status -s INT 4 "$rdmx" bench --fabric fake -p all --sizes 64
 	--duration 1 --json "$dir/int.json" --csv "$dir/int.csv" >"$dir/out" 2>"$dir/err"
 rc=$?
 set -e
-[ "$rc" -eq 130 ] || { cat "$dir/err"; fail "SIGINT: exit $rc, expected 130"; }
-grep -q 'stopped by signal 2' "$dir/err" || { cat "$dir/err"; fail "SIGINT: no message"; }
-rows=$(jq '.results | length' "$dir/int.json") || fail "SIGINT: the JSON does not parse"
-[ "$rows" -ge 1 ] && [ "$rows" -lt $((nproto * 2)) ] ||
-	fail "SIGINT: $rows rows, expected some but not all $((nproto * 2))"
+stopped_run "$rc" $((nproto * 2))
 jq -e 'all(.results[]; .msgs > 0 and .msg_rate > 0)' "$dir/int.json" >/dev/null ||
 	fail "SIGINT: a row in the JSON was not measured to the end"
-[ "$(wc -l <"$dir/int.csv")" -eq $((rows + 1)) ] || fail "SIGINT: CSV rows differ from JSON rows"
 ! ls "$dir"/*.tmp >/dev/null 2>&1 || fail "SIGINT: temporary files left behind"
 grep -q '^send_recv' "$dir/out" || fail "SIGINT: the finished rows are not on stdout"
 

@@ -9,9 +9,8 @@
 # Usage: kv_bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+cmd=(kv bench)
+. "$(dirname "$0")/bench_lib.sh"
 
 [ -x /usr/bin/memcached ] ||
 	fail "/usr/bin/memcached is not installed; 'scripts/install-deps' installs it" \
@@ -85,12 +84,6 @@ jq -e '[.results[].workload] == ["get", "put", "get", "80/20", "80/20", "torn"] 
 	>/dev/null || { cat "$dir/d.json"; fail "--get read --mix 80/20 --memcached -1: rows"; }
 grep -q '^80/20' "$dir/err" || fail "--json -: the table is not on stderr"
 
-usage() { # expect exit status 2 and a message naming the problem
-	local want=$1; shift
-	set +e; "$rdmx" kv bench --fabric fake "$@" >/dev/null 2>"$dir/err"; rc=$?; set -e
-	[ "$rc" -eq 2 ] || fail "kv bench $* exited $rc, expected 2"
-	grep -q -- "$want" "$dir/err" || { cat "$dir/err"; fail "kv bench $*: no '$want'"; }
-}
 usage "'90/5' is not GET/PUT percentages" --mix 90/5
 usage "'x' is not GET/PUT" --mix 95/5,x
 usage "'normal' is not uniform or zipf" --dist normal
@@ -116,11 +109,7 @@ for _ in $(seq 600); do
 done
 kill -INT $bg
 set +e; wait $bg; rc=$?; set -e
-[ "$rc" -eq 130 ] || { cat "$dir/err"; fail "SIGINT: exit $rc, expected 130"; }
-grep -q 'stopped by signal 2' "$dir/err" || { cat "$dir/err"; fail "SIGINT: no message"; }
-rows=$(jq '.results | length' "$dir/int.json") || fail "SIGINT: the JSON does not parse"
-[ "$rows" -ge 1 ] && [ "$rows" -lt 18 ] || fail "SIGINT: $rows rows, expected some but not all 18"
-[ "$(wc -l <"$dir/int.csv")" -eq $((rows + 1)) ] || fail "SIGINT: CSV rows differ from JSON rows"
+stopped_run "$rc" 18
 grep -q '^work *keys *path' "$dir/out" || fail "SIGINT: no table of the finished rows"
 
 echo "ok: rdmx kv bench on the fake fabric"

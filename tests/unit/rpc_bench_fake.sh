@@ -9,9 +9,8 @@
 # Usage: rpc_bench_fake.sh RDMX_BINARY
 set -euo pipefail
 rdmx=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+cmd=(rpc bench)
+. "$(dirname "$0")/bench_lib.sh"
 
 plot=()
 command -v gnuplot >/dev/null && plot=(--plot "$dir/plots")
@@ -63,12 +62,6 @@ jq -e '(.results | length) == 4 and all(.results[]; .calls > 0 and
 	{ cat "$dir/d.json"; fail "--duration --window 4 --json -"; }
 grep -q '^msg/write_duplex' "$dir/err" || fail "--json -: the table is not on stderr"
 
-usage() { # expect exit status 2 and a message naming the problem
-	local want=$1; shift
-	set +e; "$rdmx" rpc bench --fabric fake "$@" >/dev/null 2>"$dir/err"; rc=$?; set -e
-	[ "$rc" -eq 2 ] || fail "rpc bench $* exited $rc, expected 2"
-	grep -q -- "$want" "$dir/err" || { cat "$dir/err"; fail "rpc bench $*: no '$want'"; }
-}
 usage "unknown transport 'udp'" -T msg,udp
 usage "expected msg, rfp, herd, tcp or all" -T ,
 usage "above the echo method's largest request, --max-size 4K" --sizes 32,8K --max-size 4K
@@ -92,10 +85,6 @@ timeout --preserve-status -s INT 3 "$rdmx" rpc bench --fabric fake -T all --size
 	--duration 1 --json "$dir/int.json" --csv "$dir/int.csv" >"$dir/out" 2>"$dir/err"
 rc=$?
 set -e
-[ "$rc" -eq 130 ] || { cat "$dir/err"; fail "SIGINT: exit $rc, expected 130"; }
-grep -q 'stopped by signal 2' "$dir/err" || { cat "$dir/err"; fail "SIGINT: no message"; }
-rows=$(jq '.results | length' "$dir/int.json") || fail "SIGINT: the JSON does not parse"
-[ "$rows" -ge 1 ] && [ "$rows" -lt 4 ] || fail "SIGINT: $rows rows, expected some but not all 4"
-[ "$(wc -l <"$dir/int.csv")" -eq $((rows + 1)) ] || fail "SIGINT: CSV rows differ from JSON rows"
+stopped_run "$rc" 4
 
 echo "ok: rdmx rpc bench on the fake fabric"

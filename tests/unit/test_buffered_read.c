@@ -19,26 +19,10 @@
 
 static void open_br(struct th_pair *p, uint32_t depth)
 {
-	struct rdmx_conn_opts o;
+	struct rdmx_conn_opts o = th_opts("buffered_read", 1024, 0, depth);
 
-	rdmx_conn_opts_init(&o);
-	o.protocol = "buffered_read";
-	o.max_msg_size = 1024;
-	o.recv_depth = depth;
 	o.ring_size = 65536;
 	assert_int_equal(th_pair_open(p, &o, &o), 0);
-}
-
-static int send_one(rdmx_conn *c, uint64_t seq, size_t len, int timeout_ms)
-{
-	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(c, len, &m, timeout_ms);
-
-	if (rc)
-		return rc;
-	th_fill(m.data, len, seq);
-	m.len = len;
-	return rdmx_send(c, &m);
 }
 
 static void expect(rdmx_conn *c, uint64_t seq, size_t len)
@@ -65,7 +49,7 @@ static void test_tail_is_a_hint(void **state)
 	__atomic_store_n(&ctl->tail, 4096, __ATOMIC_RELEASE);
 	assert_int_equal(rdmx_recv(p.server, &m, 50), -ETIMEDOUT);
 	__atomic_store_n(&ctl->tail, 0, __ATOMIC_RELEASE);
-	assert_int_equal(send_one(p.client, 1, 100, 1000), 0);
+	assert_int_equal(th_send_seq(p.client, 1, 100, 1000), 0);
 	expect(p.server, 1, 100);
 	th_pair_close(&p);
 }
@@ -87,7 +71,7 @@ static void test_hostile_record(void **state)
 	__atomic_store_n(&rdmx__br_ctl_of(p.client)->tail,
 			 rdmx__ring_rec_size(2000), __ATOMIC_RELEASE);
 	assert_int_equal(rdmx_recv(p.server, &m, 5000), -EPROTO);
-	assert_int_equal(send_one(q.client, 3, 64, 1000), 0);
+	assert_int_equal(th_send_seq(q.client, 3, 64, 1000), 0);
 	expect(q.server, 3, 64);
 	th_pair_close(&q);
 	th_pair_close(&p);
@@ -104,7 +88,7 @@ static void test_torn_progress(void **state)
 	(void)state;
 	open_br(&p, 4);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(send_one(p.client, i, 32, 1000), 0);
+		assert_int_equal(th_send_seq(p.client, i, 32, 1000), 0);
 	assert_int_equal(rdmx_msg_alloc(p.client, 32, &m, 0), -EAGAIN);
 	ctl = rdmx__br_ctl_of(p.client);
 	/* "4 released", with a complement that does not match */
@@ -112,7 +96,7 @@ static void test_torn_progress(void **state)
 	assert_int_equal(rdmx_msg_alloc(p.client, 32, &m, 0), -EAGAIN);
 	/* the receiver takes and releases one: the sender READs that */
 	expect(p.server, 0, 32);
-	assert_int_equal(send_one(p.client, 4, 32, 5000), 0);
+	assert_int_equal(th_send_seq(p.client, 4, 32, 5000), 0);
 	for (int i = 1; i < 5; i++)
 		expect(p.server, i, 32);
 	th_pair_close(&p);
@@ -130,7 +114,7 @@ static void test_release_out_of_order(void **state)
 	open_br(&p, 4);
 	for (int round = 0; round < 200; round++) {
 		for (int i = 0; i < 4; i++)
-			assert_int_equal(send_one(p.client, seq + i, 500 + 97 * i, 5000), 0);
+			assert_int_equal(th_send_seq(p.client, seq + i, 500 + 97 * i, 5000), 0);
 		for (int i = 0; i < 4; i++) {
 			assert_int_equal(rdmx_recv(p.server, &held[i], 5000), 0);
 			assert_int_equal(th_check(held[i].data, held[i].len, seq + i), -1);

@@ -18,35 +18,11 @@
 #include "harness.h"
 #include "protocols/direct_write.h"
 
-static struct rdmx_conn_opts dw_opts(uint16_t depth)
-{
-	struct rdmx_conn_opts o;
-
-	rdmx_conn_opts_init(&o);
-	o.protocol = "direct_write";
-	o.max_msg_size = 1024;
-	o.recv_depth = depth;
-	o.send_depth = depth;
-	return o;
-}
-
 static void open_dw(struct th_pair *p, uint16_t depth)
 {
-	struct rdmx_conn_opts o = dw_opts(depth);
+	struct rdmx_conn_opts o = th_opts("direct_write", 1024, depth, depth);
 
 	assert_int_equal(th_pair_open(p, &o, &o), 0);
-}
-
-static int send_one(rdmx_conn *c, uint64_t seq, size_t len, int timeout_ms)
-{
-	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(c, len, &m, timeout_ms);
-
-	if (rc)
-		return rc;
-	th_fill(m.data, len, seq);
-	m.len = len;
-	return rdmx_send(c, &m);
 }
 
 /* Messages held out of order, released in reverse: each buffer is
@@ -62,7 +38,7 @@ static void test_release_out_of_order(void **state)
 	open_dw(&p, 4);
 	for (int round = 0; round < 50; round++) {
 		for (int i = 0; i < 4; i++)
-			assert_int_equal(send_one(p.client, seq + i, 8 + 37 * i, 5000), 0);
+			assert_int_equal(th_send_seq(p.client, seq + i, 8 + 37 * i, 5000), 0);
 		/* the window is four buffers: a fifth does not fit */
 		assert_int_equal(rdmx_msg_alloc(p.client, 8, &m, 0), -EAGAIN);
 		for (int i = 0; i < 4; i++) {
@@ -123,11 +99,11 @@ static void test_hostile_descriptor(void **state)
 	open_dw(&p, 4);
 	open_dw(&q, 4);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(send_one(p.client, i, 16, 1000), 0);
+		assert_int_equal(th_send_seq(p.client, i, 16, 1000), 0);
 	poke_desc(p.client, 5, 4); /* the peer has buffers 0..3 */
 	assert_int_equal(rdmx_msg_alloc(p.client, 16, &m, 1000), -EPROTO);
 	assert_non_null(strstr(rdmx_conn_error(p.client), "descriptor 5 names buffer 4 of 4"));
-	assert_int_equal(send_one(q.client, 0, 16, 1000), 0);
+	assert_int_equal(th_send_seq(q.client, 0, 16, 1000), 0);
 	assert_int_equal(rdmx_recv(q.server, &m, 5000), 0);
 	assert_int_equal(th_check(m.data, m.len, 0), -1);
 	assert_int_equal(rdmx_msg_release(q.server, &m), 0);

@@ -205,6 +205,17 @@ static uint64_t raddr(struct side *s, size_t off)
 	return (uintptr_t)(s->buf + off);
 }
 
+/* A signaled RDMA WR from @s's buffer at @off to @to's at @roff. */
+static struct rdmx__wr rdma_on(struct side *s, enum rdmx__op op, size_t off,
+			       uint32_t len, struct side *to, size_t roff)
+{
+	struct rdmx__wr w = wr_on(s, op, off, len);
+
+	w.remote_addr = raddr(to, roff);
+	w.rkey = to->mr->rkey;
+	return w;
+}
+
 static int post(struct side *s, struct rdmx__wr w)
 {
 	return F->post_send(s->ep, &w, 1);
@@ -235,12 +246,39 @@ static int poll_n(struct rdmx__cq *cq, struct rdmx__wc *wc, int n)
 	return got;
 }
 
+/* The next completion on @cq (within WAIT_MS) has @status. */
+static void expect_wc(struct rdmx__cq *cq, enum rdmx__wc_status status)
+{
+	struct rdmx__wc wc;
+
+	assert_int_equal(poll_n(cq, &wc, 1), 1);
+	assert_int_equal(wc.status, status);
+}
+
 static int poll_now(struct rdmx__cq *cq)
 {
 	struct rdmx__wc wc[8];
 
 	return F->poll_cq(cq, wc, 8);
 }
+
+/* The fixture of most tests: an open pair in *state, freed after. */
+static int open_pair(void **state)
+{
+	struct pair *p = pair_new();
+
+	pair_open(p);
+	*state = p;
+	return 0;
+}
+
+static int free_pair(void **state)
+{
+	pair_free(*state);
+	return 0;
+}
+
+#define pair_test(f) cmocka_unit_test_setup_teardown(f, open_pair, free_pair)
 
 /* ----------------------------------------------------------- rdma_cm */
 
@@ -375,12 +413,10 @@ static void test_connect_timeout_withdraws(void **state)
 
 static void test_send_recv_imm_order(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wr w;
 	struct rdmx__wc wc[3];
 
-	(void)state;
-	pair_open(p);
 	post_recvs(&p->c, 0, 100, 3);
 	memcpy(p->s.buf, "0123456789abcdefghij", 20);
 	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 10)), 0);
@@ -410,26 +446,21 @@ static void test_send_recv_imm_order(void **state)
 	assert_int_equal(wc[1].op, RDMX__OP_SEND_IMM);
 	assert_int_equal(wc[2].wr_id, 20);
 	assert_int_equal(wc[2].status, RDMX__WC_OK);
-	pair_free(p);
 }
 
 /* RNR with rnr_retry 7: sends wait for receives, in order, and a WRITE
  * posted behind a waiting send waits too. */
 static void test_rnr_waits_in_order(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wr w;
 	struct rdmx__wc wc[3];
 
-	(void)state;
-	pair_open(p);
 	memcpy(p->s.buf, "first", 5);
 	memcpy(p->s.buf + 8, "written", 7);
 	memcpy(p->s.buf + 16, "second", 6);
 	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 5)), 0);
-	w = wr_on(&p->s, RDMX__OP_WRITE, 8, 7);
-	w.remote_addr = raddr(&p->c, 2000);
-	w.rkey = p->c.mr->rkey;
+	w = rdma_on(&p->s, RDMX__OP_WRITE, 8, 7, &p->c, 2000);
 	assert_int_equal(post(&p->s, w), 0);
 	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 16, 6)), 0);
 	sleep_ms(20);
@@ -450,7 +481,6 @@ static void test_rnr_waits_in_order(void **state)
 	assert_int_equal(poll_n(p->c.rcq, wc, 2), 2);
 	assert_memory_equal(p->c.buf, "first", 5);
 	assert_memory_equal(p->c.buf + 100, "second", 6);
-	pair_free(p);
 }
 
 static void test_rnr_retry_exhausted(void **state)
@@ -476,33 +506,25 @@ static void test_rnr_retry_exhausted(void **state)
 
 static void test_send_too_long(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wc wc[2];
 
-	(void)state;
-	pair_open(p);
 	post_recvs(&p->c, 0, 8, 2);
 	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 16)), 0);
 	assert_int_equal(poll_n(p->c.rcq, wc, 2), 2);
 	assert_int_equal(wc[0].status, RDMX__WC_LOCAL_LENGTH);
 	assert_int_equal(wc[1].status, RDMX__WC_FLUSHED); /* QP in error */
-	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
+	expect_wc(p->s.scq, RDMX__WC_OTHER);
 	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 4)), 0);
-	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
-	pair_free(p);
+	expect_wc(p->s.scq, RDMX__WC_FLUSHED);
 }
 
 /* INLINE data is taken at post time, even when the send waits (RNR). */
 static void test_inline_copied_at_post(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wr w;
-	struct rdmx__wc wc;
 
-	(void)state;
-	pair_open(p);
 	memcpy(p->s.buf, "inline", 6);
 	w = wr_on(&p->s, RDMX__OP_SEND, 0, 6);
 	w.flags |= RDMX__WR_INLINE;
@@ -510,33 +532,25 @@ static void test_inline_copied_at_post(void **state)
 	assert_int_equal(post(&p->s, w), 0);
 	memcpy(p->s.buf, "XXXXXX", 6);
 	post_recvs(&p->c, 0, 100, 1);
-	assert_int_equal(poll_n(p->c.rcq, &wc, 1), 1);
-	assert_int_equal(wc.status, RDMX__WC_OK);
+	expect_wc(p->c.rcq, RDMX__WC_OK);
 	assert_memory_equal(p->c.buf, "inline", 6);
 	w.len = 65; /* above max_inline */
 	assert_int_equal(post(&p->s, w), -EINVAL);
-	pair_free(p);
 }
 
 /* -------------------------------------------------------- RDMA and atomics */
 
 static void test_write_then_read(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wr w;
 	struct rdmx__wc wc[2];
 
-	(void)state;
-	pair_open(p);
 	for (int i = 0; i < 100; i++)
 		p->c.buf[i] = (uint8_t)(i * 7 + 1);
-	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 100);
-	w.remote_addr = raddr(&p->s, 64);
-	w.rkey = p->s.mr->rkey;
+	w = rdma_on(&p->c, RDMX__OP_WRITE, 0, 100, &p->s, 64);
 	assert_int_equal(post(&p->c, w), 0);
-	w = wr_on(&p->c, RDMX__OP_READ, 1024, 100);
-	w.remote_addr = raddr(&p->s, 64);
-	w.rkey = p->s.mr->rkey;
+	w = rdma_on(&p->c, RDMX__OP_READ, 1024, 100, &p->s, 64);
 	assert_int_equal(post(&p->c, w), 0);
 	assert_int_equal(poll_n(p->c.scq, wc, 2), 2);
 	assert_int_equal(wc[0].op, RDMX__OP_WRITE);
@@ -546,7 +560,6 @@ static void test_write_then_read(void **state)
 	assert_memory_equal(p->s.buf + 64, p->c.buf, 100);
 	assert_memory_equal(p->c.buf + 1024, p->c.buf, 100);
 	assert_int_equal(poll_now(p->s.rcq), 0); /* a WRITE takes no receive */
-	pair_free(p);
 }
 
 enum violation { BAD_RKEY, OUT_OF_BOUNDS, NO_ACCESS, DEREGISTERED };
@@ -583,8 +596,7 @@ static void remote_access_case(enum violation v)
 	assert_int_equal(wc[1].wr_id, 77);
 	assert_int_equal(p->s.buf[128], 0);
 	/* The responder's QP went to error too: its receive is flushed. */
-	assert_int_equal(poll_n(p->s.rcq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
+	expect_wc(p->s.rcq, RDMX__WC_FLUSHED);
 	pair_free(p);
 }
 
@@ -599,28 +611,20 @@ static void test_remote_access_errors(void **state)
 
 static void test_local_key_error(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wr w;
 	struct rdmx__wc wc[2];
 
-	(void)state;
-	pair_open(p);
-	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 16);
-	w.remote_addr = raddr(&p->s, 0);
-	w.rkey = p->s.mr->rkey;
+	w = rdma_on(&p->c, RDMX__OP_WRITE, 0, 16, &p->s, 0);
 	w.lkey = p->c.mr->rkey; /* an rkey is not an lkey */
 	assert_int_equal(post(&p->c, w), 0);
 	assert_int_equal(poll_n(p->c.scq, wc, 1), 1);
 	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
 	assert_int_not_equal(wc[0].vendor_status, 0);
 	/* Only the requester is in error: the peer's WRs get no answer. */
-	w = wr_on(&p->s, RDMX__OP_WRITE, 0, 16);
-	w.remote_addr = raddr(&p->c, 0);
-	w.rkey = p->c.mr->rkey;
+	w = rdma_on(&p->s, RDMX__OP_WRITE, 0, 16, &p->c, 0);
 	assert_int_equal(post(&p->s, w), 0);
-	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_RETRY);
-	pair_free(p);
+	expect_wc(p->s.scq, RDMX__WC_RETRY);
 }
 
 /* A pair whose MRs lack LOCAL access (remote WRITE and READ only). */
@@ -640,44 +644,32 @@ static void test_local_write_needs_access(void **state)
 {
 	struct pair *p = pair_no_local();
 	struct rdmx__wr w;
-	struct rdmx__wc wc[2];
 
 	(void)state;
-	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 16); /* a source: fine */
-	w.remote_addr = raddr(&p->s, 0);
-	w.rkey = p->s.mr->rkey;
+	w = rdma_on(&p->c, RDMX__OP_WRITE, 0, 16, &p->s, 0); /* a source: fine */
 	assert_int_equal(post(&p->c, w), 0);
-	assert_int_equal(poll_n(p->c.scq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_OK);
-	w = wr_on(&p->s, RDMX__OP_READ, 0, 16); /* a READ's destination */
-	w.remote_addr = raddr(&p->c, 0);
-	w.rkey = p->c.mr->rkey;
+	expect_wc(p->c.scq, RDMX__WC_OK);
+	w = rdma_on(&p->s, RDMX__OP_READ, 0, 16, &p->c, 0); /* a READ's destination */
 	assert_int_equal(post(&p->s, w), 0);
-	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
+	expect_wc(p->s.scq, RDMX__WC_OTHER);
 	pair_free(p);
 
 	p = pair_no_local();
 	post_recvs(&p->s, 64, 64, 1);
 	w = wr_on(&p->c, RDMX__OP_SEND, 0, 16); /* into a receive */
 	assert_int_equal(post(&p->c, w), 0);
-	assert_int_equal(poll_n(p->s.rcq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_OTHER);
+	expect_wc(p->s.rcq, RDMX__WC_OTHER);
 	pair_free(p);
 }
 
 static void test_write_imm(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wr w;
 	struct rdmx__wc wc;
 
-	(void)state;
-	pair_open(p);
 	memset(p->s.buf, 0xab, 32);
-	w = wr_on(&p->s, RDMX__OP_WRITE_IMM, 0, 32);
-	w.remote_addr = raddr(&p->c, 512);
-	w.rkey = p->c.mr->rkey;
+	w = rdma_on(&p->s, RDMX__OP_WRITE_IMM, 0, 32, &p->c, 512);
 	w.imm = 77;
 	assert_int_equal(post(&p->s, w), 0);
 	assert_int_equal(poll_now(p->s.scq), 0); /* RNR: no receive yet */
@@ -690,7 +682,6 @@ static void test_write_imm(void **state)
 	assert_int_equal(wc.imm, 77);
 	assert_memory_equal(p->c.buf + 512, p->s.buf, 32);
 	assert_int_equal(p->c.buf[0], 0); /* the receive buffer is untouched */
-	pair_free(p);
 }
 
 #define ADDERS 4
@@ -866,12 +857,10 @@ static void test_srq_shared(void **state)
 
 static void test_disconnect_flushes(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wc wc[4];
 	struct rdmx__wr w;
 
-	(void)state;
-	pair_open(p);
 	post_recvs(&p->c, 0, 64, 4);
 	post_recvs(&p->s, 0, 64, 2);
 	assert_int_equal(F->disconnect(p->c.ep), 0);
@@ -889,12 +878,9 @@ static void test_disconnect_flushes(void **state)
 	w = wr_on(&p->s, RDMX__OP_SEND, 0, 8);
 	w.flags = 0; /* errors complete even unsignaled */
 	assert_int_equal(post(&p->s, w), 0);
-	assert_int_equal(poll_n(p->s.scq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
+	expect_wc(p->s.scq, RDMX__WC_FLUSHED);
 	post_recvs(&p->s, 0, 64, 1);
-	assert_int_equal(poll_n(p->s.rcq, wc, 1), 1);
-	assert_int_equal(wc[0].status, RDMX__WC_FLUSHED);
-	pair_free(p);
+	expect_wc(p->s.rcq, RDMX__WC_FLUSHED);
 }
 
 /*
@@ -905,44 +891,33 @@ static void test_disconnect_flushes(void **state)
  */
 static void test_disconnect_before_accept_poll(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 
-	(void)state;
-	pair_open(p);
 	assert_int_equal(F->disconnect(p->c.ep), 0);
 	assert_int_equal(F->accept_poll(p->s.ep), 0);
 	assert_int_equal(F->check_event(p->s.ep), -ECONNRESET);
-	pair_free(p);
 }
 
 /* Like a process dying: destroying one end is seen by the other. */
 static void test_destroy_seen_by_peer(void **state)
 {
-	struct pair *p = pair_new();
-	struct rdmx__wc wc;
+	struct pair *p = *state;
 
-	(void)state;
-	pair_open(p);
 	post_recvs(&p->s, 0, 64, 1);
 	assert_int_equal(post(&p->s, wr_on(&p->s, RDMX__OP_SEND, 0, 8)), 0);
 	assert_int_equal(poll_now(p->s.scq), 0); /* RNR: it waits */
 	side_close(&p->c);
 	assert_int_equal(F->check_event(p->s.ep), -ECONNRESET);
-	assert_int_equal(poll_n(p->s.scq, &wc, 1), 1);
-	assert_int_equal(wc.status, RDMX__WC_FLUSHED);
-	assert_int_equal(poll_n(p->s.rcq, &wc, 1), 1);
-	assert_int_equal(wc.status, RDMX__WC_FLUSHED);
-	pair_free(p);
+	expect_wc(p->s.scq, RDMX__WC_FLUSHED);
+	expect_wc(p->s.rcq, RDMX__WC_FLUSHED);
 }
 
 static void test_unsignaled(void **state)
 {
-	struct pair *p = pair_new();
+	struct pair *p = *state;
 	struct rdmx__wc wc[4];
 	struct rdmx__wr w;
 
-	(void)state;
-	pair_open(p);
 	post_recvs(&p->c, 0, 64, 4);
 	for (int i = 0; i < 4; i++) {
 		w = wr_on(&p->s, RDMX__OP_SEND, (size_t)i * 8, 8);
@@ -953,7 +928,6 @@ static void test_unsignaled(void **state)
 	assert_int_equal(poll_n(p->c.rcq, wc, 4), 4);
 	assert_int_equal(F->poll_cq(p->s.scq, wc, 4), 1);
 	assert_int_equal(wc[0].wr_id, 24);
-	pair_free(p);
 }
 
 static void test_max_send_wr(void **state)
@@ -966,9 +940,7 @@ static void test_max_send_wr(void **state)
 	p->c.caps.max_send_wr = 4;
 	p->s.caps.max_send_wr = 4;
 	pair_open(p);
-	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 8);
-	w.remote_addr = raddr(&p->s, 0);
-	w.rkey = p->s.mr->rkey;
+	w = rdma_on(&p->c, RDMX__OP_WRITE, 0, 8, &p->s, 0);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(post(&p->c, w), 0);
 	assert_int_equal(post(&p->c, w), -ENOMEM);
@@ -982,9 +954,7 @@ static void test_max_send_wr(void **state)
 	assert_int_equal(poll_now(p->c.scq), 0);
 	assert_int_equal(post(&p->c, w), -ENOMEM);
 
-	w = wr_on(&p->s, RDMX__OP_WRITE, 0, 8);
-	w.remote_addr = raddr(&p->c, 0);
-	w.rkey = p->c.mr->rkey;
+	w = rdma_on(&p->s, RDMX__OP_WRITE, 0, 8, &p->c, 0);
 	w.flags = 0;
 	for (int i = 0; i < 4; i++) {
 		w.flags = i == 3 ? RDMX__WR_SIGNALED : 0;
@@ -1006,9 +976,7 @@ static void test_cq_overflow(void **state)
 	(void)state;
 	p->c.cq_depth = 2;
 	pair_open(p);
-	w = wr_on(&p->c, RDMX__OP_WRITE, 0, 8);
-	w.remote_addr = raddr(&p->s, 0);
-	w.rkey = p->s.mr->rkey;
+	w = rdma_on(&p->c, RDMX__OP_WRITE, 0, 8, &p->s, 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(post(&p->c, w), 0);
 	assert_int_equal(poll_now(p->c.scq), -EOVERFLOW);
@@ -1019,27 +987,27 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect_accept_pdata),
-		cmocka_unit_test(test_disconnect_before_accept_poll),
+		pair_test(test_disconnect_before_accept_poll),
 		cmocka_unit_test(test_listen_port_in_use),
 		cmocka_unit_test(test_reject_carries_pdata),
 		cmocka_unit_test(test_connect_no_listener),
 		cmocka_unit_test(test_get_request_timeout),
 		cmocka_unit_test(test_connect_timeout_withdraws),
-		cmocka_unit_test(test_send_recv_imm_order),
-		cmocka_unit_test(test_rnr_waits_in_order),
+		pair_test(test_send_recv_imm_order),
+		pair_test(test_rnr_waits_in_order),
 		cmocka_unit_test(test_rnr_retry_exhausted),
-		cmocka_unit_test(test_send_too_long),
-		cmocka_unit_test(test_inline_copied_at_post),
-		cmocka_unit_test(test_write_then_read),
+		pair_test(test_send_too_long),
+		pair_test(test_inline_copied_at_post),
+		pair_test(test_write_then_read),
 		cmocka_unit_test(test_remote_access_errors),
-		cmocka_unit_test(test_local_key_error),
+		pair_test(test_local_key_error),
 		cmocka_unit_test(test_local_write_needs_access),
-		cmocka_unit_test(test_write_imm),
+		pair_test(test_write_imm),
 		cmocka_unit_test(test_fetch_add_threads),
 		cmocka_unit_test(test_srq_shared),
-		cmocka_unit_test(test_disconnect_flushes),
-		cmocka_unit_test(test_destroy_seen_by_peer),
-		cmocka_unit_test(test_unsignaled),
+		pair_test(test_disconnect_flushes),
+		pair_test(test_destroy_seen_by_peer),
+		pair_test(test_unsignaled),
 		cmocka_unit_test(test_max_send_wr),
 		cmocka_unit_test(test_cq_overflow),
 	};

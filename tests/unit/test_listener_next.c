@@ -212,13 +212,10 @@ int main(void)
 		cmocka_unit_test(test_one_loop),
 		cmocka_unit_test(test_idle_and_shutdown),
 	};
-	const char *const *names = rdmx_protocol_names();
-	int failed = 0;
+	int failed = 0, i = 0;
 
-	for (int i = 0; names[i]; i++) {
-		protocol = names[i];
+	while ((protocol = th_next_protocol(&i)))
 		failed += _cmocka_run_group_tests(protocol, tests, sizeof(tests) / sizeof(tests[0]),
 						  NULL, NULL);
-	}
 	return failed ? 1 : 0;
 }

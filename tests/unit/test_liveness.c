@@ -278,17 +278,11 @@ int main(void)
 		cmocka_unit_test(test_listener_shutdown),
 		cmocka_unit_test(test_option_checked),
 	};
-	const char *const *names = rdmx_protocol_names();
-	const char *only = getenv("RDMX_TEST_PROTOCOL");
-	int failed = 0;
+	int failed = 0, i = 0;
 
 	alarm(600); /* a hang (no liveness) fails the run instead of blocking */
-	for (int i = 0; names[i]; i++) {
-		if (only && *only && strcmp(only, names[i]))
-			continue;
-		protocol = names[i];
+	while ((protocol = th_next_protocol(&i)))
 		failed += _cmocka_run_group_tests(protocol, tests,
 						  sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-	}
 	return failed ? 1 : 0;
 }

@@ -789,19 +789,13 @@ int main(void)
 		cmocka_unit_test(test_alloc_onesided),
 		cmocka_unit_test(test_threads),
 	};
-	const char *const *names = rdmx_protocol_names();
-	const char *only = getenv("RDMX_TEST_PROTOCOL");
-	int failed = cmocka_run_group_tests_name("alloc", alloc_tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("alloc", alloc_tests, NULL, NULL), i = 0;
 
 	failed += cmocka_run_group_tests_name("info", info_tests, NULL, NULL);
 
 	alarm(900); /* a hang fails the run instead of blocking it */
-	for (int i = 0; names[i]; i++) {
-		if (only && *only && strcmp(only, names[i]))
-			continue;
-		protocol = names[i];
+	while ((protocol = th_next_protocol(&i)))
 		failed += _cmocka_run_group_tests(protocol, tests,
 						  sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-	}
 	return failed ? 1 : 0;
 }

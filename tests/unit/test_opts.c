@@ -62,19 +62,48 @@ static int teardown(void **state)
 	return 0;
 }
 
+static int parse_v(struct fixture *f, va_list ap)
+{
+	char *argv[32];
+	int argc = 0;
+
+	while ((argv[argc] = va_arg(ap, char *)))
+		argc++;
+	return opts_parse(f->table, argc, argv, f->pos, 2, &f->n_pos, f->err,
+			  sizeof(f->err));
+}
+
 /* Parse a NULL-terminated argument list (argv[0] is the command). */
 static int parse(struct fixture *f, ...)
 {
-	char *argv[32];
 	va_list ap;
-	int argc = 0;
+	int rc;
 
 	va_start(ap, f);
-	while ((argv[argc] = va_arg(ap, char *)))
-		argc++;
+	rc = parse_v(f, ap);
 	va_end(ap);
-	return opts_parse(f->table, argc, argv, f->pos, 2, &f->n_pos, f->err,
-			  sizeof(f->err));
+	return rc;
+}
+
+/* Parsing the NULL-terminated argument list after @err fails with @err. */
+static void parse_fails(struct fixture *f, const char *err, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, err);
+	rc = parse_v(f, ap);
+	va_end(ap);
+	assert_int_equal(rc, OPTS_ERROR);
+	assert_string_equal(f->err, err);
+}
+
+/* Every string of the NULL-terminated @want is in @text. */
+static void expect_in(const char *text, const char *const want[])
+{
+	for (; *want; want++)
+		if (!strstr(text, *want))
+			fail_msg("'%s' is not in:\n%s", *want, text);
 }
 
 static void expect_error(struct fixture *f, const char *msg)
@@ -158,10 +187,9 @@ static void test_size_errors(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(parse(f, "cmd", "--size", "12Q", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--size: '12Q' is not a size (examples: 64, 4K, 1M)");
-	assert_int_equal(parse(f, "cmd", "--size=2G", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--size: must be between 1 and 1G");
+	parse_fails(f, "--size: '12Q' is not a size (examples: 64, 4K, 1M)",
+		    "cmd", "--size", "12Q", NULL);
+	parse_fails(f, "--size: must be between 1 and 1G", "cmd", "--size=2G", NULL);
 	assert_int_equal(parse(f, "cmd", "-s", "0", NULL), OPTS_ERROR);
 	expect_error(f, "must be between");
 	assert_int_equal(f->v.size, 64); /* untouched on error */
@@ -171,14 +199,12 @@ static void test_int_errors(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(parse(f, "cmd", "--iters", "0", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--iters: must be between 1 and 100000000");
+	parse_fails(f, "--iters: must be between 1 and 100000000", "cmd", "--iters", "0", NULL);
 	assert_int_equal(parse(f, "cmd", "--iters=100000001", NULL), OPTS_ERROR);
 	expect_error(f, "must be between 1 and 100000000");
 	assert_int_equal(parse(f, "cmd", "--iters=99999999999999999999999", NULL), OPTS_ERROR);
 	expect_error(f, "must be between");
-	assert_int_equal(parse(f, "cmd", "--iters", "12x", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--iters: '12x' is not an integer");
+	parse_fails(f, "--iters: '12x' is not an integer", "cmd", "--iters", "12x", NULL);
 	assert_int_equal(parse(f, "cmd", "--iters=", NULL), OPTS_ERROR);
 	expect_error(f, "is not an integer");
 }
@@ -187,28 +213,22 @@ static void test_choice_errors(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(parse(f, "cmd", "-p", "rdma", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--protocol: 'rdma' is not one of: send_recv, write_imm");
+	parse_fails(f, "--protocol: 'rdma' is not one of: send_recv, write_imm",
+		    "cmd", "-p", "rdma", NULL);
 }
 
 static void test_unknown_and_missing(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(parse(f, "cmd", "--bogus", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "unknown option '--bogus'");
-	assert_int_equal(parse(f, "cmd", "--bogus=1", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "unknown option '--bogus'");
-	assert_int_equal(parse(f, "cmd", "-x", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "unknown option '-x'");
+	parse_fails(f, "unknown option '--bogus'", "cmd", "--bogus", NULL);
+	parse_fails(f, "unknown option '--bogus'", "cmd", "--bogus=1", NULL);
+	parse_fails(f, "unknown option '-x'", "cmd", "-x", NULL);
 	assert_int_equal(parse(f, "cmd", "--ver", NULL), OPTS_ERROR); /* no prefixes */
 	expect_error(f, "unknown option");
-	assert_int_equal(parse(f, "cmd", "--size", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--size: missing value");
-	assert_int_equal(parse(f, "cmd", "-s", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--size: missing value");
-	assert_int_equal(parse(f, "cmd", "--verify=yes", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "--verify: does not take a value");
+	parse_fails(f, "--size: missing value", "cmd", "--size", NULL);
+	parse_fails(f, "--size: missing value", "cmd", "-s", NULL);
+	parse_fails(f, "--verify: does not take a value", "cmd", "--verify=yes", NULL);
 }
 
 static void test_help(void **state)
@@ -236,8 +256,7 @@ static void test_positional(void **state)
 	assert_string_equal(f->pos[0], "-n");
 	assert_string_equal(f->pos[1], "--x");
 	assert_int_equal(f->v.iters, 3);
-	assert_int_equal(parse(f, "cmd", "a", "b", "c", NULL), OPTS_ERROR);
-	assert_string_equal(f->err, "too many arguments: 'c' (at most 2 expected)");
+	parse_fails(f, "too many arguments: 'c' (at most 2 expected)", "cmd", "a", "b", "c", NULL);
 }
 
 static void test_no_positional(void **state)
@@ -250,16 +269,28 @@ static void test_no_positional(void **state)
 	assert_string_equal(f->err, "unexpected argument 'extra'");
 }
 
-static char *help_of(const struct opt *t)
+/* What opts prints for @t: its --help (@page NULL), or @page as --help
+ * (@man false) or as a man page. */
+static char *print_of(const struct opts_page *page, bool man, const struct opt *t)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
 
 	assert_non_null(m);
-	opts_print_help(t, m);
+	if (!page)
+		opts_print_help(t, m);
+	else if (man)
+		opts_print_man(page, t, "9.9", m);
+	else
+		opts_print_page(page, t, m);
 	fclose(m);
 	return buf;
+}
+
+static char *help_of(const struct opt *t)
+{
+	return print_of(NULL, false, t);
 }
 
 /* The help text of every option starts in the same column. */
@@ -289,16 +320,19 @@ static void test_help_generation(void **state)
 	struct fixture *f = *state;
 	char *h = help_of(f->table);
 
-	assert_non_null(strstr(h, "    --verify"));
-	assert_non_null(strstr(h, "-n, --iters=N"));
-	assert_non_null(strstr(h, "-s, --size=BYTES"));
-	assert_non_null(strstr(h, "-d, --device=NAME"));
-	assert_non_null(strstr(h, "-p, --protocol=PROTO"));
-	assert_non_null(strstr(h, "-h, --help"));
-	assert_non_null(strstr(h, "check every byte"));
-	assert_non_null(strstr(h, "(default: 1000)"));
-	assert_non_null(strstr(h, "(default: 64)"));
-	assert_non_null(strstr(h, "one of: send_recv, write_imm"));
+	expect_in(h, (const char *const[]){
+		"    --verify",
+		"-n, --iters=N",
+		"-s, --size=BYTES",
+		"-d, --device=NAME",
+		"-p, --protocol=PROTO",
+		"-h, --help",
+		"check every byte",
+		"(default: 1000)",
+		"(default: 64)",
+		"one of: send_recv, write_imm",
+		NULL,
+	});
 	assert_null(strstr(h, "(default: (null))"));
 	check_aligned(h);
 	free(h);
@@ -312,20 +346,18 @@ static void test_help_page(void **state)
 		.description = "Line one.\n\nLine two.", .exit_status = "0 ok",
 		.examples = "rdmx test",
 	};
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
+	char *buf = print_of(&page, false, f->table);
 
-	assert_non_null(m);
-	opts_print_page(&page, f->table, m);
-	fclose(m);
-	assert_non_null(strstr(buf, "NAME\n    rdmx-test - a test\n"));
-	assert_non_null(strstr(buf, "SYNOPSIS\n"));
-	assert_non_null(strstr(buf, "    Line one.\n\n    Line two.\n"));
-	assert_non_null(strstr(buf, "OPTIONS\n"));
-	assert_non_null(strstr(buf, "--iters=N"));
-	assert_non_null(strstr(buf, "EXIT STATUS\n    0 ok\n"));
-	assert_non_null(strstr(buf, "EXAMPLES\n    rdmx test\n"));
+	expect_in(buf, (const char *const[]){
+		"NAME\n    rdmx-test - a test\n",
+		"SYNOPSIS\n",
+		"    Line one.\n\n    Line two.\n",
+		"OPTIONS\n",
+		"--iters=N",
+		"EXIT STATUS\n    0 ok\n",
+		"EXAMPLES\n    rdmx test\n",
+		NULL,
+	});
 	free(buf);
 }
 
@@ -386,16 +418,14 @@ static void test_man_page(void **state)
 		.exit_status = "0   fine", .see_also = "rdmx(1)",
 	};
 	const struct opt *o;
-	char *man = NULL, want[256], help[640];
-	size_t len = 0;
-	FILE *m = open_memstream(&man, &len);
+	char *man = print_of(&page, true, f->table), want[256], help[640];
 
-	assert_non_null(m);
-	opts_print_man(&page, f->table, "9.9", m);
-	fclose(m);
-	assert_non_null(strstr(man, ".TH RDMX-X 1 \"\" \"rdmx 9.9\""));
-	assert_non_null(strstr(man, "rdmx\\-x \\- a test"));
-	assert_non_null(strstr(man, "\n\\&.not a request\n.PP\nback\\eslash\n"));
+	expect_in(man, (const char *const[]){
+		".TH RDMX-X 1 \"\" \"rdmx 9.9\"",
+		"rdmx\\-x \\- a test",
+		"\n\\&.not a request\n.PP\nback\\eslash\n",
+		NULL,
+	});
 	for (o = f->table; o->name; o++) {
 		snprintf(want, sizeof(want), "\\fB\\-\\-%s\\fR%s", o->name,
 			 o->kind == OPT_FLAG ? "\n" : "=\\fI");
@@ -405,9 +435,12 @@ static void test_man_page(void **state)
 		if (!strstr(man, help))
 			fail_msg("the man page lacks the help '%s'", help);
 	}
-	assert_non_null(strstr(man, "\\fB\\-h\\fR, \\fB\\-\\-help\\fR\n"));
-	assert_non_null(strstr(man, ".SH EXIT STATUS\n.nf\n0   fine\n.fi\n"));
-	assert_non_null(strstr(man, ".SH SEE ALSO\nrdmx(1)\n"));
+	expect_in(man, (const char *const[]){
+		"\\fB\\-h\\fR, \\fB\\-\\-help\\fR\n",
+		".SH EXIT STATUS\n.nf\n0   fine\n.fi\n",
+		".SH SEE ALSO\nrdmx(1)\n",
+		NULL,
+	});
 	free(man);
 }
 
@@ -416,9 +449,7 @@ static void test_man_page(void **state)
 static void test_did_you_mean_hidden(void **state)
 {
 	struct fixture *f = *state;
-	char *help = NULL;
-	size_t len = 0;
-	FILE *m;
+	char *help;
 
 	assert_int_equal(parse(f, "cmd", "--iter", "5", NULL), OPTS_ERROR);
 	expect_error(f, "unknown option '--iter'; did you mean '--iters'?");
@@ -435,10 +466,7 @@ static void test_did_you_mean_hidden(void **state)
 	assert_int_equal(f->v.iters, 7);
 	assert_int_equal(parse(f, "cmd", "--coutn", NULL), OPTS_ERROR);
 	assert_null(strstr(f->err, "--count"));
-	m = open_memstream(&help, &len);
-	assert_non_null(m);
-	opts_print_help(f->table, m);
-	fclose(m);
+	help = help_of(f->table);
 	assert_null(strstr(help, "count"));
 	free(help);
 }

@@ -25,14 +25,7 @@
 
 static struct rdmx_conn_opts opts(uint32_t send_depth, uint32_t recv_depth)
 {
-	struct rdmx_conn_opts o;
-
-	rdmx_conn_opts_init(&o);
-	o.protocol = "read";
-	o.max_msg_size = 8192;
-	o.send_depth = send_depth;
-	o.recv_depth = recv_depth;
-	return o;
+	return th_opts("read", 8192, send_depth, recv_depth);
 }
 
 static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *so,
