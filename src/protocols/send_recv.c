@@ -10,7 +10,13 @@
  * retried by the responder's RNR NAK (rnr_retry, 7 = forever); when the
  * retries run out the connection goes down with an RNR error, nothing is
  * dropped silently. Every SEND is signaled; its completion frees the slot.
- * The send buffers are the core's send pool (core/sendpool.h).
+ * The send buffers are the core's send pool (core/sendpool.h), which also
+ * chains and selectively signals bursts (RDMX_SEND_MORE).
+ *
+ * Released receive buffers are reposted in chains of up to recv_depth / 4
+ * (at most REPOST_MAX): one doorbell for several. A receiver never waits
+ * with buffers unposted (sr_recv reposts them before it idles), and the
+ * sender always has three quarters of the buffers to send into.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +28,7 @@ enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 
 #define WC_BATCH 16
 #define SLOT_ALIGN 64
+#define REPOST_MAX 16
 
 struct sr {
 	struct rdmx__sendpool sp; /* send buffers */
@@ -33,6 +40,8 @@ struct sr {
 	uint8_t *rstate;          /* SLOT_* per receive buffer */
 	struct rdmx__wc wc[WC_BATCH]; /* receive completions not handed out */
 	int wc_n, wc_i;
+	struct rdmx__wr repost[REPOST_MAX]; /* released, not yet reposted */
+	uint32_t nrepost, repost_max;
 };
 RDMX__SENDPOOL_FIRST(struct sr, sp);
 
@@ -49,19 +58,40 @@ static const struct rdmx__sendpool_ops sr_pool_ops = {
 
 /* ---------------------------------------------------------------- setup */
 
-static int post_one_recv(rdmx_conn *c, uint32_t idx)
+/* Receive buffer @idx's work request. */
+static struct rdmx__wr recv_wr(const struct sr *p, uint32_t idx)
 {
-	struct sr *p = sr_of(c);
-	struct rdmx__wr wr = {
+	return (struct rdmx__wr){
 		.wr_id = idx,
 		.op = RDMX__OP_RECV,
 		.addr = p->rbuf + (size_t)idx * p->slot,
 		.len = (uint32_t)p->slot,
 		.lkey = p->rmr->lkey,
 	};
+}
+
+static int post_one_recv(rdmx_conn *c, uint32_t idx)
+{
+	struct sr *p = sr_of(c);
+	struct rdmx__wr wr = recv_wr(p, idx);
 
 	p->rstate[idx] = SLOT_POSTED;
 	return rdmx__post_recv(c, &wr, 1);
+}
+
+/* Post the released buffers as one chain. */
+static int repost_flush(rdmx_conn *c)
+{
+	struct sr *p = sr_of(c);
+	uint32_t n = p->nrepost;
+
+	if (!n || c->state == RDMX__CONN_DOWN)
+		return 0;
+	p->nrepost = 0;
+	if (rdmx__post_recv(c, p->repost, (int)n))
+		return rdmx__conn_down(c, -EIO, "reposting %u receives: %s", n,
+				       rdmx__last());
+	return 0;
 }
 
 static int alloc_recv(struct sr *p)
@@ -122,6 +152,9 @@ static int sr_setup(rdmx_conn *c)
 
 	p->slot = ((size_t)c->max_msg + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
 	p->nrecv = c->opts.recv_depth;
+	p->repost_max = p->nrecv / 4 < REPOST_MAX ? p->nrecv / 4 : REPOST_MAX;
+	if (!p->repost_max)
+		p->repost_max = 1;
 	p->sp = (struct rdmx__sendpool){
 		.ops = &sr_pool_ops,
 		.who = "send_recv",
@@ -220,7 +253,7 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		}
 		if (p->wc_i < p->wc_n)
 			return deliver(c, &p->wc[p->wc_i++], m);
-		if ((rc = rdmx__recv_idle(c, &d)))
+		if ((rc = repost_flush(c)) || (rc = rdmx__recv_idle(c, &d)))
 			return rc;
 	}
 }
@@ -229,15 +262,19 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
 	int64_t idx;
+	int rc;
 
 	if (!rdmx__sendpool_release(c, &p->sp, m))
 		return 0;
 	if ((idx = recv_slot(c, m)) >= 0) {
-		if (c->state == RDMX__CONN_DOWN)
+		if (c->state == RDMX__CONN_DOWN) {
 			p->rstate[idx] = SLOT_FREE;
-		else if (post_one_recv(c, (uint32_t)idx))
-			return rdmx__conn_down(c, -EIO, "reposting a receive: %s",
-					       rdmx__last());
+		} else {
+			p->rstate[idx] = SLOT_POSTED;
+			p->repost[p->nrepost++] = recv_wr(p, (uint32_t)idx);
+			if (p->nrepost == p->repost_max && (rc = repost_flush(c)))
+				return rc;
+		}
 	} else {
 		return rdmx__fail(-EINVAL, "send_recv: message not held on this connection");
 	}
