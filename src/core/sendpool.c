@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "pack.h"
 #include "sendpool.h"
 
 #define WC_BATCH 16
@@ -18,10 +19,11 @@ static int pool_alloc(struct rdmx__sendpool *sp)
 	sp->state = calloc(sp->n, 1);
 	sp->seq = sp->hold ? calloc(sp->n, sizeof(*sp->seq)) : NULL;
 	sp->fifo = calloc(sp->n, sizeof(*sp->fifo));
+	sp->nmsg = calloc(sp->n, sizeof(*sp->nmsg));
 	sp->held_max = sp->n < RDMX__SP_CHAIN_MAX ? sp->n : RDMX__SP_CHAIN_MAX;
 	sp->held = calloc(sp->held_max, sizeof(*sp->held));
 	if (!sp->buf || !sp->free_stack || !sp->state || (sp->hold && !sp->seq) ||
-	    !sp->fifo || !sp->held)
+	    !sp->fifo || !sp->held || !sp->nmsg)
 		return rdmx__fail(-ENOMEM, "%s: out of memory for %u send buffers of %zu bytes",
 				  sp->who, sp->n, sp->stride);
 	for (uint32_t i = 0; i < sp->n; i++)
@@ -64,6 +66,8 @@ void rdmx__sendpool_unmake(rdmx_conn *c, struct rdmx__sendpool *sp)
 	free(sp->seq);
 	free(sp->fifo);
 	free(sp->held);
+	free(sp->nmsg);
+	sp->nmsg = NULL;
 	sp->seq = NULL;
 	sp->fifo = NULL;
 	sp->held = NULL;
@@ -194,6 +198,16 @@ int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms)
 	return pool_flush(c, c->priv, timeout_ms);
 }
 
+/* A chained request goes inline on its own (rdmx__post_send inlines a
+ * single one only). */
+static void chain_inline(const rdmx_conn *c, struct rdmx__wr *w)
+{
+	if (w->len && w->len <= c->max_inline &&
+	    (w->op == RDMX__OP_SEND || w->op == RDMX__OP_SEND_IMM ||
+	     w->op == RDMX__OP_WRITE || w->op == RDMX__OP_WRITE_IMM))
+		w->flags |= RDMX__WR_INLINE;
+}
+
 /*
  * Ring the chain: one work request in sp->every signaled, and the last
  * (sendpool.h: the send queue's tail is always signaled); the slots enter
@@ -207,6 +221,7 @@ int rdmx__sendpool_push(rdmx_conn *c, struct rdmx__sendpool *sp)
 	if (!n)
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
+		chain_inline(c, &sp->held[i]);
 		if ((i + 1) % sp->every == 0 || i + 1 == n)
 			sp->held[i].flags |= RDMX__WR_SIGNALED;
 		rdmx__sendpool_fifo_push(sp, (uint32_t)sp->held[i].wr_id);
@@ -216,28 +231,64 @@ int rdmx__sendpool_push(rdmx_conn *c, struct rdmx__sendpool *sp)
 	return rc ? rdmx__sendpool_post_failed(c, sp, rc) : 0;
 }
 
-/* A chained request goes inline on its own (rdmx__post_send inlines a
- * single one only). */
-static void chain_inline(const rdmx_conn *c, struct rdmx__wr *w)
+/* The last held send is a packed frame. */
+static int held_frame(const struct rdmx__wr *w)
 {
-	if (w->len && w->len <= c->max_inline &&
-	    (w->op == RDMX__OP_SEND || w->op == RDMX__OP_SEND_IMM ||
-	     w->op == RDMX__OP_WRITE || w->op == RDMX__OP_WRITE_IMM))
-		w->flags |= RDMX__WR_INLINE;
+	return w->op == RDMX__OP_SEND_IMM && w->imm == RDMX__PACK_IMM;
+}
+
+/*
+ * Pack @m (slot @idx, ALLOC) into the last held send, making it a frame
+ * if it is not one: 1 when packed (@idx free again, @m spent), 0 when it
+ * does not fit (too large, no held send, frame full).
+ */
+static int pack_held(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
+		     struct rdmx_msg *m)
+{
+	uint32_t len = (uint32_t)m->len, fidx, flen;
+	struct rdmx__wr *w;
+	uint8_t *f;
+
+	if (len > sp->pack_small || !sp->nheld ||
+	    ((m->flags & RDMX_MSG_IMM) && m->imm == RDMX__PACK_IMM)) /* framed */
+		return 0;
+	w = &sp->held[sp->nheld - 1];
+	fidx = (uint32_t)w->wr_id;
+	flen = held_frame(w) ? w->len : RDMX__PACK_OVERHEAD + rdmx__pack_pad(w->len);
+	if ((!held_frame(w) && (w->len > sp->pack_small ||
+				(w->op != RDMX__OP_SEND && w->op != RDMX__OP_SEND_IMM))) ||
+	    sp->nmsg[fidx] >= RDMX__PACK_MAX || rdmx__pack_grown(flen, len) > sp->pack_cap)
+		return 0;
+	f = rdmx__sendpool_at(sp, fidx);
+	if (!held_frame(w)) {
+		w->len = rdmx__pack_start(f, w->len, w->op == RDMX__OP_SEND_IMM, w->imm);
+		w->op = RDMX__OP_SEND_IMM;
+		w->imm = RDMX__PACK_IMM;
+	}
+	w->len = rdmx__pack_add(f, w->len, m->data, len, !!(m->flags & RDMX_MSG_IMM), m->imm);
+	rdmx__sendpool_put(sp, idx);
+	sp->nalloc--;
+	sp->inflight++;
+	sp->nmsg[fidx]++;
+	(void)c;
+	rdmx__msg_spend(m);
+	return 1;
 }
 
 int rdmx__sendpool_post_chain(rdmx_conn *c, struct rdmx__sendpool *sp,
 			      uint32_t idx, const struct rdmx__wr *wr,
 			      struct rdmx_msg *m, int more)
 {
-	struct rdmx__wr *w = &sp->held[sp->nheld++];
+	struct rdmx__wr *w;
 	int rc;
 
+	if (sp->pack_small && pack_held(c, sp, idx, m))
+		return more && sp->nheld < sp->held_max ? 0 : rdmx__sendpool_push(c, sp);
+	w = &sp->held[sp->nheld++];
 	*w = *wr;
 	w->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
-	w->flags &= ~(unsigned)RDMX__WR_SIGNALED;
+	w->flags &= ~(unsigned)(RDMX__WR_SIGNALED | RDMX__WR_INLINE);
 	w->lkey = sp->mr->lkey;
-	chain_inline(c, w);
 	rdmx__sendpool_mark(c, sp, idx);
 	if (!more || sp->nheld == sp->held_max) {
 		rc = rdmx__sendpool_push(c, sp);
@@ -268,6 +319,8 @@ static int conn_send(rdmx_conn *c, struct rdmx_msg *m, int more)
 	if (m->flags & RDMX_MSG_IMM) {
 		wr.op = RDMX__OP_SEND_IMM;
 		wr.imm = m->imm;
+		if (m->imm == RDMX__PACK_IMM && sp->pack_cap) /* a frame of one */
+			wr.len = rdmx__pack_start(wr.addr, wr.len, 1, m->imm);
 	}
 	return rdmx__sendpool_post_more(c, sp, (uint32_t)idx, &wr, m, more);
 }

@@ -54,6 +54,11 @@
  * token wait rings what is held). srq pushes before it waits for a
  * credit (a held send holds one).
  *
+ * Packing (core/pack.h): with sp->pack_small set, a small send is copied
+ * into the last held send's slot, which becomes a packed frame (or grows),
+ * and its own slot is free at once; the frame's slot counts its sends
+ * (@nmsg), so @inflight and the tokens still count sends.
+ *
  * Signaling: within a chain one work request in @every is signaled, and
  * the last one of every doorbell always is. So the send queue's tail is
  * always signaled: a flush, an alloc or a token wait never needs an
@@ -126,6 +131,13 @@ struct rdmx__sendpool {
 				   * @inflight, its slots POSTED) */
 	uint32_t nheld, held_max;
 	uint32_t every;           /* one signaled work request per @every */
+	uint32_t *nmsg;           /* per slot: the sends its post carries (a
+				   * packed frame: several; @inflight counts
+				   * sends) */
+	/* packing (core/pack.h), set by the protocol once the peer said it
+	 * splits frames: */
+	uint32_t pack_cap;        /* largest frame (0: the peer does not split) */
+	uint32_t pack_small;      /* largest message packed (0: none) */
 };
 
 #define RDMX__SP_SIGNAL_DEFAULT 16
@@ -203,6 +215,7 @@ static inline void rdmx__sendpool_mark(rdmx_conn *c, struct rdmx__sendpool *sp,
 	sp->state[idx] = RDMX__SP_POSTED;
 	sp->nalloc--;
 	sp->inflight++;
+	sp->nmsg[idx] = 1;
 	if (sp->hold) /* this send's sequence, once rdmx_send counts it */
 		sp->seq[idx] = rdmx__sends(c) + 1;
 }
@@ -276,7 +289,7 @@ static inline void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx)
 		j = sp->fifo[sp->fhead];
 		sp->fhead = sp->fhead + 1 == sp->n ? 0 : sp->fhead + 1;
 		sp->fcount--;
-		sp->inflight--;
+		sp->inflight -= sp->nmsg[j];
 		if (sp->hold)
 			sp->state[j] = RDMX__SP_SENT;
 		else
