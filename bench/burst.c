@@ -12,7 +12,8 @@
  *     one thread in lockstep: a burst is sent, then taken. For callgrind
  *     on the fake fabric (bench/profile-burst): no instruction waits.
  *
- * SIGNAL_EVERY is the connection option (0: the protocol's default). The
+ * SIGNAL_EVERY is the connection option (0: the protocol's default);
+ * BURST_COALESCE in the environment sets coalesce (1: OFF, 2: ON). The
  * fabric is the build's: burst (verbs, run it in the sandbox) or
  * burst_fake.
  */
@@ -134,6 +135,8 @@ int main(int argc, char **argv)
 	o.protocol = argv[2];
 	o.max_msg_size = 4096;
 	o.signal_every = (uint32_t)strtoul(argv[6], NULL, 0);
+	if (getenv("BURST_COALESCE"))
+		o.coalesce = (uint8_t)strtoul(getenv("BURST_COALESCE"), NULL, 0);
 	r.size = strtoul(argv[3], NULL, 0);
 	r.count = strtol(argv[4], NULL, 0);
 	r.burst = (unsigned)strtoul(argv[5], NULL, 0);
