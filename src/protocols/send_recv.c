@@ -9,9 +9,10 @@
  * Flow control is the hardware's: a SEND that finds no receive posted is
  * retried by the responder's RNR NAK (rnr_retry, 7 = forever); when the
  * retries run out the connection goes down with an RNR error, nothing is
- * dropped silently. Every SEND is signaled; its completion frees the slot.
- * The send buffers are the core's send pool (core/sendpool.h), which also
- * chains and selectively signals bursts (RDMX_SEND_MORE).
+ * dropped silently. A SEND's completion (or a later signaled one's) frees
+ * its slot. The send buffers are the core's send pool (core/sendpool.h),
+ * which also chains, selectively signals and packs bursts
+ * (RDMX_SEND_MORE).
  *
  * Packing (core/pack.h): small messages of a burst travel several to a
  * SEND as a packed frame when the peer said in its hello that it splits
