@@ -44,7 +44,8 @@
  *
  * Bursts (issue 10): doorbell batching and selective signaling live in
  * the pool and nowhere else. A send marked RDMX_SEND_MORE
- * (rdmx__sendpool_post with @more) is held: its work request is copied
+ * (rdmx__sendpool_post_more with @more: send_recv, srq and read's
+ * send_more) is held: its work request is copied
  * into the pool's chain (@held), the slot is POSTED and the handle spent,
  * but nothing is rung. The chain goes out as one rdmx__post_send (one
  * doorbell) with the next post without @more, with rdmx__sendpool_push,
