@@ -307,6 +307,13 @@ extern unsigned rdmx__fake_stale_faa;
 void rdmx__fake_silence(struct rdmx__ep *ep, int on);
 
 /*
+ * For tests: how many post_send calls (doorbells) @ep's QP had, and how
+ * many signaled work requests they carried.
+ */
+void rdmx__fake_sq_counts(struct rdmx__ep *ep, unsigned long *posts,
+			  unsigned long *signaled);
+
+/*
  * A half-open requester for tests: connect @ep (a fresh client with a
  * QP) with @pdata and return at once, never completing the handshake
  * (an rdma_cm active side that never sends its RTU). The listener's

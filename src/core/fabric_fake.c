@@ -598,11 +598,22 @@ static int ff_post_send(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)
 		if (rc)
 			break;
 		ep->sq_used++;
+		ep->signaled += !!(wr[i].flags & RDMX__WR_SIGNALED);
 		sq_push(ep, &wr[i]);
 	}
+	ep->posts++;
 	sq_progress(ep);
 	unlock();
 	return rc;
+}
+
+void rdmx__fake_sq_counts(struct rdmx__ep *ep, unsigned long *posts,
+			  unsigned long *signaled)
+{
+	lock();
+	*posts = ep->posts;
+	*signaled = ep->signaled;
+	unlock();
 }
 
 static int post_recvs(struct rq *q, const struct rdmx__wr *wr, int n)

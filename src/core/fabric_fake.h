@@ -110,6 +110,8 @@ struct rdmx__ep {
 	uint32_t sq_head, sq_count;
 	uint32_t sq_used;          /* slots whose completion is not polled */
 	uint32_t unsig;            /* unsignaled WRs since the last completion */
+	unsigned long posts;       /* post_send calls (doorbells) */
+	unsigned long signaled;    /* signaled WRs posted */
 	uint32_t nfaa;             /* FETCH_ADDs run (rdmx__fake_stale_faa) */
 	uint64_t last_faa;         /* the result of the previous one */
 	int silent;                /* rdmx__fake_silence(): the host is dead */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "pack.h"
 #include "sendpool.h"
 
 #define WC_BATCH 16
@@ -17,13 +18,30 @@ static int pool_alloc(struct rdmx__sendpool *sp)
 	sp->free_stack = calloc(sp->n, sizeof(*sp->free_stack));
 	sp->state = calloc(sp->n, 1);
 	sp->seq = sp->hold ? calloc(sp->n, sizeof(*sp->seq)) : NULL;
-	if (!sp->buf || !sp->free_stack || !sp->state || (sp->hold && !sp->seq))
+	sp->fifo = calloc(sp->n, sizeof(*sp->fifo));
+	sp->nmsg = calloc(sp->n, sizeof(*sp->nmsg));
+	sp->held_max = sp->n < RDMX__SP_CHAIN_MAX ? sp->n : RDMX__SP_CHAIN_MAX;
+	sp->held = calloc(sp->held_max, sizeof(*sp->held));
+	if (!sp->buf || !sp->free_stack || !sp->state || (sp->hold && !sp->seq) ||
+	    !sp->fifo || !sp->held || !sp->nmsg)
 		return rdmx__fail(-ENOMEM, "%s: out of memory for %u send buffers of %zu bytes",
 				  sp->who, sp->n, sp->stride);
 	for (uint32_t i = 0; i < sp->n; i++)
 		sp->free_stack[i] = sp->n - 1 - i;
 	sp->nfree = sp->n;
 	return 0;
+}
+
+/* One signaled work request per this many: the connection's signal_every
+ * (checked by conn.c: 1 or up to n / 2), else the default. */
+static uint32_t signal_every(const rdmx_conn *c, const struct rdmx__sendpool *sp)
+{
+	uint32_t every = c->opts.signal_every;
+
+	if (every)
+		return every;
+	every = sp->n / 2 < RDMX__SP_SIGNAL_DEFAULT ? sp->n / 2 : RDMX__SP_SIGNAL_DEFAULT;
+	return every ? every : 1;
 }
 
 int rdmx__sendpool_make(rdmx_conn *c, struct rdmx__sendpool *sp,
@@ -33,6 +51,7 @@ int rdmx__sendpool_make(rdmx_conn *c, struct rdmx__sendpool *sp,
 
 	if (rc)
 		return rc;
+	sp->every = signal_every(c, sp);
 	return c->f->reg_mr(c->ep, sp->buf, sp->stride * sp->n, access, &sp->mr);
 }
 
@@ -45,7 +64,14 @@ void rdmx__sendpool_unmake(rdmx_conn *c, struct rdmx__sendpool *sp)
 	free(sp->free_stack);
 	free(sp->state);
 	free(sp->seq);
+	free(sp->fifo);
+	free(sp->held);
+	free(sp->nmsg);
+	sp->nmsg = NULL;
 	sp->seq = NULL;
+	sp->fifo = NULL;
+	sp->held = NULL;
+	sp->nheld = 0;
 	sp->mr = NULL;
 	sp->buf = NULL;
 	sp->free_stack = NULL;
@@ -113,6 +139,8 @@ static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
 
 	if (rc < 0)
 		return rc;
+	if (!rc && (rc = rdmx__sendpool_push(c, sp)))
+		return rc;
 	if (!rc && (rc = pool_wait(c, sp, timeout_ms, may_alloc)))
 		return rc;
 	fill_msg(c, sp, sp->free_stack[--sp->nfree], m);
@@ -144,9 +172,9 @@ int rdmx__sendpool_reap(rdmx_conn *c, struct rdmx__sendpool *sp,
 /* Wait until nothing is unflushed. */
 static int pool_flush(rdmx_conn *c, struct rdmx__sendpool *sp, int timeout_ms)
 {
-	int rc = 0;
+	int rc = rdmx__sendpool_push(c, sp);
 
-	if (!flushed(c, sp))
+	if (!rc && !flushed(c, sp))
 		rc = pool_wait(c, sp, timeout_ms, flushed);
 	return rc == -EAGAIN ? -ETIMEDOUT : rc;
 }
@@ -170,7 +198,112 @@ int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms)
 	return pool_flush(c, c->priv, timeout_ms);
 }
 
-int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m)
+/* A chained request goes inline on its own (rdmx__post_send inlines a
+ * single one only). */
+static void chain_inline(const rdmx_conn *c, struct rdmx__wr *w)
+{
+	if (w->len && w->len <= c->max_inline &&
+	    (w->op == RDMX__OP_SEND || w->op == RDMX__OP_SEND_IMM ||
+	     w->op == RDMX__OP_WRITE || w->op == RDMX__OP_WRITE_IMM))
+		w->flags |= RDMX__WR_INLINE;
+}
+
+/*
+ * Ring the chain: one work request in sp->every signaled, and the last
+ * (sendpool.h: the send queue's tail is always signaled); the slots enter
+ * the post order.
+ */
+int rdmx__sendpool_push(rdmx_conn *c, struct rdmx__sendpool *sp)
+{
+	uint32_t n = sp->nheld;
+	int rc;
+
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		chain_inline(c, &sp->held[i]);
+		if ((i + 1) % sp->every == 0 || i + 1 == n)
+			sp->held[i].flags |= RDMX__WR_SIGNALED;
+		rdmx__sendpool_fifo_push(sp, (uint32_t)sp->held[i].wr_id);
+	}
+	sp->nheld = 0;
+	rc = rdmx__post_send(c, sp->held, (int)n);
+	return rc ? rdmx__sendpool_post_failed(c, sp, rc) : 0;
+}
+
+/* The last held send is a packed frame. */
+static int held_frame(const struct rdmx__wr *w)
+{
+	return w->op == RDMX__OP_SEND_IMM && w->imm == RDMX__PACK_IMM;
+}
+
+/*
+ * Pack @m (slot @idx, ALLOC) into the last held send, making it a frame
+ * if it is not one: 1 when packed (@idx free again, @m spent), 0 when it
+ * does not fit (too large, no held send, frame full).
+ */
+static int pack_held(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
+		     struct rdmx_msg *m)
+{
+	uint32_t len = (uint32_t)m->len, fidx, flen;
+	struct rdmx__wr *w;
+	uint8_t *f;
+
+	if (len > sp->pack_small || !sp->nheld ||
+	    ((m->flags & RDMX_MSG_IMM) && m->imm == RDMX__PACK_IMM)) /* framed */
+		return 0;
+	w = &sp->held[sp->nheld - 1];
+	fidx = (uint32_t)w->wr_id;
+	flen = held_frame(w) ? w->len : RDMX__PACK_OVERHEAD + rdmx__pack_pad(w->len);
+	if ((!held_frame(w) && (w->len > sp->pack_small ||
+				(w->op != RDMX__OP_SEND && w->op != RDMX__OP_SEND_IMM))) ||
+	    sp->nmsg[fidx] >= RDMX__PACK_MAX || rdmx__pack_grown(flen, len) > sp->pack_cap)
+		return 0;
+	f = rdmx__sendpool_at(sp, fidx);
+	if (!held_frame(w)) {
+		w->len = rdmx__pack_start(f, w->len, w->op == RDMX__OP_SEND_IMM, w->imm);
+		w->op = RDMX__OP_SEND_IMM;
+		w->imm = RDMX__PACK_IMM;
+	}
+	w->len = rdmx__pack_add(f, w->len, m->data, len, !!(m->flags & RDMX_MSG_IMM), m->imm);
+	rdmx__sendpool_put(sp, idx);
+	sp->nalloc--;
+	sp->inflight++;
+	sp->nmsg[fidx]++;
+	(void)c;
+	rdmx__msg_spend(m);
+	return 1;
+}
+
+int rdmx__sendpool_post_chain(rdmx_conn *c, struct rdmx__sendpool *sp,
+			      uint32_t idx, const struct rdmx__wr *wr,
+			      struct rdmx_msg *m, int more)
+{
+	struct rdmx__wr *w;
+	int rc;
+
+	if (sp->pack_small && pack_held(c, sp, idx, m))
+		return more && sp->nheld < sp->held_max ? 0 : rdmx__sendpool_push(c, sp);
+	w = &sp->held[sp->nheld++];
+	*w = *wr;
+	w->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
+	w->flags &= ~(unsigned)(RDMX__WR_SIGNALED | RDMX__WR_INLINE);
+	w->lkey = sp->mr->lkey;
+	rdmx__sendpool_mark(c, sp, idx);
+	if (!more || sp->nheld == sp->held_max) {
+		rc = rdmx__sendpool_push(c, sp);
+		if (rc) { /* the connection is down; the handle stays the user's */
+			sp->state[idx] = RDMX__SP_ALLOC;
+			sp->nalloc++;
+			sp->inflight--;
+			return rc;
+		}
+	}
+	rdmx__msg_spend(m);
+	return 0;
+}
+
+static int conn_send(rdmx_conn *c, struct rdmx_msg *m, int more)
 {
 	struct rdmx__sendpool *sp = c->priv;
 	int64_t idx = rdmx__sendpool_slot(c, sp, m);
@@ -186,8 +319,20 @@ int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m)
 	if (m->flags & RDMX_MSG_IMM) {
 		wr.op = RDMX__OP_SEND_IMM;
 		wr.imm = m->imm;
+		if (m->imm == RDMX__PACK_IMM && sp->pack_cap) /* a frame of one */
+			wr.len = rdmx__pack_start(wr.addr, wr.len, 1, m->imm);
 	}
-	return rdmx__sendpool_post(c, sp, (uint32_t)idx, &wr, m);
+	return rdmx__sendpool_post_more(c, sp, (uint32_t)idx, &wr, m, more);
+}
+
+int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return conn_send(c, m, 0);
+}
+
+int rdmx__sendpool_conn_send_more(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return conn_send(c, m, 1);
 }
 
 /* Sends complete: those before the first one still out. A hold pool's
@@ -208,8 +353,10 @@ static uint64_t pool_done(const rdmx_conn *c, const struct rdmx__sendpool *sp)
 int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done)
 {
 	struct rdmx__sendpool *sp = c->priv;
-	int n = sp->ops->reap(c);
+	int n = rdmx__sendpool_push(c, sp); /* a token wait rings what is held */
 
+	if (!n)
+		n = sp->ops->reap(c);
 	*done = pool_done(c, sp);
 	return n;
 }

@@ -42,21 +42,41 @@
  * completion that retires several posts advances the count by all of
  * them, as @inflight drops by that many.)
  *
- * A later change lands inside the pool and nowhere else:
- *  - Doorbell batching and selective signaling (issue 10): only
- *    rdmx__sendpool_post sets the flags of a slot's work request and
- *    posts it, and only _sent / _put retire slots. Signaling one post in
- *    N makes post set RDMX__WR_SIGNALED on every Nth (and on the last
- *    post before a flush or an alloc waits; a token wait whose send went
- *    unsignaled with nothing signaled after it needs a signaled post -
- *    a batch still unrung, or a zero-length one - from sends_done) and
- *    keep the posted slots in
- *    post order; _sent then retires every slot up to the signaled one (a
- *    send queue completes in post order; the protocols' own work requests
- *    on it, acks, READs, FETCH_ADDs, stay signaled and are not the
- *    pool's). Batching makes post chain several sends' work requests into
- *    one rdmx__post_send, rung by flush, by an alloc that would wait, or
- *    after N. The pool's struct gets the FIFO and N; no protocol changes.
+ * Bursts (issue 10): doorbell batching and selective signaling live in
+ * the pool and nowhere else. A send marked RDMX_SEND_MORE
+ * (rdmx__sendpool_post_more with @more: send_recv, srq and read's
+ * send_more) is held: its work request is copied
+ * into the pool's chain (@held), the slot is POSTED and the handle spent,
+ * but nothing is rung. The chain goes out as one rdmx__post_send (one
+ * doorbell) with the next post without @more, with rdmx__sendpool_push,
+ * or once it is @held_max long; the pool pushes it itself before any wait
+ * of its own (an alloc that would wait, flush) and from sends_done (a
+ * token wait: the pool does not know which send is waited for, so any
+ * token wait rings what is held). srq pushes before it waits for a
+ * credit (a held send holds one).
+ *
+ * Packing (core/pack.h): with sp->pack_small set, a small send is copied
+ * into the last held send's slot, which becomes a packed frame (or grows),
+ * and its own slot is free at once; the frame's slot counts its sends
+ * (@nmsg), so @inflight and the tokens still count sends.
+ *
+ * Signaling: within a chain one work request in @every is signaled, and
+ * the last one of every doorbell always is. So the send queue's tail is
+ * always signaled: a flush, an alloc or a token wait never needs an
+ * extra signaled post (the zero-length one rdma_bench's scheme needs when
+ * the tail went unsignaled), and an unbatched send (a chain of one) is
+ * signaled as before: latency at low load does not change. The posted
+ * slots are kept in post order (@fifo); _sent, told of a signaled
+ * completion, retires every slot up to it, since a send queue completes
+ * in post order. The protocols' own work requests on the same queue
+ * (acks, READs, credit WRITEs, keepalives) stay signaled and are not the
+ * pool's. The send queue never holds more pool work requests than slots
+ * (an unsignaled slot is not free until the signaled one after it
+ * completed), and @every <= n / 2 (conn.c) keeps two batches in flight.
+ * Default @every: RDMX__SP_SIGNAL_DEFAULT (16) or n / 2 if smaller: the
+ * completions saved beyond 16 are under one in 16 per message, while a
+ * slot waits for its batch's completion before it is free again, so a
+ * larger batch only ties up more of the send queue.
  */
 #ifndef RDMX_CORE_SENDPOOL_H
 #define RDMX_CORE_SENDPOOL_H
@@ -105,7 +125,24 @@ struct rdmx__sendpool {
 	uint32_t inflight;        /* posted, completion not seen */
 	uint64_t *seq;            /* hold pools, per slot: the send sequence
 				   * (rdmx__sends) of its last post */
+	/* bursts (issue 10; see above) */
+	uint32_t *fifo;           /* posted slots in post order, a ring of n */
+	uint32_t fhead, fcount;   /* its oldest entry, how many */
+	struct rdmx__wr *held;    /* the chain not yet rung (counted in
+				   * @inflight, its slots POSTED) */
+	uint32_t nheld, held_max;
+	uint32_t every;           /* one signaled work request per @every */
+	uint32_t *nmsg;           /* per slot: the sends its post carries (a
+				   * packed frame: several; @inflight counts
+				   * sends) */
+	/* packing (core/pack.h), set by the protocol once the peer said it
+	 * splits frames: */
+	uint32_t pack_cap;        /* largest frame (0: the peer does not split) */
+	uint32_t pack_small;      /* largest message packed (0: none) */
 };
+
+#define RDMX__SP_SIGNAL_DEFAULT 16
+#define RDMX__SP_CHAIN_MAX 32
 
 /* Allocate and register (@access: RDMX__ACCESS_*) the slots; on failure
  * rdmx__sendpool_unmake() frees what was made. */
@@ -139,6 +176,8 @@ int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done);
 /* The send operation of the two-sided protocols (send_recv, srq): the
  * slot's bytes as one SEND, SEND_WITH_IMM when @m carries immediate data. */
 int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m);
+/* Their send_more operation: the same, held for a chain (RDMX_SEND_MORE). */
+int rdmx__sendpool_conn_send_more(rdmx_conn *c, struct rdmx_msg *m);
 #define RDMX__SENDPOOL_FIRST(type, member) \
 	_Static_assert(offsetof(type, member) == 0, \
 		       #type "'s send pool comes first (rdmx__sendpool_msg_alloc)")
@@ -169,28 +208,67 @@ static inline int64_t rdmx__sendpool_slot(rdmx_conn *c,
 	return (int64_t)idx;
 }
 
+/* Slot @idx is posted (or held): POSTED, in flight, and last in @fifo
+ * once rung. */
+static inline void rdmx__sendpool_mark(rdmx_conn *c, struct rdmx__sendpool *sp,
+				       uint32_t idx)
+{
+	sp->state[idx] = RDMX__SP_POSTED;
+	sp->nalloc--;
+	sp->inflight++;
+	sp->nmsg[idx] = 1;
+	if (sp->hold) /* this send's sequence, once rdmx_send counts it */
+		sp->seq[idx] = rdmx__sends(c) + 1;
+}
+
+/* Slot @idx was rung: last in post order. */
+static inline void rdmx__sendpool_fifo_push(struct rdmx__sendpool *sp,
+					    uint32_t idx)
+{
+	uint32_t at = sp->fhead + sp->fcount++;
+
+	sp->fifo[at >= sp->n ? at - sp->n : at] = idx;
+}
+
+/* rdmx__sendpool_post with held sends or @more: the chain (sendpool.c). */
+int rdmx__sendpool_post_chain(rdmx_conn *c, struct rdmx__sendpool *sp,
+			      uint32_t idx, const struct rdmx__wr *wr,
+			      struct rdmx_msg *m, int more);
+/* Ring what is held (nothing held: 0); on failure the connection goes
+ * down. */
+int rdmx__sendpool_push(rdmx_conn *c, struct rdmx__sendpool *sp);
+
 /* Post @wr (op, addr, len and the rest filled by the caller) for slot
  * @idx, which @m names: wr_id, lkey and signaling are the pool's. Marks
- * the slot POSTED and spends @m; on failure the connection goes down. */
-static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
-				      uint32_t idx, struct rdmx__wr *wr,
-				      struct rdmx_msg *m)
+ * the slot POSTED and spends @m; on failure the connection goes down.
+ * With @more (RDMX_SEND_MORE) the pool may hold it to ring it with the
+ * next ones; a post without @more rings what is held, itself last. */
+static inline int rdmx__sendpool_post_more(rdmx_conn *c,
+					   struct rdmx__sendpool *sp,
+					   uint32_t idx, struct rdmx__wr *wr,
+					   struct rdmx_msg *m, int more)
 {
 	int rc;
 
+	if (more || sp->nheld)
+		return rdmx__sendpool_post_chain(c, sp, idx, wr, m, more);
 	wr->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
 	wr->flags |= RDMX__WR_SIGNALED;
 	wr->lkey = sp->mr->lkey;
 	rc = rdmx__post_send(c, wr, 1);
 	if (rc)
 		return rdmx__sendpool_post_failed(c, sp, rc);
-	sp->state[idx] = RDMX__SP_POSTED;
-	sp->nalloc--;
-	sp->inflight++;
-	if (sp->hold) /* this send's sequence, once rdmx_send counts it */
-		sp->seq[idx] = rdmx__sends(c) + 1;
+	rdmx__sendpool_mark(c, sp, idx);
+	rdmx__sendpool_fifo_push(sp, idx);
 	rdmx__msg_spend(m);
 	return 0;
+}
+
+static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,
+				      uint32_t idx, struct rdmx__wr *wr,
+				      struct rdmx_msg *m)
+{
+	return rdmx__sendpool_post_more(c, sp, idx, wr, m, 0);
 }
 
 /* A hold pool: the protocol is done with posted slot @idx. Also the
@@ -201,14 +279,25 @@ static inline void rdmx__sendpool_put(struct rdmx__sendpool *sp, uint32_t idx)
 	sp->free_stack[sp->nfree++] = idx;
 }
 
-/* The completion of slot @idx's post came in (OK status). */
+/* The completion of slot @idx's post came in (OK status): it, and the
+ * unsignaled posts before it, are done (a send queue completes in post
+ * order). */
 static inline void rdmx__sendpool_sent(struct rdmx__sendpool *sp, uint32_t idx)
 {
-	sp->inflight--;
-	if (sp->hold)
-		sp->state[idx] = RDMX__SP_SENT;
-	else
-		rdmx__sendpool_put(sp, idx);
+	uint32_t j;
+
+	while (sp->fcount) {
+		j = sp->fifo[sp->fhead];
+		sp->fhead = sp->fhead + 1 == sp->n ? 0 : sp->fhead + 1;
+		sp->fcount--;
+		sp->inflight -= sp->nmsg[j];
+		if (sp->hold)
+			sp->state[j] = RDMX__SP_SENT;
+		else
+			rdmx__sendpool_put(sp, j);
+		if (j == idx)
+			break;
+	}
 }
 
 /* A hold pool: 1 once the post of slot @idx completed. */

@@ -828,7 +828,9 @@ static void tx_describe(rdmx_conn *c, uint32_t idx, const struct rdmx_msg *m,
 	wr->len = RDMX__READ_DESC_SIZE + (t->eager ? d.len : 0);
 }
 
-static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
+/* Post @m's descriptor; with @more (RDMX_SEND_MORE) the pool may hold it
+ * to chain it with the next ones (core/sendpool.h). */
+static int rd_post(rdmx_conn *c, struct rdmx_msg *m, int more)
 {
 	struct rd *p = rd_of(c);
 	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
@@ -840,14 +842,25 @@ static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EINVAL, "read: not a message from rdmx_msg_alloc on this connection");
 	t = &p->tx[idx];
 	tx_describe(c, (uint32_t)idx, m, &wr);
-	rc = rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
+	rc = rdmx__sendpool_post_more(c, &p->sp, (uint32_t)idx, &wr, m, more);
 	if (rc)
 		return rc;
 	t->acked = 0;
 	p->posted[p->nposted++] = (uint32_t)idx;
 	p->unacked++;
-	ack_flush(c); /* acks go behind the data */
+	if (!p->sp.nheld)
+		ack_flush(c); /* acks go behind the data */
 	return 0;
+}
+
+static int rd_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return rd_post(c, m, 0);
+}
+
+static int rd_send_more(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return rd_post(c, m, 1);
 }
 
 /* One round of progress first: queued acks go out even when nothing of
@@ -926,6 +939,7 @@ const struct rdmx_protocol_ops rdmx__proto_read = {
 	.teardown = rd_teardown,
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rd_send,
+	.send_more = rd_send_more,
 	.flush = rd_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = rd_recv,

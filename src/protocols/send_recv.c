@@ -9,19 +9,37 @@
  * Flow control is the hardware's: a SEND that finds no receive posted is
  * retried by the responder's RNR NAK (rnr_retry, 7 = forever); when the
  * retries run out the connection goes down with an RNR error, nothing is
- * dropped silently. Every SEND is signaled; its completion frees the slot.
- * The send buffers are the core's send pool (core/sendpool.h).
+ * dropped silently. A SEND's completion (or a later signaled one's) frees
+ * its slot. The send buffers are the core's send pool (core/sendpool.h),
+ * which also chains, selectively signals and packs bursts
+ * (RDMX_SEND_MORE).
+ *
+ * Packing (core/pack.h): small messages of a burst travel several to a
+ * SEND as a packed frame when the peer said in its hello that it splits
+ * them (a one-byte block, bit 0; every send_recv does) and coalesce is not
+ * OFF. A frame's messages are handed out in place, one per rdmx_recv; its
+ * buffer goes back once all of them are released (@rmask). A malformed
+ * frame fails this connection (-EPROTO). Buffers hold max_msg plus a
+ * frame's overhead, so a message whose immediate data is the frame marker
+ * travels as a frame of one.
+ *
+ * Released receive buffers are reposted in chains of up to recv_depth / 4
+ * (at most REPOST_MAX): one doorbell for several. A receiver never waits
+ * with buffers unposted (sr_recv reposts them before it idles), and the
+ * sender always has three quarters of the buffers to send into.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/pack.h"
 #include "core/sendpool.h"
 
 enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 
 #define WC_BATCH 16
 #define SLOT_ALIGN 64
+#define REPOST_MAX 16
 
 struct sr {
 	struct rdmx__sendpool sp; /* send buffers */
@@ -33,6 +51,11 @@ struct sr {
 	uint8_t *rstate;          /* SLOT_* per receive buffer */
 	struct rdmx__wc wc[WC_BATCH]; /* receive completions not handed out */
 	int wc_n, wc_i;
+	struct rdmx__wr repost[REPOST_MAX]; /* released, not yet reposted */
+	uint32_t nrepost, repost_max;
+	uint64_t *rmask;          /* per buffer: its messages not released */
+	struct rdmx__pack_ent fent[RDMX__PACK_MAX]; /* the frame handed out */
+	uint32_t fidx, fnext, fcount; /* its buffer, next message, messages */
 };
 RDMX__SENDPOOL_FIRST(struct sr, sp);
 
@@ -49,26 +72,48 @@ static const struct rdmx__sendpool_ops sr_pool_ops = {
 
 /* ---------------------------------------------------------------- setup */
 
-static int post_one_recv(rdmx_conn *c, uint32_t idx)
+/* Receive buffer @idx's work request. */
+static struct rdmx__wr recv_wr(const struct sr *p, uint32_t idx)
 {
-	struct sr *p = sr_of(c);
-	struct rdmx__wr wr = {
+	return (struct rdmx__wr){
 		.wr_id = idx,
 		.op = RDMX__OP_RECV,
 		.addr = p->rbuf + (size_t)idx * p->slot,
 		.len = (uint32_t)p->slot,
 		.lkey = p->rmr->lkey,
 	};
+}
+
+static int post_one_recv(rdmx_conn *c, uint32_t idx)
+{
+	struct sr *p = sr_of(c);
+	struct rdmx__wr wr = recv_wr(p, idx);
 
 	p->rstate[idx] = SLOT_POSTED;
 	return rdmx__post_recv(c, &wr, 1);
+}
+
+/* Post the released buffers as one chain. */
+static int repost_flush(rdmx_conn *c)
+{
+	struct sr *p = sr_of(c);
+	uint32_t n = p->nrepost;
+
+	if (!n || c->state == RDMX__CONN_DOWN)
+		return 0;
+	p->nrepost = 0;
+	if (rdmx__post_recv(c, p->repost, (int)n))
+		return rdmx__conn_down(c, -EIO, "reposting %u receives: %s", n,
+				       rdmx__last());
+	return 0;
 }
 
 static int alloc_recv(struct sr *p)
 {
 	p->rbuf = rdmx__alloc_buf(p->slot * p->nrecv);
 	p->rstate = calloc(p->nrecv, 1);
-	if (!p->rbuf || !p->rstate)
+	p->rmask = calloc(p->nrecv, sizeof(*p->rmask));
+	if (!p->rbuf || !p->rstate || !p->rmask)
 		return rdmx__fail(-ENOMEM, "send_recv: out of memory for %u receive buffers of %zu bytes",
 				  p->nrecv, p->slot);
 	return 0;
@@ -110,6 +155,7 @@ static void sr_teardown(rdmx_conn *c)
 		c->f->dereg_mr(p->rmr);
 	free(p->rbuf);
 	free(p->rstate);
+	free(p->rmask);
 	rdmx__sendpool_unmake(c, &p->sp);
 }
 
@@ -120,8 +166,12 @@ static int sr_setup(rdmx_conn *c)
 	struct sr *p = sr_of(c);
 	int rc;
 
-	p->slot = ((size_t)c->max_msg + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
+	p->slot = ((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
+		  ~(size_t)(SLOT_ALIGN - 1);
 	p->nrecv = c->opts.recv_depth;
+	p->repost_max = p->nrecv / 4 < REPOST_MAX ? p->nrecv / 4 : REPOST_MAX;
+	if (!p->repost_max)
+		p->repost_max = 1;
 	p->sp = (struct rdmx__sendpool){
 		.ops = &sr_pool_ops,
 		.who = "send_recv",
@@ -142,21 +192,34 @@ static int sr_setup(rdmx_conn *c)
 	return rc;
 }
 
+#define HELLO_SPLITS 1u /* this side splits packed frames */
+
 static int sr_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 {
 	(void)c;
-	(void)block;
-	(void)cap;
-	*len = 0;
+	if (cap < 1)
+		return rdmx__fail(-EINVAL, "send_recv: no room for the protocol block");
+	block[0] = HELLO_SPLITS;
+	*len = 1;
 	return 0;
 }
 
+/* The peer's block: empty, or one byte of flags (unknown bits ignored).
+ * A peer that splits gets small messages of bursts packed. */
 static int sr_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 {
-	(void)c;
-	(void)block;
-	if (len)
+	struct sr *p = sr_of(c);
+
+	if (len > 1)
 		return rdmx__fail(-EPROTO, "send_recv: unexpected %zu-byte protocol block", len);
+	if (!len || !(block[0] & HELLO_SPLITS))
+		return 0;
+	/* the peer's buffers hold the negotiated max_msg and a frame's
+	 * overhead (sr_setup ran with a max_msg at least as large here) */
+	p->sp.pack_cap = (uint32_t)(((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
+				    ~(size_t)(SLOT_ALIGN - 1));
+	if (c->opts.coalesce != RDMX_COALESCE_OFF)
+		p->sp.pack_small = RDMX__PACK_SMALL;
 	return 0;
 }
 
@@ -169,19 +232,57 @@ static int reap_sends(rdmx_conn *c)
 	return rdmx__sendpool_reap(c, &p->sp, p->scq);
 }
 
-/* The receive buffer a handle refers to, or -EINVAL. */
-static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m)
+/* The receive buffer a handle refers to (its message @ent of the buffer
+ * in *@ent), or -EINVAL. */
+static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m, uint32_t *ent)
 {
 	struct sr *p = sr_of(c);
-	uint64_t idx;
+	uint64_t v, idx;
 
-	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &idx) || idx >= p->nrecv ||
-	    p->rstate[idx] != SLOT_HELD)
+	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &v))
+		return -EINVAL;
+	idx = v & UINT32_MAX;
+	*ent = (uint32_t)(v >> 32);
+	if (idx >= p->nrecv || p->rstate[idx] != SLOT_HELD || *ent >= RDMX__PACK_MAX ||
+	    !(p->rmask[idx] >> *ent & 1))
 		return -EINVAL;
 	return (int64_t)idx;
 }
 
 /* ------------------------------------------------------------- receives */
+
+/* Hand out the next message of the frame being handed out. */
+static int frame_next(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct sr *p = sr_of(c);
+	const struct rdmx__pack_ent *e = &p->fent[p->fnext];
+
+	m->data = p->rbuf + (size_t)p->fidx * p->slot + e->off;
+	m->len = e->len;
+	m->cap = e->len;
+	m->imm = e->has_imm ? e->imm : 0;
+	m->flags = e->has_imm ? RDMX_MSG_IMM : 0;
+	rdmx__msg_set(m, c, RDMX__MSG_RECV, p->fidx | (uint64_t)p->fnext << 32);
+	p->fnext++;
+	return 0;
+}
+
+/* A packed frame arrived in buffer @idx: parse it (read once, checked)
+ * and hand out its first message. */
+static int frame_in(rdmx_conn *c, uint32_t idx, uint32_t len, struct rdmx_msg *m)
+{
+	struct sr *p = sr_of(c);
+	int n = rdmx__pack_parse(p->rbuf + (size_t)idx * p->slot, len, c->max_msg, p->fent);
+
+	if (n < 0)
+		return rdmx__conn_down(c, n, "send_recv: from the peer: %s", rdmx__last());
+	p->rstate[idx] = SLOT_HELD;
+	p->rmask[idx] = n == 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+	p->fidx = idx;
+	p->fcount = (uint32_t)n;
+	p->fnext = 0;
+	return frame_next(c, m);
+}
 
 static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
 {
@@ -192,7 +293,10 @@ static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
 		return rdmx__conn_flushed(c);
 	if (wc->status != RDMX__WC_OK)
 		return rdmx__conn_wc_error(c, wc, "receive");
+	if (wc->has_imm && wc->imm == RDMX__PACK_IMM)
+		return frame_in(c, idx, wc->byte_len, m);
 	p->rstate[idx] = SLOT_HELD;
+	p->rmask[idx] = 1;
 	m->data = p->rbuf + (size_t)idx * p->slot;
 	m->len = wc->byte_len;
 	m->cap = wc->byte_len;
@@ -210,6 +314,8 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
+		if (p->fnext < p->fcount)
+			return frame_next(c, m);
 		if (p->wc_i == p->wc_n) {
 			rc = c->f->poll_cq(p->rcq, p->wc, WC_BATCH);
 			if (rc < 0)
@@ -220,7 +326,7 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		}
 		if (p->wc_i < p->wc_n)
 			return deliver(c, &p->wc[p->wc_i++], m);
-		if ((rc = rdmx__recv_idle(c, &d)))
+		if ((rc = repost_flush(c)) || (rc = rdmx__recv_idle(c, &d)))
 			return rc;
 	}
 }
@@ -228,16 +334,24 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
+	uint32_t ent = 0;
 	int64_t idx;
+	int rc;
 
 	if (!rdmx__sendpool_release(c, &p->sp, m))
 		return 0;
-	if ((idx = recv_slot(c, m)) >= 0) {
-		if (c->state == RDMX__CONN_DOWN)
+	if ((idx = recv_slot(c, m, &ent)) >= 0) {
+		p->rmask[idx] &= ~(UINT64_C(1) << ent);
+		if (p->rmask[idx]) {
+			/* other messages of its frame still out */
+		} else if (c->state == RDMX__CONN_DOWN) {
 			p->rstate[idx] = SLOT_FREE;
-		else if (post_one_recv(c, (uint32_t)idx))
-			return rdmx__conn_down(c, -EIO, "reposting a receive: %s",
-					       rdmx__last());
+		} else {
+			p->rstate[idx] = SLOT_POSTED;
+			p->repost[p->nrepost++] = recv_wr(p, (uint32_t)idx);
+			if (p->nrepost == p->repost_max && (rc = repost_flush(c)))
+				return rc;
+		}
 	} else {
 		return rdmx__fail(-EINVAL, "send_recv: message not held on this connection");
 	}
@@ -248,7 +362,8 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 /* Registered per connection: send_depth + recv_depth slots of max_msg. */
 static uint64_t sr_mem_estimate(const rdmx_conn *c)
 {
-	uint64_t slot = ((uint64_t)c->max_msg + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1);
+	uint64_t slot = ((uint64_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
+			~(uint64_t)(SLOT_ALIGN - 1);
 
 	return slot * ((uint64_t)c->opts.send_depth + c->opts.recv_depth);
 }
@@ -263,6 +378,7 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.teardown = sr_teardown,
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rdmx__sendpool_conn_send,
+	.send_more = rdmx__sendpool_conn_send_more,
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = sr_recv,

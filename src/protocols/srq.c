@@ -582,6 +582,9 @@ static int srq_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
+	/* held sends hold credits: ring them before a credit wait */
+	if (p->cr.granted == p->cr.spent && (rc = rdmx__sendpool_push(c, &p->sp)))
+		return rc;
 	rc = rdmx__srq_credit_take(c, &p->cr, &d);
 	if (rc)
 		return rc;
@@ -866,6 +869,7 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.teardown = srq_teardown,
 	.msg_alloc = srq_msg_alloc,
 	.send = rdmx__sendpool_conn_send,
+	.send_more = rdmx__sendpool_conn_send_more,
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = srq_recv,

@@ -587,6 +587,9 @@ int main(void)
 		cmocka_unit_test(test_send_burst_in_order),
 		cmocka_unit_test(test_send_burst_pushed),
 		cmocka_unit_test(test_send_burst_bad),
+		cmocka_unit_test(test_send_burst_deep),
+		cmocka_unit_test(test_send_burst_slow_receiver),
+		cmocka_unit_test(test_send_burst_peer_closes),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving, a send token), kept short for make check */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -68,6 +69,7 @@ struct taker {
 	pthread_t t;
 	rdmx_conn *c;
 	uint64_t n, got, bad;
+	unsigned slow;            /* sleep 1 ms after every this many */
 	int rc;
 };
 
@@ -84,16 +86,26 @@ static void *take(void *arg)
 			k->bad++;
 		rdmx_msg_release(k->c, &m);
 		k->got++;
+		if (k->slow && k->got % k->slow == 0)
+			usleep(1000);
 	}
 	return NULL;
 }
 
-static void take_start(struct taker *k, rdmx_conn *c, uint64_t n)
+/* The receiver thread takes @n messages, sleeping 1 ms after every
+ * @slow (0: never). */
+static void take_slow(struct taker *k, rdmx_conn *c, uint64_t n, unsigned slow)
 {
 	memset(k, 0, sizeof(*k));
 	k->c = c;
 	k->n = n;
+	k->slow = slow;
 	assert_int_equal(pthread_create(&k->t, NULL, take, k), 0);
+}
+
+static void take_start(struct taker *k, rdmx_conn *c, uint64_t n)
+{
+	take_slow(k, c, n, 0);
 }
 
 static void take_join(struct taker *k)
@@ -189,5 +201,102 @@ void test_send_burst_bad(void **state)
 	take_start(&k, p.server, 1);
 	assert_int_equal(rdmx_send_flags(p.client, &m, 0, NULL), 0);
 	take_join(&k);
+	th_pair_close(&p);
+}
+
+/* @n messages in bursts of @burst (the last of each without the flag),
+ * taken by @k; the last token completes. */
+static void send_bursts(rdmx_conn *c, uint64_t n, unsigned burst)
+{
+	rdmx_token tok = 0;
+
+	for (uint64_t seq = 0; seq < n; seq++)
+		tok = send_seq(c, seq, (seq + 1) % burst && seq + 1 < n ? RDMX_SEND_MORE : 0);
+	wait_ok(c, tok, "the last send of bursts longer than send_depth");
+}
+
+/* Bursts longer than send_depth (an alloc that would wait must ring what
+ * is held, or it waits for itself), with signal_every at its edges: 1
+ * (every send signaled), send_depth / 2 (two batches fill the queue) and
+ * the default. */
+void test_send_burst_deep(void **state)
+{
+	static const uint32_t every[] = { 1, 4, 0 };
+	const uint64_t n = th_count(300);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+		struct rdmx_conn_opts o = cf_opts();
+		struct th_pair p;
+		struct taker k;
+
+		o.max_msg_size = 4096;
+		o.send_depth = 8;
+		o.signal_every = every[i];
+		pair(&p, &o);
+		take_start(&k, p.server, n);
+		send_bursts(p.client, n, 40);
+		take_join(&k);
+		th_pair_close(&p);
+	}
+}
+
+/* A slow receiver with few receive buffers: long bursts meet
+ * back-pressure (RNR, credits, ring space) and still arrive whole. */
+void test_send_burst_slow_receiver(void **state)
+{
+	struct rdmx_conn_opts o = cf_opts();
+	const uint64_t n = th_count(400);
+	struct th_pair p;
+	struct taker k;
+
+	(void)state;
+	o.max_msg_size = 4096;
+	o.send_depth = 16;
+	o.recv_depth = 8;
+	o.signal_every = 8;
+	pair(&p, &o);
+	take_slow(&k, p.server, n, 8);
+	send_bursts(p.client, n, 64);
+	take_join(&k);
+	th_pair_close(&p);
+}
+
+/* The peer closes while sends are held: the burst, a token wait and a
+ * flush end (sent, or with the connection's error), never hang. */
+void test_send_burst_peer_closes(void **state)
+{
+	struct rdmx_conn_opts o = cf_opts();
+	rdmx_token tok = 0, t;
+	struct rdmx_msg m;
+	struct th_pair p;
+	double t0;
+	int rc = 0;
+
+	(void)state;
+	o.max_msg_size = 4096;
+	pair(&p, &o);
+	rdmx_conn_close(p.server);
+	p.server = NULL;
+	t0 = th_now_ms();
+	for (uint64_t seq = 0; seq < 6 && !rc; seq++) {
+		rc = rdmx_msg_alloc(p.client, 64, &m, 20000);
+		if (rc)
+			break;
+		m.len = 64;
+		rc = rdmx_send_flags(p.client, &m, RDMX_SEND_MORE, &t);
+		if (rc)
+			rdmx_msg_release(p.client, &m);
+		else
+			tok = t;
+	}
+	assert_true(rc != -ETIMEDOUT && rc != -EINVAL);
+	if (tok) {
+		rc = rdmx_wait(p.client, tok, 30000);
+		assert_true(rc != -ETIMEDOUT && rc != -EINVAL);
+	}
+	rc = rdmx_flush(p.client, 30000);
+	assert_true(rc != -ETIMEDOUT && rc != -EINVAL);
+	assert_true(th_now_ms() - t0 < 25000);
 	th_pair_close(&p);
 }

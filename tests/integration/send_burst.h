@@ -12,5 +12,8 @@
 void test_send_burst_in_order(void **state);
 void test_send_burst_pushed(void **state);
 void test_send_burst_bad(void **state);
+void test_send_burst_deep(void **state);
+void test_send_burst_slow_receiver(void **state);
+void test_send_burst_peer_closes(void **state);
 
 #endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packed frames (issue 10 section 3): several small messages of a burst
+ * (RDMX_SEND_MORE) in one SEND, which the receiver splits; the user still
+ * gets one message per rdmx_recv. The send pool packs (sendpool.c, when
+ * the protocol set sp->pack: send_recv, with a peer that said in its hello
+ * that it splits, and coalesce not OFF); the receiver (send_recv.c) parses
+ * a frame with rdmx__pack_parse and hands its messages out in place.
+ *
+ * Wire: a SEND_WITH_IMM whose immediate is RDMX__PACK_IMM, little-endian:
+ *   u32 count (1..RDMX__PACK_MAX), u32 0,
+ *   count x { u32 len | RDMX__PACK_HAS_IMM, u32 imm, len bytes, zero to
+ *             7 bytes to the next multiple of 8 }
+ * A user message with immediate data equal to RDMX__PACK_IMM goes as a
+ * frame of one, so a frame is never mistaken for one (a frame of one fits:
+ * the two-sided protocols' buffers hold max_msg + RDMX__PACK_OVERHEAD).
+ * The buffer is the peer's: rdmx__pack_parse reads every header once into
+ * the caller's table and checks it against the bytes received.
+ */
+#ifndef RDMX_CORE_PACK_H
+#define RDMX_CORE_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDMX__PACK_IMM 0x7061636bu  /* "pack" */
+#define RDMX__PACK_HAS_IMM (1u << 31)
+#define RDMX__PACK_MAX 64           /* messages per frame */
+#define RDMX__PACK_SMALL 256        /* larger messages are not packed */
+#define RDMX__PACK_HDR 8            /* frame header */
+#define RDMX__PACK_ENT 8            /* entry header */
+#define RDMX__PACK_OVERHEAD (RDMX__PACK_HDR + RDMX__PACK_ENT)
+
+/* One message of a parsed frame. */
+struct rdmx__pack_ent {
+	uint32_t off;             /* its bytes in the frame */
+	uint32_t len;
+	uint32_t imm;
+	uint8_t has_imm;
+};
+
+static inline uint32_t rdmx__pack_pad(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+/* Parse the frame of @len bytes at @buf (peer-written, read once) into
+ * @ent (RDMX__PACK_MAX entries), every message at most @max_msg bytes:
+ * how many messages, or -EPROTO (message recorded) when malformed. */
+int rdmx__pack_parse(const uint8_t *buf, uint32_t len, uint32_t max_msg,
+		     struct rdmx__pack_ent *ent);
+
+/* Turn the message of @len bytes at the start of @slot (immediate @imm if
+ * @has_imm) into a frame of one: the new length of the frame. */
+uint32_t rdmx__pack_start(uint8_t *slot, uint32_t len, int has_imm,
+			  uint32_t imm);
+
+/* Append a message to the frame of @flen bytes at @slot: its new length.
+ * The caller checked it fits (rdmx__pack_room). */
+uint32_t rdmx__pack_add(uint8_t *slot, uint32_t flen, const void *data,
+			uint32_t len, int has_imm, uint32_t imm);
+
+/* The frame length after a message of @len is added to one of @flen. */
+static inline uint32_t rdmx__pack_grown(uint32_t flen, uint32_t len)
+{
+	return flen + RDMX__PACK_ENT + rdmx__pack_pad(len);
+}
+
+#endif /* RDMX_CORE_PACK_H */

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send pool's bursts (sendpool.h, issue 10) on the fake fabric, for
+ * the protocols whose sends are its posts (send_recv, srq, read): a burst of
+ * RDMX_SEND_MORE sends goes out in one doorbell with one signaled work
+ * request per signal_every and its last one signaled; unbatched sends
+ * keep a doorbell and a completion each; a burst longer than the pool
+ * rings when an alloc would wait and retires unsignaled slots with the
+ * signaled completion after them. The fake counts the doorbells and
+ * signaled requests of the sender's QP (rdmx__fake_sq_counts); those
+ * tests set coalesce OFF. With packing (send_recv, coalesce DEFAULT) a
+ * burst of small messages is one SEND, split back in order, mixed with
+ * large ones, released in any order; a message whose immediate data is
+ * the frame marker arrives as itself; and a hostile peer's malformed
+ * frames fail only that connection, with -EPROTO.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/internal.h"
+#include "core/pack.h"
+#include "core/sendpool.h"
+#include "harness.h"
+
+static const char *const protocols[] = { "send_recv", "srq", "read" };
+/* read's sends complete when the receiver acknowledges them: the tests
+ * that wait for completions in one thread run on the first two only. */
+#define N_SELF_COMPLETING 2
+
+struct counts {
+	unsigned long posts, signaled;
+};
+
+static void open_opts(struct th_pair *p, const char *proto, uint32_t depth,
+		      uint32_t every, uint8_t coalesce, uint32_t recv_depth)
+{
+	struct rdmx_conn_opts o;
+
+	rdmx_conn_opts_init(&o);
+	o.protocol = proto;
+	o.max_msg_size = 1024;
+	o.send_depth = depth;
+	o.recv_depth = recv_depth;
+	o.signal_every = every;
+	o.coalesce = coalesce;
+	assert_int_equal(th_pair_open(p, &o, &o), 0);
+}
+
+/* A pair that chains but does not pack (the counts are per message). */
+static void open_pair(struct th_pair *p, const char *proto, uint32_t depth,
+		      uint32_t every)
+{
+	open_opts(p, proto, depth, every, RDMX_COALESCE_OFF, 64);
+}
+
+static struct counts counts(const struct th_pair *p)
+{
+	struct counts k;
+
+	rdmx__fake_sq_counts(p->client->ep, &k.posts, &k.signaled);
+	return k;
+}
+
+/* @n sends of 64 bytes numbered from @seq, all but the last with @flags. */
+static void burst(rdmx_conn *c, uint64_t seq, unsigned n, unsigned flags)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct rdmx_msg m;
+
+		assert_int_equal(rdmx_msg_alloc(c, 64, &m, 5000), 0);
+		th_fill(m.data, 64, seq + i);
+		m.len = 64;
+		assert_int_equal(rdmx_send_flags(c, &m, i + 1 < n ? flags : 0, NULL), 0);
+	}
+}
+
+/* Receive @n messages numbered from @seq, in order. */
+static void take(rdmx_conn *c, uint64_t seq, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct rdmx_msg m;
+
+		assert_int_equal(rdmx_recv(c, &m, 5000), 0);
+		assert_int_equal(m.len, 64);
+		assert_int_equal(th_check(m.data, 64, seq + i), -1);
+		assert_int_equal(rdmx_msg_release(c, &m), 0);
+	}
+}
+
+/* A burst of 17 is one doorbell; default signal_every (16 here) signals
+ * the 16th and the last; signal_every 1 signals all 17. */
+static void test_burst_one_doorbell(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		for (uint32_t every = 0; every <= 1; every++) {
+			struct th_pair p;
+			struct counts a, b;
+
+			open_pair(&p, protocols[i], 64, every);
+			a = counts(&p);
+			burst(p.client, 0, 17, RDMX_SEND_MORE);
+			b = counts(&p);
+			assert_int_equal(b.posts - a.posts, 1);
+			assert_int_equal(b.signaled - a.signaled, every ? 17 : 2);
+			take(p.server, 0, 17);
+			if (i < N_SELF_COMPLETING)
+				assert_int_equal(rdmx_flush(p.client, 5000), 0);
+			th_pair_close(&p);
+		}
+	}
+}
+
+/* Unbatched sends are what they were: a doorbell and a completion each. */
+static void test_unbatched_unchanged(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		struct th_pair p;
+		struct counts a, b;
+
+		open_pair(&p, protocols[i], 64, 0);
+		a = counts(&p);
+		burst(p.client, 0, 17, 0);
+		b = counts(&p);
+		assert_int_equal(b.posts - a.posts, 17);
+		assert_int_equal(b.signaled - a.signaled, 17);
+		take(p.server, 0, 17);
+		th_pair_close(&p);
+	}
+}
+
+/* A burst of 40 on 8 slots: every alloc that would wait rings what is
+ * held (8 at a time), the slots come back through the signaled
+ * completions (signal_every 4: two per chain), all 40 arrive in order,
+ * and a flush afterwards finds nothing held. */
+static void test_burst_longer_than_pool(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_SELF_COMPLETING; i++) {
+		struct th_pair p;
+		struct counts a, b;
+
+		open_pair(&p, protocols[i], 8, 4);
+		a = counts(&p);
+		burst(p.client, 0, 40, RDMX_SEND_MORE);
+		b = counts(&p);
+		assert_int_equal(b.posts - a.posts, 5);
+		assert_int_equal(b.signaled - a.signaled, 10);
+		take(p.server, 0, 40);
+		assert_int_equal(rdmx_flush(p.client, 5000), 0);
+		/* every slot came back: 8 more allocations need no wait */
+		burst(p.client, 40, 8, RDMX_SEND_MORE);
+		take(p.server, 40, 8);
+		th_pair_close(&p);
+	}
+}
+
+/* A token wait rings what is held, and the token completes. */
+static void test_token_rings(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_SELF_COMPLETING; i++) {
+		struct th_pair p;
+		struct counts a, b;
+		struct rdmx_msg m;
+		rdmx_token tok;
+
+		open_pair(&p, protocols[i], 64, 0);
+		a = counts(&p);
+		for (unsigned k = 0; k < 3; k++) {
+			assert_int_equal(rdmx_msg_alloc(p.client, 64, &m, 5000), 0);
+			th_fill(m.data, 64, k);
+			m.len = 64;
+			assert_int_equal(rdmx_send_flags(p.client, &m, RDMX_SEND_MORE, &tok), 0);
+		}
+		b = counts(&p);
+		assert_int_equal(b.posts - a.posts, 0); /* held */
+		assert_int_equal(rdmx_wait(p.client, tok, 5000), 0);
+		b = counts(&p);
+		assert_int_equal(b.posts - a.posts, 1);
+		assert_int_equal(b.signaled - a.signaled, 1);
+		take(p.server, 0, 3);
+		th_pair_close(&p);
+	}
+}
+
+/* Size of message #@i of the mixed tests: mostly small, some not packed. */
+static size_t mixed(uint64_t i)
+{
+	return i % 5 == 4 ? 300 + (size_t)(i * 37 % 700) : (size_t)(i * 13 % 200);
+}
+
+static void send_mixed(rdmx_conn *c, uint64_t seq, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct rdmx_msg m;
+		size_t len = mixed(seq + i);
+
+		assert_int_equal(rdmx_msg_alloc(c, len, &m, 5000), 0);
+		th_fill(m.data, len, seq + i);
+		m.len = len;
+		if ((seq + i) % 7 == 3) {
+			m.flags = RDMX_MSG_IMM;
+			m.imm = (uint32_t)(seq + i);
+		}
+		assert_int_equal(rdmx_send_flags(c, &m, i + 1 < n ? RDMX_SEND_MORE : 0, NULL), 0);
+	}
+}
+
+/* Take @n mixed messages from @seq; keep up to 3 (of 4 receive buffers)
+ * before releasing them in reverse order (a frame's buffer goes back
+ * after its last). */
+static void take_mixed(rdmx_conn *c, uint64_t seq, unsigned n)
+{
+	struct rdmx_msg keep[3];
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct rdmx_msg *m = &keep[k++];
+		uint64_t s = seq + i;
+
+		assert_int_equal(rdmx_recv(c, m, 5000), 0);
+		assert_int_equal(m->len, mixed(s));
+		assert_int_equal(th_check(m->data, m->len, s), -1);
+		assert_int_equal(!!(m->flags & RDMX_MSG_IMM), s % 7 == 3);
+		if (s % 7 == 3)
+			assert_int_equal(m->imm, (uint32_t)s);
+		if (k == 3 || i + 1 == n)
+			while (k)
+				assert_int_equal(rdmx_msg_release(c, &keep[--k]), 0);
+	}
+}
+
+/* A burst of 17 small messages is one SEND with one completion. */
+static void test_pack_one_send(void **state)
+{
+	struct th_pair p;
+	struct counts a, b;
+
+	(void)state;
+	open_opts(&p, "send_recv", 64, 0, RDMX_COALESCE_DEFAULT, 64);
+	a = counts(&p);
+	burst(p.client, 0, 17, RDMX_SEND_MORE);
+	b = counts(&p);
+	assert_int_equal(b.posts - a.posts, 1);
+	assert_int_equal(b.signaled - a.signaled, 1);
+	take(p.server, 0, 17);
+	assert_int_equal(rdmx_flush(p.client, 5000), 0);
+	th_pair_close(&p);
+}
+
+/* Mixed sizes and immediate data in bursts of 1..24 through 4 receive
+ * buffers: order, lengths, bytes and immediates survive packing, and
+ * every frame's buffer comes back (else the sender stalls). */
+static void test_pack_mixed(void **state)
+{
+	const uint64_t n = th_count(3000);
+	struct th_pair p;
+	uint64_t seq = 0;
+
+	(void)state;
+	open_opts(&p, "send_recv", 32, 0, RDMX_COALESCE_ON, 4);
+	for (unsigned b = 1; seq < n; b = b % 24 + 1) {
+		send_mixed(p.client, seq, b);
+		take_mixed(p.server, seq, b);
+		seq += b;
+	}
+	th_pair_close(&p);
+}
+
+/* Immediate data equal to the frame marker: alone and in a burst. */
+static void test_pack_marker_imm(void **state)
+{
+	struct th_pair p;
+
+	(void)state;
+	open_opts(&p, "send_recv", 16, 0, RDMX_COALESCE_DEFAULT, 16);
+	for (unsigned n = 1; n <= 3; n += 2) {
+		for (unsigned i = 0; i < n; i++) {
+			struct rdmx_msg m;
+			size_t len = i == 1 ? 1024 : 40; /* max_msg: a frame of one fits */
+
+			assert_int_equal(rdmx_msg_alloc(p.client, len, &m, 5000), 0);
+			th_fill(m.data, len, i);
+			m.len = len;
+			m.flags = RDMX_MSG_IMM;
+			m.imm = RDMX__PACK_IMM;
+			assert_int_equal(rdmx_send_flags(p.client, &m,
+							 i + 1 < n ? RDMX_SEND_MORE : 0, NULL), 0);
+		}
+		for (unsigned i = 0; i < n; i++) {
+			struct rdmx_msg m;
+
+			assert_int_equal(rdmx_recv(p.server, &m, 5000), 0);
+			assert_int_equal(m.len, i == 1 ? 1024 : 40);
+			assert_int_equal(th_check(m.data, m.len, i), -1);
+			assert_int_equal(m.flags & RDMX_MSG_IMM, RDMX_MSG_IMM);
+			assert_int_equal(m.imm, RDMX__PACK_IMM);
+			assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+		}
+	}
+	th_pair_close(&p);
+}
+
+/* Post @len raw bytes as a packed frame from @c, as a hostile peer would. */
+static void post_frame(rdmx_conn *c, const void *bytes, uint32_t len)
+{
+	struct rdmx__sendpool *sp = c->priv;
+	struct rdmx_msg m;
+	struct rdmx__wr wr = { .op = RDMX__OP_SEND_IMM, .imm = RDMX__PACK_IMM, .len = len };
+	int64_t idx;
+
+	assert_int_equal(rdmx_msg_alloc(c, len, &m, 5000), 0);
+	memcpy(m.data, bytes, len);
+	idx = rdmx__sendpool_slot(c, sp, &m);
+	assert_true(idx >= 0);
+	wr.addr = m.data;
+	assert_int_equal(rdmx__sendpool_post(c, sp, (uint32_t)idx, &wr, &m), 0);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* Malformed frames: each fails the connection it came on with -EPROTO;
+ * a second pair, open all along, still works. */
+static void test_pack_hostile(void **state)
+{
+	enum { ZERO, TOO_MANY, PAST_END, TOO_LONG, SHORT, NCASES };
+	struct th_pair other;
+
+	(void)state;
+	open_opts(&other, "send_recv", 16, 0, RDMX_COALESCE_DEFAULT, 16);
+	for (int k = 0; k < NCASES; k++) {
+		uint8_t f[64] = { 0 };
+		uint32_t len = 32;
+		struct th_pair p;
+		struct rdmx_msg m;
+
+		open_opts(&p, "send_recv", 16, 0, RDMX_COALESCE_DEFAULT, 16);
+		put32(f, 1);
+		put32(f + 8, 8); /* one message of 8 bytes: well formed */
+		switch (k) {
+		case ZERO: put32(f, 0); break;
+		case TOO_MANY: put32(f, RDMX__PACK_MAX + 1); break;
+		case PAST_END: put32(f, 2); len = 24; break; /* no room for a second */
+		case TOO_LONG: put32(f + 8, 17); break; /* 17 bytes, 16 there */
+		case SHORT: len = 4; break;
+		}
+		post_frame(p.client, f, len);
+		assert_int_equal(rdmx_recv(p.server, &m, 5000), -EPROTO);
+		assert_int_equal(rdmx_recv(p.server, &m, 0), -EPROTO);
+		th_pair_close(&p);
+	}
+	/* a well-formed one is split */
+	burst(other.client, 0, 5, RDMX_SEND_MORE);
+	take(other.server, 0, 5);
+	th_pair_close(&other);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pack_one_send),
+		cmocka_unit_test(test_pack_mixed),
+		cmocka_unit_test(test_pack_marker_imm),
+		cmocka_unit_test(test_pack_hostile),
+		cmocka_unit_test(test_burst_one_doorbell),
+		cmocka_unit_test(test_unbatched_unchanged),
+		cmocka_unit_test(test_burst_longer_than_pool),
+		cmocka_unit_test(test_token_rings),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
