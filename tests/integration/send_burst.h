@@ -12,5 +12,8 @@
 void test_send_burst_in_order(void **state);
 void test_send_burst_pushed(void **state);
 void test_send_burst_bad(void **state);
+void test_send_burst_ring_wrap(void **state);
+void test_send_burst_backpressure(void **state);
+void test_send_burst_peer_close(void **state);
 
 #endif
