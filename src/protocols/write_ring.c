@@ -69,6 +69,9 @@
  * connections (RDMX__WATCH_DOORBELL). write_duplex posts no receives and
  * keeps timed parks.
  *
+ * Bursts (rdmx_send_flags RDMX_SEND_MORE): place() stages a record as
+ * send does, push_held() posts what is staged; see write_ring_burst.h.
+ *
  * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
  * WRITEs to a peer that left fail with a retry error: never a hang.
  */
