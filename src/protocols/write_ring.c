@@ -176,6 +176,7 @@ int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out)
 		return -EINVAL;
 	*out = wr_of(c)->st;
 	out->coalesced = wr_of(c)->burst.writes;
+	out->split = wr_of(c)->burst.splits;
 	return 0;
 }
 
@@ -745,7 +746,7 @@ static int push_held(rdmx_conn *c)
 	if (rc)
 		return rdmx__conn_down(c, rc, "posting a ring write: %s", rdmx__last());
 	p->data_out++;
-	rdmx__wburst_posted(&p->burst, p->tail);
+	rdmx__wburst_posted(&p->burst, p->tail, n);
 	return ring_if_asleep(c);
 }
 

@@ -44,6 +44,7 @@ struct rdmx__wring_stats {
 	uint64_t doorbells_sent; /* wake-ups of a sleeping peer (simplex/magic) */
 	uint64_t doorbells_recv;
 	uint64_t coalesced;    /* WRITEs that carried several records */
+	uint64_t split;        /* of them, in two pieces at the ring's end */
 	int magic;             /* records may cross the end (double mapping) */
 	int imm;               /* WRITE_WITH_IMM notification */
 };

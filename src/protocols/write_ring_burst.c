@@ -13,10 +13,9 @@
 int rdmx__wburst_init(struct rdmx__wburst *b, int on, uint64_t size,
 		      uint32_t depth)
 {
-	b->on = on;
-	b->pad_at = NO_PAD;
-	b->bound = size / 4;
-	b->cap = depth + 1;
+	*b = (struct rdmx__wburst){
+		.on = on, .pad_at = NO_PAD, .bound = size / 4, .cap = depth + 1,
+	};
 	b->cnt = calloc(b->cap, sizeof(*b->cnt));
 	return b->cnt ? 0 : -ENOMEM;
 }
@@ -62,11 +61,13 @@ int rdmx__wburst_segs(const struct rdmx__wburst *b,
 	return 2;
 }
 
-void rdmx__wburst_posted(struct rdmx__wburst *b, uint64_t tail)
+void rdmx__wburst_posted(struct rdmx__wburst *b, uint64_t tail, int nseg)
 {
 	b->cnt[b->wposted++ % b->cap] = (uint16_t)b->held;
-	if (b->held > 1)
+	if (b->held > 1) {
 		b->writes++;
+		b->splits += nseg > 1;
+	}
 	b->held = 0;
 	b->from = tail;
 	b->pad_at = NO_PAD;

@@ -46,6 +46,7 @@ struct rdmx__wburst {
 	uint64_t wposted, wdone;
 	uint64_t recs_done; /* records whose WRITE completed */
 	uint64_t writes;   /* coalesced WRITEs posted (more than 1 record) */
+	uint64_t splits;   /* of them, written in two pieces (the ring's end) */
 };
 
 /* One contiguous piece of a span: ring offset and bytes. */
@@ -75,8 +76,8 @@ int rdmx__wburst_segs(const struct rdmx__wburst *b,
 		      const struct rdmx__ring_geo *g, uint64_t tail,
 		      struct rdmx__wburst_seg seg[2]);
 
-/* The held span was posted as one signaled data WRITE: forget it. */
-void rdmx__wburst_posted(struct rdmx__wburst *b, uint64_t tail);
+/* The held span was posted (@nseg pieces, the last signaled): forget it. */
+void rdmx__wburst_posted(struct rdmx__wburst *b, uint64_t tail, int nseg);
 
 /* A data WRITE completed (they complete in post order). */
 void rdmx__wburst_done(struct rdmx__wburst *b);
