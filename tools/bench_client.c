@@ -150,6 +150,7 @@ static void run_row(struct gthread *th, int row)
 		.duration_ns = g->cfg->duration_ns,
 		.progress = th->idx == 0 ? g->cfg->progress_mode : BENCH_PROGRESS_NEVER,
 		.rtt = th->rtt, .single_receiver = r->single_receiver,
+		.batch = (uint64_t)r->batch,
 	};
 	char lbl[96];
 
@@ -185,32 +186,46 @@ static void *thread_main(void *arg)
 
 /* ---------------------------------------------------------------- groups */
 
+static int add_row(struct group *g, int m, uint64_t size, int batch)
+{
+	const struct bench_cfg *cfg = g->cfg;
+	struct bench_result *r = &g->rows[g->n_rows++];
+
+	*r = (struct bench_result){ .protocol = g->proto, .mode = m,
+		.size = size, .conns = g->conns,
+		.single_receiver = cfg->single_receiver &&
+				   strcmp(g->proto, BENCH_TCP),
+		.batch = batch, .coalesce = cfg->coalesce,
+		.warmup = (uint64_t)cfg->warmup };
+	if (m == BENCH_LAT && !(r->rtt = malloc(sizeof(*r->rtt))))
+		return -ENOMEM;
+	if (r->rtt)
+		hist_init(r->rtt);
+	return 0;
+}
+
+/* Per size: a latency row, and a bandwidth row per --batch value. */
 static int make_rows(struct group *g)
 {
 	const struct bench_cfg *cfg = g->cfg;
-	struct bench_result *r;
-	int s, m;
+	int nb = cfg->n_batches ? cfg->n_batches : 1;
+	size_t n = (size_t)cfg->n_sizes * (size_t)(1 + nb);
+	int s, b;
 
-	g->rows = calloc((size_t)cfg->n_sizes * 2, sizeof(*g->rows));
-	g->t0 = calloc((size_t)cfg->n_sizes * 2, sizeof(*g->t0));
-	g->t1 = calloc((size_t)cfg->n_sizes * 2, sizeof(*g->t1));
+	g->rows = calloc(n, sizeof(*g->rows));
+	g->t0 = calloc(n, sizeof(*g->t0));
+	g->t1 = calloc(n, sizeof(*g->t1));
 	if (!g->rows || !g->t0 || !g->t1)
 		return -ENOMEM;
-	for (s = 0; s < cfg->n_sizes; s++)
-		for (m = BENCH_LAT; m <= BENCH_BW; m <<= 1) {
-			if (!(cfg->modes & m))
-				continue;
-			r = &g->rows[g->n_rows++];
-			*r = (struct bench_result){ .protocol = g->proto, .mode = m,
-				.size = cfg->sizes[s], .conns = g->conns,
-				.single_receiver = cfg->single_receiver &&
-						   strcmp(g->proto, BENCH_TCP),
-				.warmup = (uint64_t)cfg->warmup };
-			if (m == BENCH_LAT && !(r->rtt = malloc(sizeof(*r->rtt))))
+	for (s = 0; s < cfg->n_sizes; s++) {
+		if ((cfg->modes & BENCH_LAT) &&
+		    add_row(g, BENCH_LAT, cfg->sizes[s], 1))
+			return -ENOMEM;
+		for (b = 0; (cfg->modes & BENCH_BW) && b < nb; b++)
+			if (add_row(g, BENCH_BW, cfg->sizes[s],
+				    cfg->n_batches ? (int)cfg->batches[b] : 1))
 				return -ENOMEM;
-			if (r->rtt)
-				hist_init(r->rtt);
-		}
+	}
 	return 0;
 }
 

@@ -22,6 +22,9 @@ struct bench_cfg {
 	const char *progress;			/* never, auto, always */
 	const char *latency, *rate;		/* the table's headline columns */
 	const char *wait;			/* --wait: a cli_wait_modes name */
+	const char *batch_s;			/* --batch LIST */
+	const char *coalesce;			/* --coalesce */
+	long long signal_every;			/* --signal-every */
 	bool all_sizes;				/* -a */
 	bool perftest_f, report_gbits, out_json; /* perftest spellings */
 	int argc;				/* the command line, for the JSON */
@@ -30,6 +33,8 @@ struct bench_cfg {
 	int modes;				/* BENCH_LAT | BENCH_BW */
 	int n_sizes, n_protos;
 	uint64_t sizes[BENCH_MAX_SIZES];
+	int n_batches;				/* --batch: bw rows per size */
+	uint64_t batches[BENCH_MAX_SIZES];
 	const char *protos[BENCH_MAX_PROTOS];
 	uint64_t max_size, duration_ns;
 	uint64_t ring_size;			/* --ring-size, 0: derived */

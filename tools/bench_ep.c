@@ -38,7 +38,9 @@ static int rep_send(struct bench_ep *ep, const void *head, size_t head_len,
 	m.len = len;
 	m.flags = ctrl ? RDMX_MSG_IMM : 0;
 	m.imm = ctrl ? BENCH_CTRL_IMM : 0;
-	rc = rdmx_send(r->conn, &m);
+	/* a burst (--batch): every send but its last may be held */
+	rc = rdmx_send_flags(r->conn, &m, ep->more && !ctrl ? RDMX_SEND_MORE : 0,
+			     NULL);
 	return rc ? rep_fail(r, "send", rc) : 0;
 }
 

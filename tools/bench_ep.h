@@ -65,6 +65,7 @@ struct bench_ep_ops {
 struct bench_ep {
 	const struct bench_ep_ops *ops;
 	int timeout_ms;		/* longest wait of one send or receive */
+	bool more;		/* the next data send is not a burst's last */
 	struct cli_err err;
 };
 
@@ -174,6 +175,7 @@ struct bench_job {
 	enum bench_progress_mode progress;
 	const char *label;
 	bool single_receiver;	/* expect a --single-receiver server */
+	uint64_t batch;		/* bw: sends per burst, 0 or 1: none */
 	/* results of the timed phase */
 	uint64_t msgs, t0, t1;
 	struct bench_cpu cpu, server;

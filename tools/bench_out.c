@@ -81,12 +81,19 @@ static void bw_row(const struct bench_result *x, bool mbs, FILE *f)
 	char sz[32], a[32], b[32];
 
 	fprintf(f, "%-14s %5d %6s %9" PRIu64 " %12.0f %10.4g %12.0f %12.0f %5.3f "
-		"%9s %9s\n",
+		"%9s %9s %5d\n",
 		x->protocol, x->conns, opts_format_size(x->size, sz, sizeof(sz)),
 		x->msgs, x->msg_rate, mbs ? x->gbps * 1e3 / 8 : x->gbps, x->conn_min,
 		x->conn_max, x->jain,
 		cpu_text(&x->client, x->wall_ns, a, sizeof(a)),
-		cpu_text(&x->server, x->wall_ns, b, sizeof(b)));
+		cpu_text(&x->server, x->wall_ns, b, sizeof(b)), x->batch);
+}
+
+/* --coalesce of the run (every row has the same). */
+static const char *coalesce_of(const struct bench_report *r)
+{
+	return r->n_results && r->results[0].coalesce ? r->results[0].coalesce :
+	       "default";
 }
 
 void bench_print_table(const struct bench_report *r, FILE *f)
@@ -117,11 +124,12 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 	if (has_mode(r, BENCH_BW)) {
 		fprintf(f, "\nbandwidth: %d outstanding, receiver-confirmed; per-conn "
 			"= slowest and fastest connection; jain = their fairness "
-			"(1: even)\n", r->outstanding);
-		fprintf(f, "%-14s %5s %6s %9s %12s %10s %12s %12s %5s %9s %9s\n",
+			"(1: even); batch = sends per burst (coalesce %s)\n",
+			r->outstanding, coalesce_of(r));
+		fprintf(f, "%-14s %5s %6s %9s %12s %10s %12s %12s %5s %9s %9s %5s\n",
 			"protocol", "conns", "size", "msgs", "msg/s",
-			r->mbs ? "MB/s" : "Gb/s",
-			"per-conn min", "per-conn max", "jain", "cpu cli", "cpu srv");
+			r->mbs ? "MB/s" : "Gb/s", "per-conn min", "per-conn max",
+			"jain", "cpu cli", "cpu srv", "batch");
 		for (i = 0; i < r->n_results; i++)
 			if (r->results[i].mode == BENCH_BW)
 				bw_row(&r->results[i], r->mbs, f);
@@ -173,6 +181,8 @@ static void json_result(const struct bench_report *r,
 	jw_kv_u64(f, "conns", (uint64_t)x->conns, false);
 	jw_key(f, "single_receiver", false);
 	fputs(x->single_receiver ? "true" : "false", f);
+	jw_kv_u64(f, "batch", (uint64_t)(x->batch ? x->batch : 1), false);
+	jw_kv_str(f, "coalesce", x->coalesce ? x->coalesce : "default", false);
 	jw_kv_str(f, "device", r->device, false);
 	jw_kv_str(f, "timestamp", r->timestamp, false);
 	jw_kv_u64(f, "msgs", x->msgs, false);
@@ -246,7 +256,7 @@ static const char csv_header[] =
 	"msg_rate,gbps,rtt_min_us,rtt_p50_us,rtt_p90_us,rtt_p99_us,rtt_p99_9_us,"
 	"rtt_max_us,rtt_mean_us,rtt_stdev_us,one_way_p50_us,client_user_pct,"
 	"client_sys_pct,server_user_pct,server_sys_pct,single_receiver,"
-	"per_conn_min_msg_rate,per_conn_max_msg_rate,jain\n";
+	"per_conn_min_msg_rate,per_conn_max_msg_rate,jain,batch,coalesce\n";
 
 static void csv_lat(const struct hist *h, FILE *f)
 {
@@ -272,12 +282,13 @@ int bench_write_csv(const struct bench_report *r, FILE *f)
 			x->protocol, mode_name(x->mode), x->size, x->conns, x->msgs,
 			x->warmup, (double)x->wall_ns / 1e9, x->msg_rate, x->gbps);
 		csv_lat(x->mode == BENCH_LAT ? x->rtt : NULL, f);
-		fprintf(f, "%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.4f\n",
+		fprintf(f, "%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.4f,%d,%s\n",
 			bench_pct(x->client.user_ns, x->wall_ns),
 			bench_pct(x->client.sys_ns, x->wall_ns),
 			bench_pct(x->server.user_ns, x->wall_ns),
 			bench_pct(x->server.sys_ns, x->wall_ns), x->single_receiver,
-			x->conn_min, x->conn_max, x->jain);
+			x->conn_min, x->conn_max, x->jain, x->batch ? x->batch : 1,
+			x->coalesce ? x->coalesce : "default");
 	}
 	return ferror(f) ? -EIO : 0;
 }

@@ -95,7 +95,7 @@ static bool cdf_rows(const struct bench_result *x, uint64_t size, FILE *f)
 static bool bw_rows(const struct bench_result *x, uint64_t size, FILE *f)
 {
 	(void)size;
-	if (x->mode != BENCH_BW || x->conns != 1)
+	if (x->mode != BENCH_BW || x->conns != 1 || x->batch > 1)
 		return false;
 	fprintf(f, "%llu %.6f %.1f\n", (unsigned long long)x->size, x->gbps,
 		x->msg_rate);
@@ -104,9 +104,18 @@ static bool bw_rows(const struct bench_result *x, uint64_t size, FILE *f)
 
 static bool conn_rows(const struct bench_result *x, uint64_t size, FILE *f)
 {
-	if (x->mode != BENCH_BW || x->size != size)
+	if (x->mode != BENCH_BW || x->size != size || x->batch > 1)
 		return false;
 	fprintf(f, "%d %.1f\n", x->conns, x->msg_rate);
+	return true;
+}
+
+/* --batch: message rate against sends per burst, 1 connection. */
+static bool batch_rows(const struct bench_result *x, uint64_t size, FILE *f)
+{
+	if (x->mode != BENCH_BW || x->size != size || x->conns != 1)
+		return false;
+	fprintf(f, "%d %.1f\n", x->batch, x->msg_rate);
 	return true;
 }
 
@@ -178,9 +187,21 @@ static void size_chart(FILE *f, const char *name, const char *what, const char *
 	plot_chart(f, name, set, "bw.dat", bw, cols);
 }
 
+/* Did the run measure more than one batch size (--batch 1..64)? */
+static bool batch_runs(const struct bench_report *r)
+{
+	int i;
+
+	for (i = 1; i < r->n_results; i++)
+		if (r->results[i].batch != r->results[0].batch)
+			return true;
+	return false;
+}
+
 static int write_script(const struct bench_report *r, const char *dir,
 			const struct series *cdf, const struct series *bw,
-			const struct series *cn, uint64_t lat_size, uint64_t bw_size)
+			const struct series *cn, const struct series *bt,
+			uint64_t lat_size, uint64_t bw_size)
 {
 	FILE *f = plot_open(dir, "plots.gp");
 	char set[2000], tics[1200], a[32], b[32];
@@ -212,6 +233,16 @@ static int write_script(const struct bench_report *r, const char *dir,
 			 "offsets 0, 0.5, 0, 0\nset xrange [0:*]",
 			 opts_format_size(bw_size, b, sizeof(b)));
 		plot_chart(f, "msgrate_vs_conns", set, "conns.dat", cn, "1:2");
+	}
+	if (bt->n && batch_runs(r)) {
+		snprintf(set, sizeof(set), "set title sprintf(\"Message rate vs "
+			 "batch (sends per burst), %s-byte messages, 1 connection"
+			 "\\n%%s\", subtitle)\nset xlabel 'sends per burst "
+			 "(RDMX_SEND_MORE; log scale)'\nset ylabel 'messages per "
+			 "second (log scale)'\nset logscale x 2\nset logscale y\n"
+			 "set format y '%%g'\nset offsets graph 0.04, graph 0.04, 0, 0",
+			 opts_format_size(bw_size, b, sizeof(b)));
+		plot_chart(f, "msgrate_vs_batch", set, "batch.dat", bt, "1:2");
 	}
 	return fclose(f) ? -EIO : 0;
 }
@@ -254,7 +285,7 @@ int plot_mkdir(const char *dir)
 
 int bench_plot(const struct bench_report *r, const char *dir)
 {
-	struct series cdf, bw, cn;
+	struct series cdf, bw, cn, bt;
 	uint64_t lat_size = min_size(r, BENCH_LAT), bw_size = min_size(r, BENCH_BW);
 	int rc;
 
@@ -266,7 +297,9 @@ int bench_plot(const struct bench_report *r, const char *dir)
 	if (!rc)
 		rc = write_blocks(r, dir, "conns.dat", bw_size, conn_rows, &cn);
 	if (!rc)
-		rc = write_script(r, dir, &cdf, &bw, &cn, lat_size, bw_size);
+		rc = write_blocks(r, dir, "batch.dat", bw_size, batch_rows, &bt);
+	if (!rc)
+		rc = write_script(r, dir, &cdf, &bw, &cn, &bt, lat_size, bw_size);
 	if (!rc && (cdf.n || bw.n || cn.n))
 		rc = plot_run(dir);
 	return rc;

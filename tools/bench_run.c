@@ -158,7 +158,8 @@ static int phase_loop(struct bench_job *j, uint64_t n, bool timed,
 			rc = round_trip(j, i, &ns);
 			if (!rc && timed)
 				hist_record(j->rtt, ns);
-		} else {
+		} else { /* bursts of j->batch; END, a plain send, ends the last */
+			j->ep->more = j->batch > 1 && (i + 1) % j->batch;
 			rc = bench_send_data(j->ep, j->size, i);
 		}
 		if (rc)
@@ -167,6 +168,7 @@ static int phase_loop(struct bench_job *j, uint64_t n, bool timed,
 			bench_progress_tick(&pg, i, n, j->duration_ns);
 	}
 	bench_progress_end(&pg);
+	j->ep->more = false;
 	*sent = i;
 	return rc;
 }

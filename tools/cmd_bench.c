@@ -86,6 +86,17 @@ static const struct opts_page bench_page = {
 		"fails the run. The violations are listed at the end, on stderr. Both\n"
 		"are checked before the first test: a bad expression is a usage error.\n"
 		"\n"
+		"Many small messages (issue 10): --batch N sends bandwidth tests'\n"
+		"messages in bursts of N, every send of a burst but its last with\n"
+		"RDMX_SEND_MORE (rdmx_send_flags), so a protocol may post them\n"
+		"together; a list (1,16 or 1..64) gives one bandwidth row per value.\n"
+		"--coalesce on|off sets the connections' coalescing (rdmx_coalesce:\n"
+		"the ring protocols write a burst's records with one RDMA WRITE) and\n"
+		"--signal-every N their selective signaling; both are in the JSON\n"
+		"config, batch and coalesce in every row (table, JSON, CSV). tcp\n"
+		"sends every message at once whatever --batch says. --plot adds a\n"
+		"chart of the message rate against the batch size per protocol.\n"
+		"\n"
 		"--pcap FILE runs tcpdump on the RDMA device's network interface\n"
 		"(its gid_attrs/ndevs) with the filter 'udp port 4791' from before\n"
 		"the first test until after the last (or SIGINT/SIGTERM), writing\n"
@@ -127,6 +138,8 @@ static const char *const modes[] = { "lat", "bw", "both", NULL };
 static const char *const progress_modes[] = { "auto", "always", "never", NULL };
 static const char *const lat_columns[] = { "rtt", "one-way", NULL };
 static const char *const rate_columns[] = { "gbps", "mbs", NULL };
+static const char *const coalesce_modes[] = { "default", "on", "off", NULL };
+#define BATCH_MAX 4096
 #define ALL_SIZES	"2..8M"	/* -a, as perftest's */
 
 #define usage_err(...) cmd_usage_err("bench", __VA_ARGS__)
@@ -271,6 +284,28 @@ static int check_perftest(struct bench_cfg *cfg)
 	return CMD_CONTINUE;
 }
 
+/* --batch, --coalesce, --signal-every: usage errors here. */
+static int check_batch(struct bench_cfg *cfg)
+{
+	char err[600];
+	int i;
+
+	if (!cfg->batch_s)
+		return CMD_CONTINUE;
+	if (bench_parse_sizes(cfg->batch_s, cfg->batches, BENCH_MAX_SIZES,
+			      &cfg->n_batches, err, sizeof(err)))
+		return usage_err("--batch '%s': expected a list like 1,16 or 1..64",
+				 cfg->batch_s);
+	for (i = 0; i < cfg->n_batches; i++)
+		if (cfg->batches[i] > BATCH_MAX)
+			return usage_err("--batch '%s': at most %d sends a burst",
+					 cfg->batch_s, BATCH_MAX);
+	if (!(cfg->modes & BENCH_BW))
+		return usage_err("%s", "--batch: bursts are for the bandwidth tests "
+				 "(--mode bw or both)");
+	return CMD_CONTINUE;
+}
+
 /* Derive the parsed settings; usage errors print and return EXIT_USAGE. */
 static int check_cfg(struct bench_cfg *cfg)
 {
@@ -303,6 +338,8 @@ static int check_cfg(struct bench_cfg *cfg)
 	if (cli_ring_size("bench", cfg->ring_size, cfg->max_size) < 0)
 		return EXIT_USAGE;
 	rc = check_roles(cfg);
+	if (rc == CMD_CONTINUE)
+		rc = check_batch(cfg);
 	if (rc != CMD_CONTINUE)
 		return rc;
 	if (cfg->single_receiver && !strcmp(cfg->protos[cfg->n_protos - 1], BENCH_TCP) &&
@@ -334,6 +371,10 @@ static void conn_opts(struct bench_cfg *cfg)
 	cfg->copts.recv_depth = (uint32_t)(cfg->outstanding * RECV_HEADROOM);
 	cfg->copts.connect_timeout_ms = (int)cfg->timeout;
 	cfg->copts.wait_mode = cli_wait_mode(cfg->wait);
+	cfg->copts.coalesce = !strcmp(cfg->coalesce, "on") ? RDMX_COALESCE_ON :
+			      !strcmp(cfg->coalesce, "off") ? RDMX_COALESCE_OFF :
+			      RDMX_COALESCE_DEFAULT;
+	cfg->copts.signal_every = (uint32_t)cfg->signal_every;
 }
 
 /* ------------------------------------------------------------ the server */
@@ -527,11 +568,13 @@ static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
 		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
 		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "
-		 "\"port\": %lld, \"single_receiver\": %s}", cfg->mode, cfg->wait, cfg->iters,
+		 "\"port\": %lld, \"single_receiver\": %s, \"coalesce\": \"%s\", "
+		 "\"signal_every\": %lld}", cfg->mode, cfg->wait, cfg->iters,
 		 (double)cfg->duration_ns / 1e9, cfg->warmup, cfg->outstanding,
 		 cfg->threads, cfg->copts.max_msg_size, cfg->copts.ring_size,
 		 cfg->copts.send_depth, cfg->copts.recv_depth, cfg->timeout, cfg->port,
-		 cfg->single_receiver ? "true" : "false");
+		 cfg->single_receiver ? "true" : "false", cfg->coalesce,
+		 cfg->signal_every);
 }
 
 static void provenance(struct run *r)
@@ -662,7 +705,7 @@ int cmd_bench(int argc, char **argv)
 				 .warmup = 100, .outstanding = 16, .threads = 1,
 				 .port = RDMX_DEFAULT_PORT, .gid_index = -1,
 				 .fabric = "verbs", .progress = "auto",
-				 .wait = "adaptive" };
+				 .wait = "adaptive", .coalesce = "default" };
 	const struct opt table[] = {
 		{ "protocol", 'p', OPT_STRING, &cfg.protocol, 0, 0, NULL, "NAME",
 		  "protocol, 'tcp', 'all' (every protocol and tcp) or a comma list "
@@ -684,6 +727,15 @@ int cmd_bench(int argc, char **argv)
 		  "BYTES", CLI_RING_HELP },
 		{ "outstanding", 'k', OPT_INT, &cfg.outstanding, 1, 4096, NULL, "K",
 		  "messages in flight in bandwidth tests (send depth; receive depth: 4 x K)" },
+		{ "batch", 0, OPT_STRING, &cfg.batch_s, 0, 0, NULL, "LIST",
+		  "bandwidth: bursts of N sends (RDMX_SEND_MORE but the last); a "
+		  "list 1,16 or 1..64 runs each (default: 1)" },
+		{ "coalesce", 0, OPT_CHOICE, &cfg.coalesce, 0, 0, coalesce_modes,
+		  "WHEN", "a burst's messages in one work request: the protocol's "
+		  "default, on or off" },
+		{ "signal-every", 0, OPT_INT, &cfg.signal_every, 0, 2048, NULL, "N",
+		  "one signaled send completion per N sends (0: the protocol's "
+		  "default)" },
 		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",
 		  "connections, one thread each: runs 1, 2, 4, ... T" },
 		{ "single-receiver", 0, OPT_FLAG, &cfg.single_receiver, 0, 0, NULL, NULL,

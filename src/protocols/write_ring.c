@@ -69,6 +69,9 @@
  * connections (RDMX__WATCH_DOORBELL). write_duplex posts no receives and
  * keeps timed parks.
  *
+ * Bursts (rdmx_send_flags RDMX_SEND_MORE): place() stages a record as
+ * send does, push_held() posts what is staged; see write_ring_burst.h.
+ *
  * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
  * WRITEs to a peer that left fail with a retry error: never a hang.
  */
@@ -80,6 +83,7 @@
 
 #include "core/ring.h"
 #include "write_ring.h"
+#include "write_ring_burst.h"
 
 #define N_CTRL 16        /* head-update receive buffers the sender posts */
 #define BLOCK_LEN 40
@@ -142,6 +146,7 @@ struct wring {
 	uint64_t gen;             /* sleeps published (wring_sleep_announce) */
 	int announced;            /* gen is current: no record taken since */
 	uint64_t rung;            /* sender: the peer's sleep_gen we rang for */
+	struct rdmx__wburst burst; /* held records (write_ring_burst.h) */
 	struct rdmx__wring_stats st;
 };
 
@@ -170,6 +175,8 @@ int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out)
 	if (!is_wring(c) || !out)
 		return -EINVAL;
 	*out = wr_of(c)->st;
+	out->coalesced = wr_of(c)->burst.writes;
+	out->split = wr_of(c)->burst.splits;
 	return 0;
 }
 
@@ -333,6 +340,10 @@ int rdmx__wring_setup(rdmx_conn *c)
 	for (uint32_t i = 0; !rc && i < p->nrecv; i++)
 		rc = post_ctrl_recv(c, i);
 	p->st.imm = p->imm;
+	if (!rc)
+		rc = rdmx__wburst_init(&p->burst, !p->imm &&
+				       c->opts.coalesce != RDMX_COALESCE_OFF,
+				       c->opts.ring_size, c->opts.send_depth);
 	return rc;
 }
 
@@ -350,6 +361,7 @@ void rdmx__wring_teardown(rdmx_conn *c)
 	free(p->ctl);
 	free(p->ends);
 	rdmx__ring_rel_free(&p->rel);
+	rdmx__wburst_free(&p->burst); /* what is held is dropped */
 }
 
 /* ---------------------------------------------------------------- hello */
@@ -456,6 +468,7 @@ static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
 	case TAG_DATA:
 		p->done = wc->wr_id;
 		p->data_out--;
+		rdmx__wburst_done(&p->burst);
 		return 0;
 	case TAG_UPD:
 		p->upd_out = 0;
@@ -698,6 +711,45 @@ static int request_room(rdmx_conn *c, uint64_t rsize)
 	return ring_if_asleep(c); /* a sleeping peer must see the ask */
 }
 
+/*
+ * Post what place() staged since the last post, [burst.from, tail): ONE
+ * signaled data WRITE (wr_id: its end), after an unsignaled one up to a
+ * pad's header or the ring's end where the span breaks there. With
+ * notify IMM nothing is held: the one record's WRITE_WITH_IMM.
+ */
+static int push_held(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+	struct rdmx__wburst_seg seg[2];
+	struct rdmx__wr wr[2];
+	int n, rc;
+
+	if (!p->burst.held)
+		return 0;
+	n = rdmx__wburst_segs(&p->burst, &p->sgeo, p->tail, seg);
+	for (int i = 0; i < n; i++)
+		wr[i] = (struct rdmx__wr){
+			.op = RDMX__OP_WRITE,
+			.addr = p->stage + (seg[i].off & p->sgeo.mask),
+			.len = (uint32_t)seg[i].len,
+			.lkey = p->stage_mr->lkey,
+			.remote_addr = p->peer_ring + (seg[i].off & p->sgeo.mask),
+			.rkey = p->peer_ring_rkey,
+		};
+	wr[n - 1].wr_id = p->tail;
+	wr[n - 1].flags = RDMX__WR_SIGNALED;
+	if (p->imm) {
+		wr[n - 1].op = RDMX__OP_WRITE_IMM;
+		wr[n - 1].imm = (uint32_t)(p->sent - 1);
+	}
+	rc = rdmx__post_send(c, wr, n);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a ring write: %s", rdmx__last());
+	p->data_out++;
+	rdmx__wburst_posted(&p->burst, p->tail, n);
+	return ring_if_asleep(c);
+}
+
 /* Wait until a record of @rsize bytes may be written. */
 static int wait_room(rdmx_conn *c, uint64_t rsize, int timeout_ms)
 {
@@ -712,6 +764,8 @@ static int wait_room(rdmx_conn *c, uint64_t rsize, int timeout_ms)
 			return rc;
 		if (peer_room(p, rsize) && local_room(c, rsize))
 			return 0;
+		if ((rc = push_held(c))) /* what the peer must see to free room */
+			return rc;
 		if (!peer_room(p, rsize) && (rc = request_room(c, rsize)))
 			return rc;
 		if (!counted++)
@@ -745,32 +799,13 @@ static int live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
 	return rdmx__one_buf_is(c, &wr_of(c)->ob, m);
 }
 
-/* A pad WRITE (unsignaled) for the bytes between the tail and @start. */
-static void pad_wr(rdmx_conn *c, uint64_t start, struct rdmx__wr *wr)
-{
-	struct wring *p = wr_of(c);
-	uint64_t at = p->tail & p->sgeo.mask;
-
-	rdmx__ring_put_pad(p->stage + at, p->sseed, p->tail);
-	*wr = (struct rdmx__wr){
-		.op = RDMX__OP_WRITE,
-		.addr = p->stage + at,
-		.len = RDMX__RING_HDR,
-		.lkey = p->stage_mr->lkey,
-		.remote_addr = p->peer_ring + at,
-		.rkey = p->peer_ring_rkey,
-	};
-	p->st.pads++;
-	p->st.pad_bytes += start - p->tail;
-}
-
-int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
+/* Place @m's record in the staging ring (a pad before it when it skips to
+ * the lap start) and count it sent; posting is push_held()'s. */
+static int place(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
 	uint64_t start = p->ob.start, rsize = rdmx__ring_rec_size(m->len);
 	uint64_t at = start & p->sgeo.mask;
-	struct rdmx__wr wr[2];
-	int n = 0, rc;
 
 	if (!live_alloc(c, m))
 		return rdmx__fail(-EINVAL, "%s: not the buffer from rdmx_msg_alloc on this connection",
@@ -778,34 +813,45 @@ int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 	if (m->len > p->ob.cap)
 		return rdmx__fail(-EMSGSIZE, "%s: %zu bytes in a buffer of %zu",
 				  c->proto->name, m->len, p->ob.cap);
-	if (start != p->tail)
-		pad_wr(c, start, &wr[n++]);
+	if (start != p->tail) {
+		rdmx__ring_put_pad(p->stage + (p->tail & p->sgeo.mask), p->sseed,
+				   p->tail);
+		p->st.pads++;
+		p->st.pad_bytes += start - p->tail;
+	}
 	if (at + rsize > p->sgeo.size)
 		p->st.crossings++;
 	rdmx__ring_put_rec(p->stage + at, p->sseed, start, (uint32_t)m->len,
 			   m->imm, (m->flags & RDMX_MSG_IMM) ? RDMX__RING_REC_IMM : 0);
-	wr[n++] = (struct rdmx__wr){
-		.wr_id = start + rsize,
-		.op = p->imm ? RDMX__OP_WRITE_IMM : RDMX__OP_WRITE,
-		.flags = RDMX__WR_SIGNALED,
-		.addr = p->stage + at,
-		.len = (uint32_t)rsize,
-		.lkey = p->stage_mr->lkey,
-		.remote_addr = p->peer_ring + at,
-		.rkey = p->peer_ring_rkey,
-		.imm = (uint32_t)p->sent,
-	};
-	rc = rdmx__post_send(c, wr, n);
-	if (rc)
-		return rdmx__conn_down(c, rc, "posting a ring write: %s", rdmx__last());
+	rdmx__wburst_add(&p->burst, p->tail, start, start + rsize);
 	p->ends[p->sent % (p->win_out + 1)] = start + rsize;
 	p->sent++;
 	p->tail = start + rsize;
-	p->data_out++;
 	p->ob.live = 0;
 	p->st.records_out++;
 	rdmx__msg_spend(m);
-	return ring_if_asleep(c);
+	return 0;
+}
+
+int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	int rc = place(c, m);
+
+	return rc ? rc : push_held(c);
+}
+
+/* ops->send_more: hold the record (write_ring_burst.h) up to the bound. */
+int rdmx__wring_send_more(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+	int rc;
+
+	if (!p->burst.on)
+		return rdmx__wring_send(c, m);
+	rc = place(c, m);
+	if (!rc && rdmx__wburst_full(&p->burst, p->tail))
+		rc = push_held(c);
+	return rc;
 }
 
 int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
@@ -815,6 +861,8 @@ int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
 	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
+	if ((rc = push_held(c)))
+		return rc;
 	while (p->data_out) {
 		rc = progress(c);
 		if (rc < 0)
@@ -825,13 +873,16 @@ int rdmx__wring_flush(rdmx_conn *c, int timeout_ms)
 	return 0;
 }
 
-/* Sends complete: data WRITEs complete in post order, one per record. */
+/* Sends complete: data WRITEs complete in post order (records each: the
+ * burst's FIFO). */
 int rdmx__wring_sends_done(rdmx_conn *c, uint64_t *done)
 {
 	struct wring *p = wr_of(c);
-	int rc = progress(c);
+	int rc = push_held(c); /* a wait on a held send must not stall */
 
-	*done = p->sent - p->data_out;
+	if (!rc)
+		rc = progress(c);
+	*done = p->burst.recs_done;
 	return rc;
 }
 

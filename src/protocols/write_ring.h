@@ -43,6 +43,8 @@ struct rdmx__wring_stats {
 	uint64_t crossings;    /* records written across the ring's end */
 	uint64_t doorbells_sent; /* wake-ups of a sleeping peer (simplex/magic) */
 	uint64_t doorbells_recv;
+	uint64_t coalesced;    /* WRITEs that carried several records */
+	uint64_t split;        /* of them, in two pieces at the ring's end */
 	int magic;             /* records may cross the end (double mapping) */
 	int imm;               /* WRITE_WITH_IMM notification */
 };
@@ -65,6 +67,7 @@ void rdmx__wring_teardown(rdmx_conn *c);
 int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			  int timeout_ms);
 int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m);
+int rdmx__wring_send_more(rdmx_conn *c, struct rdmx_msg *m);
 int rdmx__wring_flush(rdmx_conn *c, int timeout_ms);
 int rdmx__wring_sends_done(rdmx_conn *c, uint64_t *done);
 int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
@@ -89,6 +92,7 @@ uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c);
 	.teardown = rdmx__wring_teardown,			\
 	.msg_alloc = rdmx__wring_msg_alloc,			\
 	.send = rdmx__wring_send,				\
+	.send_more = rdmx__wring_send_more,			\
 	.flush = rdmx__wring_flush,				\
 	.sends_done = rdmx__wring_sends_done,			\
 	.recv = rdmx__wring_recv,				\

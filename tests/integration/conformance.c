@@ -590,6 +590,9 @@ int main(void)
 		cmocka_unit_test(test_send_burst_deep),
 		cmocka_unit_test(test_send_burst_slow_receiver),
 		cmocka_unit_test(test_send_burst_peer_closes),
+		cmocka_unit_test(test_send_burst_ring_wrap),
+		cmocka_unit_test(test_send_burst_backpressure),
+		cmocka_unit_test(test_send_burst_peer_close),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving, a send token), kept short for make check */

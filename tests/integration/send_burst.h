@@ -15,5 +15,8 @@ void test_send_burst_bad(void **state);
 void test_send_burst_deep(void **state);
 void test_send_burst_slow_receiver(void **state);
 void test_send_burst_peer_closes(void **state);
+void test_send_burst_ring_wrap(void **state);
+void test_send_burst_backpressure(void **state);
+void test_send_burst_peer_close(void **state);
 
 #endif

@@ -56,7 +56,7 @@ grep -q '^  2 conns: round trips/s per conn min' "$dir/out" ||
 rows=$(jq '.results | length' "$dir/sr.json")
 [ "$rows" -eq $((nproto * 4)) ] || fail "--single-receiver: $rows rows, expected $((nproto * 4))"
 [ "$(wc -l <"$dir/sr.csv")" -eq $((rows + 1)) ] || fail "--single-receiver: CSV rows differ"
-head -1 "$dir/sr.csv" | grep -q ',single_receiver,per_conn_min_msg_rate,per_conn_max_msg_rate,jain$' ||
+head -1 "$dir/sr.csv" | grep -q ',single_receiver,per_conn_min_msg_rate,per_conn_max_msg_rate,jain,batch,coalesce$' ||
 	fail "--single-receiver: the CSV lacks the per-connection columns"
 [ "$(awk -F, 'NR > 1 && $26 == 1' "$dir/sr.csv" | wc -l)" -eq $(((nproto - 1) * 4)) ] ||
 	fail "--single-receiver: the CSV does not mark every rdmx row"
@@ -90,6 +90,10 @@ usage "not in --sizes" --sizes 64 --fail-if 'send_recv:128:p99>1'
 usage "bandwidth" --mode lat --fail-if '*:*:msg_s<1'
 usage "cannot open" --baseline "$dir/none.json"
 usage "needs --baseline" --max-regress 5
+usage "--batch" --batch 0
+usage "at most 4096" --batch 8192
+usage "bandwidth tests" --mode lat --batch 16
+usage "coalesce" --coalesce maybe
 
 # Checked before the first test: output paths, the plot directory, gnuplot,
 # the memory the sizes need.
@@ -189,6 +193,21 @@ gate 0 --baseline "$dir/slow.json" --max-regress 5
 	{ cat "$dir/out"; fail "1 MiB messages through the ring protocols"; }
 [ "$(jq '[.results[] | select(.msgs == 10)] | length' "$dir/big.json")" -eq 4 ] ||
 	fail "not every ring protocol measured 10 messages of 1 MiB"
+# --batch: a bandwidth row per value (batch and coalesce in the table, the
+# JSON and the CSV), one latency row; a burst's messages all arrive (every
+# row counted what the server confirmed).
+"$rdmx" bench --fabric fake -p write_simplex,send_recv --sizes 64 --iters 200 \
+	--warmup 10 --batch 1,16 --coalesce on --signal-every 4 \
+	--json "$dir/batch.json" --csv "$dir/batch.csv" >"$dir/out" 2>&1 ||
+	{ cat "$dir/out"; fail "--batch 1,16"; }
+jq -e '[.results[] | select(.mode == "bw") | .batch] == [1, 16, 1, 16] and
+	[.results[] | select(.mode == "lat") | .batch] == [1, 1] and
+	all(.results[]; .msgs == 200 and .coalesce == "on") and
+	.config.coalesce == "on" and .config.signal_every == 4' "$dir/batch.json" >/dev/null ||
+	{ cat "$dir/batch.json"; fail "--batch: rows, batch or coalesce wrong in the JSON"; }
+grep -Eq '^write_simplex +1 +64 .* 16$' "$dir/out" || { cat "$dir/out"; fail "--batch: no batch column in the table"; }
+[ "$(cut -d, -f30,31 "$dir/batch.csv" | sort | uniq -c | awk '{print $1 " " $2}' | tr '\n' ' ')" = "4 1,on 2 16,on 1 batch,coalesce " ] ||
+	{ cat "$dir/batch.csv"; fail "--batch: batch and coalesce columns in the CSV"; }
 # Results survive Ctrl-C: SIGINT in the middle of a run exits 130, and the
 # JSON and CSV hold every row finished before it (whole files, no leftovers).
 set +e
