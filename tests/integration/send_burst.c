@@ -36,19 +36,24 @@
 
 #define BURST_MAX 16
 
+static size_t big = 4096; /* the largest message: the pair's max_msg_size */
+
 static void pair(struct th_pair *p, const struct rdmx_conn_opts *o)
 {
-	int rc = th_pair_open(p, o, o);
+	int rc;
 
+	big = o->max_msg_size;
+	rc = th_pair_open(p, o, o);
 	if (rc)
 		fail_msg("%s: cannot connect a pair: %s (%s)", cf_protocol(),
 			 rdmx_strerror(rc), rdmx_last_error());
 }
 
-/* Sizes 1..4096 mixed, small ones often (where coalescing pays). */
+/* Sizes 1..big mixed, small ones often (where coalescing pays). */
 static size_t mixed(uint64_t i)
 {
-	return i % 3 ? 1 + (size_t)(i * 37 % 200) : 1 + (size_t)(i * 397 % 4096);
+	return i % 3 ? 1 + (size_t)(i * 37 % 200 % big) :
+		       1 + (size_t)(i * 397 % big);
 }
 
 /* Send message @seq with @flags; its token. */
