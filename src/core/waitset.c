@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sleeping in the kernel: a connection's wait set, and the pollable fds
- * of connections (rdmx_conn_fd) and listeners (rdmx_listener_fd).
+ * Sleeping in the kernel: a connection's wait set, the pollable fds of
+ * connections (rdmx_conn_fd) and listeners (rdmx_listener_fd), and the
+ * listener-level sleep on all of a listener's members at once (below:
+ * rdmx__group_park, whose members' wait sets sit in the group's epoll set).
  *
  * A protocol's setup() names the CQs its waits depend on
  * (rdmx__conn_watch): its send CQ, and the CQ its receives complete on
@@ -21,11 +23,11 @@
  *     keepalives, shutdown - run at least that often).
  * The next arm takes the notification that woke it (and acknowledges it).
  *
- * A receiver that polls ring memory (write_simplex/magic, notify POLL)
- * gets no completion for a record: before sleeping, the park has the
- * protocol publish the sleep (ops->sleep_announce; the peer then adds a
- * doorbell SEND) and polls once more. Protocols that name no receive CQ
- * (write_duplex, write_atomic) keep timed parks (rdmx__wait_park: 16 us
+ * A receiver that polls memory (write_simplex/magic with notify POLL,
+ * direct_write) gets no completion for a message: before sleeping, the
+ * park has the protocol publish the sleep (ops->sleep_announce; the peer
+ * then adds a doorbell SEND) and polls once more. Protocols that name no
+ * receive CQ (write_duplex, write_atomic, buffered_read) keep timed parks (rdmx__wait_park: 16 us
  * doubling to 4 ms), see enum rdmx_wait_mode in rdmx.h; so does a wait
  * on memory the peer writes (srq's credits: d->timed). Adaptive waits
  * make their first park a timed one (the wake-lateness measure).
@@ -231,8 +233,9 @@ int rdmx_conn_fd(rdmx_conn *c)
 		return rdmx__fail(-EINVAL, "rdmx_conn_fd: connection is required");
 	if (!c->ws.recv_cq || !c->f->cq_arm || c->ws.doorbell)
 		return rdmx__failo(&c->err, -EOPNOTSUPP,
-				   "%s: the receiver polls ring memory; no fd turns readable "
-				   "for sure when a record lands (use notify IMM)", c->proto->name);
+				   "%s: the receiver polls memory; no fd turns readable for sure "
+				   "when a message lands (write_simplex/magic: use notify IMM)",
+				   c->proto->name);
 	fd = ws_fd(c);
 	if (fd < 0)
 		return rdmx__keep(&c->err, fd);

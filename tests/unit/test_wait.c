@@ -14,7 +14,8 @@
  *    peer's leaving, well before the sleep's backstop (raised to 30 s
  *    here: a wake that only came from the backstop fails the test);
  *  - so is a blocked rdmx_listener_next by a message on a member, and a
- *    ping-pong through it; idle, it sleeps as rdmx_recv does.
+ *    ping-pong through it; idle, it sleeps as rdmx_recv does;
+ *  - a direct_write sender blocked for room by the receiver's release.
  */
 #include <errno.h>
 #include <poll.h>
@@ -248,8 +249,8 @@ static void fd_readiness(const char *proto, uint8_t notify)
 	open_pair(&p, &o);
 	fd = rdmx_conn_fd(p.server);
 	if (fd == -EOPNOTSUPP) {
-		/* the receiver polls memory (a doorbell can miss a record;
-		 * direct_write's and buffered_read's have none) */
+		/* the receiver polls memory (a doorbell can miss a record,
+		 * direct_write's too; buffered_read has none) */
 		assert_true((!strncmp(proto, "write_", 6) && notify != RDMX_NOTIFY_IMM) ||
 			    !strcmp(proto, "direct_write") || !strcmp(proto, "buffered_read"));
 		th_pair_close(&p);
@@ -517,6 +518,63 @@ static double next_wake(struct th_pair *p, const char *proto)
 	return ms;
 }
 
+struct holder {
+	rdmx_conn *c;
+	double released_ms;
+	int rc;
+};
+
+/* Receive one message, hold it 300 ms, release it. */
+static void *holder_main(void *arg)
+{
+	struct holder *h = arg;
+	struct timespec nap = { 0, 300000000L };
+	struct rdmx_msg m;
+
+	h->rc = rdmx_recv(h->c, &m, 10000);
+	if (h->rc)
+		return NULL;
+	nanosleep(&nap, NULL);
+	h->released_ms = th_now_ms();
+	h->rc = rdmx_msg_release(h->c, &m);
+	return NULL;
+}
+
+/*
+ * A sender out of room in BLOCK mode (direct_write with one receive
+ * buffer: no descriptor until the receiver releases its message) is woken
+ * by the release (the receiver's descriptor WRITE and doorbell), not by
+ * the backstop (30 s here).
+ */
+static void test_sender_wakes_for_room(void **state)
+{
+	struct rdmx_conn_opts o = opts("direct_write", RDMX_WAIT_BLOCK);
+	struct holder h = { 0 };
+	int saved = rdmx__wait_backstop_ms;
+	struct th_pair p;
+	struct rdmx_msg m;
+	pthread_t t;
+	double ms;
+
+	(void)state;
+	rdmx__wait_backstop_ms = BACKSTOP_MS;
+	o.recv_depth = 1;
+	open_pair(&p, &o);
+	h.c = p.server;
+	assert_int_equal(pthread_create(&t, NULL, holder_main, &h), 0);
+	send_one(p.client, "hold");
+	assert_int_equal(rdmx_msg_alloc(p.client, 32, &m, BACKSTOP_MS + 10000), 0);
+	ms = th_now_ms();
+	pthread_join(t, NULL);
+	assert_int_equal(h.rc, 0);
+	ms -= h.released_ms;
+	print_message("direct_write sender blocked for room woken %.2f ms after the release\n", ms);
+	assert_true(ms < WAKE_MAX_MS);
+	assert_int_equal(rdmx_msg_release(p.client, &m), 0);
+	th_pair_close(&p);
+	rdmx__wait_backstop_ms = saved;
+}
+
 /*
  * An idle BLOCK rdmx_listener_next is woken by a message on a member
  * connection, and a ping-pong through it does not wait for the backstop
@@ -557,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_block_wakes),
 		cmocka_unit_test(test_idle_listener_next_sleeps),
 		cmocka_unit_test(test_listener_next_wakes),
+		cmocka_unit_test(test_sender_wakes_for_room),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
