@@ -52,9 +52,15 @@
  * Its completion wakes the sleeper, which reposts it. The words live after
  * the descriptor sources in the same registration (the tail below): the
  * peer's is at its descriptor ring + (its recv_depth + its buffers) * 16.
- * A WRITE that crosses the published count in flight is seen at the next
- * one or by the wait set's backstop (RDMX__WAIT_BACKSTOP_MS), so this
- * connection has no rdmx_conn_fd (RDMX__WATCH_DOORBELL).
+ * The race (a WRITE crossing the published count in flight) is closed
+ * for a peer that keeps calling: the sleeper polls once more only after
+ * its count's WRITE completed, i.e. is in the peer's memory, and the peer
+ * also reads its word when a WRITE of its completes (in its reap), i.e.
+ * is in ours - so either the last poll sees that WRITE or the peer sees
+ * the count. A peer that posts and never calls again rings only at post
+ * time, which can miss; the sleeper then wakes at its next WRITE or the
+ * wait set's backstop (RDMX__WAIT_BACKSTOP_MS), so this connection has no
+ * rdmx_conn_fd (RDMX__WATCH_DOORBELL).
  *
  *   tail (after dn + nrecv descriptors)  | offset | written by
  *   sleep word: the peer's sleep count   |  0     | the peer (read once)
@@ -89,6 +95,8 @@
 #define K_GEN 3u             /* of our sleep count's WRITE */
 #define N_BELL 4u            /* doorbell receives posted */
 #define TAIL 24u             /* sleep word, its source, the bells' landing */
+#define ANN_POSTED 1
+#define ANN_PLACED 2
 
 enum { BUF_ADV, BUF_HELD, BUF_FREE }; /* receive buffers */
 
@@ -123,7 +131,9 @@ struct dw {
 	/* sleeping (the tail) */
 	uint64_t *tail;            /* sleep word, gen source, landing */
 	uint64_t gen;              /* our sleeps published */
-	int announced;             /* gen is current: no doorbell since */
+	int announced;             /* gen is current (no doorbell since):
+				    * ANN_POSTED, then ANN_PLACED once its
+				    * WRITE completed; 0: not published */
 	int gen_out;               /* our count's WRITE is in flight */
 	uint64_t rung;             /* the peer's count we rang for */
 	uint32_t bells_out;        /* our doorbell SENDs in flight */
@@ -432,8 +442,10 @@ static int ring_if_asleep(rdmx_conn *c)
 }
 
 /* ops->sleep_announce: WRITE our next sleep count into the peer's sleep
- * word, once per sleep; 1 when published now or when completions came
- * (poll once more before sleeping), 0 when published already. */
+ * word, once per sleep, and have the caller poll again (1) until that
+ * WRITE completed (it is in the peer's memory) and once after: then a
+ * message the peer's WRITE placed after our last poll completes there
+ * after our count is in place, and its reap rings. 0: sleep. */
 static int dw_sleep_announce(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
@@ -454,14 +466,20 @@ static int dw_sleep_announce(rdmx_conn *c)
 	rc = reap(c);
 	if (rc)
 		return rc;
-	if (p->announced || p->gen_out)
-		return 0; /* the one in flight: the next WRITE or the backstop */
+	if (p->announced == ANN_PLACED)
+		return 0;
+	if (p->gen_out)
+		return 1; /* ours (or an older one) is on its way */
+	if (p->announced == ANN_POSTED) {
+		p->announced = ANN_PLACED;
+		return 1; /* the last poll before the sleep */
+	}
 	p->tail[1] = ++p->gen;
 	rc = rdmx__post_send(c, &wr, 1);
 	if (rc)
 		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
 	p->gen_out = 1;
-	p->announced = 1;
+	p->announced = ANN_POSTED;
 	return 1;
 }
 
@@ -472,7 +490,7 @@ static int reap(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), rc;
+	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), rc, placed = 0;
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
@@ -484,6 +502,7 @@ static int reap(rdmx_conn *c)
 		if (wc[i].status != RDMX__WC_OK)
 			return rdmx__conn_wc_error(c, &wc[i], kind == K_DESC ?
 						   "descriptor write" : "write");
+		placed |= kind == K_DATA || kind == K_DESC;
 		if (kind == K_DESC)
 			p->desc_out--;
 		else if (kind == K_BELL)
@@ -493,7 +512,11 @@ static int reap(rdmx_conn *c)
 		else
 			rdmx__sendpool_sent(&p->sp, (uint32_t)wc[i].wr_id);
 	}
-	rc = reap_bells(c);
+	/* what completed is in the peer's memory: a sleep it published
+	 * before its last poll is in ours now (dw_sleep_announce) */
+	rc = placed ? ring_if_asleep(c) : 0;
+	if (!rc)
+		rc = reap_bells(c);
 	if (rc < 0)
 		return rc;
 	if (p->pend_n && (rc = post_pending(c)))
