@@ -244,8 +244,13 @@ void rdmx__group_check_peers(struct rdmx__group *g)
 	rdmx_conn *c;
 
 	for (size_t i = 0; (c = member_at(g, i)); i++) {
-		if (!c->reset_reported)
+		/* under the member's lock (the keepalive's state is the
+		 * connection's); a member another thread holds is checked by
+		 * that thread's own waits */
+		if (!c->reset_reported && !pthread_mutex_trylock(&c->lock)) {
 			rdmx__conn_check_peer(c);
+			pthread_mutex_unlock(&c->lock);
+		}
 		member_drop(g, c);
 	}
 }

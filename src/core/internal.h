@@ -595,7 +595,8 @@ int rdmx__accept_promote(rdmx_listener *lis, rdmx_conn *c);
 void rdmx__group_leave(rdmx_conn *c);
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		     int timeout_ms);
-/* Look for a departed peer on every member not yet reported gone. */
+/* Look for a departed peer on every member not yet reported gone and
+ * not held by another thread (trylock). */
 void rdmx__group_check_peers(struct rdmx__group *g);
 
 /* Page-aligned zeroed allocation for registered buffers. */
