@@ -151,6 +151,7 @@ static size_t round8(size_t n)
 }
 
 static int reap(rdmx_conn *c);
+static int take_sends(rdmx_conn *c, int *placed);
 static int ring_if_asleep(rdmx_conn *c);
 static int dw_room(rdmx_conn *c);
 
@@ -420,8 +421,8 @@ static int reap_bells(rdmx_conn *c)
 /* The peer published a sleep we did not ring for: post a 0-byte SEND
  * after what we wrote (RC order: it completes at the peer after the
  * WRITEs before it are placed). The sleep word is peer-written: read
- * once. A doorbell that finds every slot in flight waits for the next
- * WRITE (rung stays). */
+ * once. A doorbell that finds every slot in flight, even after a poll
+ * of the send CQ, waits for the next WRITE (rung stays). */
 static int ring_if_asleep(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
@@ -431,9 +432,15 @@ static int ring_if_asleep(rdmx_conn *c)
 		.op = RDMX__OP_SEND,
 		.flags = RDMX__WR_SIGNALED,
 	};
-	int rc;
+	int placed = 0, rc;
 
-	if (g == p->rung || p->bells_out >= N_BELL)
+	if (g == p->rung)
+		return 0;
+	/* every doorbell slot in flight: take their completions (a side
+	 * that finds its messages waiting never reaps otherwise) */
+	if (p->bells_out >= N_BELL && (rc = take_sends(c, &placed)) < 0)
+		return rc;
+	if (p->bells_out >= N_BELL)
 		return 0;
 	p->rung = g;
 	p->bells_out++;
@@ -486,11 +493,13 @@ static int dw_sleep_announce(rdmx_conn *c)
 /* Take in the send completions: data WRITEs to the pool, descriptor
  * WRITEs free their slot, doorbells and our count theirs; then the
  * doorbells that came, then post what waits for a slot. */
-static int reap(rdmx_conn *c)
+/* Poll the send CQ once and account what completed; *@placed |= 1 when
+ * a message or descriptor WRITE was among it. How many, or -errno. */
+static int take_sends(rdmx_conn *c, int *placed)
 {
 	struct dw *p = dw_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), rc, placed = 0;
+	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH);
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
@@ -502,7 +511,7 @@ static int reap(rdmx_conn *c)
 		if (wc[i].status != RDMX__WC_OK)
 			return rdmx__conn_wc_error(c, &wc[i], kind == K_DESC ?
 						   "descriptor write" : "write");
-		placed |= kind == K_DATA || kind == K_DESC;
+		*placed |= kind == K_DATA || kind == K_DESC;
 		if (kind == K_DESC)
 			p->desc_out--;
 		else if (kind == K_BELL)
@@ -512,6 +521,16 @@ static int reap(rdmx_conn *c)
 		else
 			rdmx__sendpool_sent(&p->sp, (uint32_t)wc[i].wr_id);
 	}
+	return n;
+}
+
+static int reap(rdmx_conn *c)
+{
+	struct dw *p = dw_of(c);
+	int placed = 0, n = take_sends(c, &placed), rc;
+
+	if (n < 0)
+		return n;
 	/* what completed is in the peer's memory: a sleep it published
 	 * before its last poll is in ours now (dw_sleep_announce) */
 	rc = placed ? ring_if_asleep(c) : 0;
