@@ -170,10 +170,16 @@ struct rdmx_ctx_opts {
  * publish it to the sender, which adds a doorbell (a 0-byte SEND) after
  * its next record; a record that crosses the publication in flight is
  * seen at the next record or the backstop (src/protocols/write_ring.c).
- * write_duplex and write_atomic receivers sleep in timed steps instead,
+ * direct_write does the same both ways (a receiver polls its buffers'
+ * footers, a sender out of descriptors its descriptor ring). write_duplex,
+ * write_atomic and buffered_read receivers sleep in timed steps instead,
  * doubling from 16 us to 4 ms and polling again (a message is seen up to
  * ~4 ms late; an idle wait wakes ~250 times a second). Ring connections
- * with notify POLL have no fd.
+ * with notify POLL and direct_write connections have no fd.
+ * rdmx_listener_next and rdmx_listener_recv sleep on one epoll set of
+ * every member's wait set (and, for rdmx_listener_next, the listener's
+ * rdma_cm channel): as a connection's wait does, unless a member sleeps
+ * in timed steps, which makes the listener's sleep one too.
  */
 enum rdmx_wait_mode {
 	RDMX_WAIT_DEFAULT = 0,  /* the context's mode (rdmx_ctx_opts) */
@@ -576,11 +582,11 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  * coming. The fd belongs to @conn (closed by rdmx_conn_close): do not
  * close it; remove it from your epoll set before closing the connection.
  * Returns the fd (>= 0), or -EOPNOTSUPP for the protocols whose receiver
- * polls memory: the ring protocols with notify POLL (the doorbell of enum
- * rdmx_wait_mode can miss a record in flight, which a blocked wait
- * recovers by its backstop and an fd could not; write_simplex and
- * write_magic with notify IMM have one), direct_write and buffered_read
- * (no doorbell yet: their waits sleep in timed steps), or -errno.
+ * polls memory: the ring protocols with notify POLL and direct_write (the
+ * doorbell of enum rdmx_wait_mode can miss a message in flight, which a
+ * blocked wait recovers by its backstop and an fd could not; write_simplex
+ * and write_magic with notify IMM have one), buffered_read (no doorbell
+ * yet: its waits sleep in timed steps), or -errno.
  */
 int rdmx_conn_fd(rdmx_conn *conn);
 

@@ -420,7 +420,7 @@ int rdmx_listen(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	if (!lis)
 		return rdmx__failo(&ctx->err, -ENOMEM, "out of memory for a listener");
 	lis->ctx = ctx;
-	lis->epfd = -1;
+	lis->epfd = lis->parkfd = -1;
 	rdmx_listener_opts_init(&lis->lopts);
 	rc = opts_load(opts, &lis->opts, &lis->proto);
 	if (rc)
@@ -461,8 +461,10 @@ const char *rdmx_listener_error(const rdmx_listener *lis)
 
 void rdmx_listener_shutdown(rdmx_listener *lis)
 {
-	if (lis)
-		__atomic_store_n(&lis->group->shut, 1, __ATOMIC_RELEASE);
+	if (!lis)
+		return;
+	__atomic_store_n(&lis->group->shut, 1, __ATOMIC_RELEASE);
+	rdmx__group_kick(lis->group); /* wake its sleepers */
 }
 
 /* Wait (bounded by the waiters' own wake-up cadence) until no thread is
@@ -485,6 +487,8 @@ void rdmx_listener_destroy(rdmx_listener *lis)
 	for (size_t i = 0; i < lis->npending; i++)
 		conn_free(lis->pending[i].c, 1);
 	free(lis->pending);
+	if (lis->parkfd >= 0)
+		close(lis->parkfd);
 	if (lis->epfd >= 0)
 		close(lis->epfd);
 	lis->ctx->fops->destroy_ep(lis->ep);

@@ -2,19 +2,20 @@
 /*
  * rdmx_listener_next: one call that returns a server's next event - a new
  * connection, a message on any member, or a member whose peer is gone - so
- * a server is one loop. It interleaves the two things a listener waits for:
- * a non-waiting accept step (rdmx__accept_step: handshakes in flight and
- * one new request) and the group's message wait in short slices. An idle
- * listener looks for connections at every slice; a busy one between every
- * ACCEPT_EVERY messages, so a stream of messages never starves a dialer and
- * a new connection never delays a message by more than a slice.
+ * a server is one loop. It interleaves the two things a listener waits for,
+ * neither waiting: an accept step (rdmx__accept_step: handshakes in flight
+ * and one new request) and a poll of the members (the group's receive with
+ * a zero timeout). A busy listener looks for connections between every
+ * ACCEPT_EVERY messages, so a stream of messages never starves a dialer;
+ * an idle one after every check and park of the wait step, where it sleeps
+ * on one epoll set (rdmx__lis_park_fd: its rdma_cm channel, its handshakes'
+ * and every member's wait set), woken by whichever comes first.
  */
 #include <errno.h>
 #include <stdatomic.h>
 
 #include "internal.h"
 
-#define NEXT_SLICE_MS 1  /* a message wait between two looks for connections */
 #define ACCEPT_EVERY 64  /* events between two looks at a busy listener */
 
 /*
@@ -74,35 +75,53 @@ static int next_once(rdmx_listener *lis, struct rdmx_event *ev, int wait_ms)
 		if (rc != -EAGAIN)
 			return rc;
 	}
-	rc = next_msg(lis, ev, wait_ms);
-	if (rc == -EAGAIN)
-		lis->next_polls = 0; /* idle: look for connections first */
-	return rc;
+	return next_msg(lis, ev, wait_ms);
 }
 
+/* The checks of an idle turn: members' peers, shutdown, the deadline. */
+static int next_checks(rdmx_listener *lis, struct rdmx__deadline *d, int timeout_ms)
+{
+	int rc;
+
+	rdmx__group_check_peers(lis->group);
+	rc = rdmx__group_shut(lis->group);
+	if (rc)
+		return rc;
+	if (!d->forever && !rdmx__deadline_left_ms(d))
+		return rdmx__fail(-ETIMEDOUT, "no connection, message or departure within %d ms",
+				  timeout_ms);
+	return 0;
+}
+
+/*
+ * Poll both things a listener waits for without waiting (the accept step
+ * every ACCEPT_EVERY turns, the members every turn); when the wait step
+ * says so, run the checks and park on the listener's park fd: its
+ * rdma_cm channel, its handshakes' and every member's wait set.
+ */
 static int next_wait(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
 {
 	struct rdmx__deadline d;
-	int rc, left;
+	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
 	rdmx__deadline_mode(&d, lis->group->wait_mode, lis->group->spin_us);
-	for (;;) {
-		rc = rdmx__group_shut(lis->group);
-		if (rc)
-			return rc;
-		left = rdmx__deadline_left_ms(&d);
-		rc = next_once(lis, ev, left < NEXT_SLICE_MS ? left : NEXT_SLICE_MS);
+	rc = rdmx__group_shut(lis->group);
+	while (!rc) {
+		rc = next_once(lis, ev, 0);
 		if (rc != -EAGAIN)
 			return rc;
 		if (d.once)
 			return rdmx__again();
-		if (left == 0)
-			return rdmx__fail(-ETIMEDOUT, "no connection, message or departure within %d ms",
-					  timeout_ms);
-		rdmx__wait_idle(&d); /* no member: the message wait returned at once */
-		rdmx__wait_park(&d);
+		rc = 0;
+		if (!rdmx__wait_idle(&d))
+			continue;
+		lis->next_polls = 0; /* after a check or a park: connections first */
+		rc = next_checks(lis, &d, timeout_ms);
+		if (!rc)
+			rdmx__group_park(lis->group, rdmx__lis_park_fd(lis), &d);
 	}
+	return rc;
 }
 
 int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)

@@ -5,6 +5,7 @@
  * See struct rdmx__group in internal.h for the lifetime rules.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -28,6 +29,7 @@ int rdmx__group_create(const struct rdmx_protocol_ops *proto,
 		goto destroy_lock;
 	g->proto = proto;
 	g->refs = 1;
+	g->epfd = g->kick = -1;
 	*out = g;
 	return 0;
 
@@ -54,6 +56,7 @@ void rdmx__group_put(struct rdmx__group *g)
 		return;
 	if (g->proto->shared_teardown)
 		g->proto->shared_teardown(g);
+	rdmx__group_ws_fini(g);
 	pthread_cond_destroy(&g->unheld);
 	pthread_mutex_destroy(&g->lock);
 	free(g->conns);
@@ -148,6 +151,7 @@ void rdmx__group_unlist(rdmx_conn *c)
 	}
 	while (c->holds)
 		pthread_cond_wait(&g->unheld, &g->lock);
+	rdmx__group_unwatch(g, c);
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -235,13 +239,18 @@ static int poll_round(struct rdmx__group *g, struct rdmx_msg *m)
 	return live ? -EAGAIN : rdmx__fail(-ENOTCONN, "no open connection on this listener");
 }
 
-static void check_peers(struct rdmx__group *g)
+void rdmx__group_check_peers(struct rdmx__group *g)
 {
 	rdmx_conn *c;
 
 	for (size_t i = 0; (c = member_at(g, i)); i++) {
-		if (!c->reset_reported)
+		/* under the member's lock (the keepalive's state is the
+		 * connection's); a member another thread holds is checked by
+		 * that thread's own waits */
+		if (!c->reset_reported && !pthread_mutex_trylock(&c->lock)) {
 			rdmx__conn_check_peer(c);
+			pthread_mutex_unlock(&c->lock);
+		}
 		member_drop(g, c);
 	}
 }
@@ -271,13 +280,66 @@ int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 			return rdmx__again();
 		if (!rdmx__wait_idle(&d))
 			continue;
-		check_peers(g);
+		rdmx__group_check_peers(g);
 		rc = rdmx__group_shut(g);
 		if (rc)
 			return rc;
 		rc = rdmx__deadline_passed(&d);
 		if (rc)
 			return rc;
-		rdmx__wait_park(&d);
+		rdmx__group_park(g, -1, &d);
+	}
+}
+
+/* Arm every member for a sleep on @g's set: 1 to poll again, 0 to sleep
+ * @*bound_ms, -errno for a timed park. */
+static int members_arm(struct rdmx__group *g, int *bound_ms)
+{
+	int fresh = 0, rc = 0;
+	rdmx_conn *c;
+
+	for (size_t i = 0; !rc && (c = member_at(g, i)); i++) {
+		rc = rdmx__group_arm(g, c);
+		member_drop(g, c);
+		if (rc == -EBUSY && *bound_ms > 1)
+			*bound_ms = 1; /* its holder may take the event that was ours */
+		fresh |= rc > 0;
+		if (rc == -EBUSY || rc > 0)
+			rc = 0;
+	}
+	return rc ? rc : fresh;
+}
+
+static void members_rest(struct rdmx__group *g)
+{
+	rdmx_conn *c;
+
+	for (size_t i = 0; (c = member_at(g, i)); i++) {
+		rdmx__group_rest(c);
+		member_drop(g, c);
+	}
+}
+
+void rdmx__group_park(struct rdmx__group *g, int fd, struct rdmx__deadline *d)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc, bound;
+
+	if (!d->parking)
+		return;
+	/* adaptive: the first park is a timed one, as rdmx__conn_park's */
+	if (d->mode == RDMX_WAIT_ADAPTIVE && !d->park_us) {
+		rdmx__wait_park(d);
+		return;
+	}
+	if (p.fd < 0)
+		p.fd = rdmx__group_fd(g);
+	bound = rdmx__wait_sleep_bound_ms(d);
+	rc = p.fd < 0 ? p.fd : members_arm(g, &bound);
+	if (rc < 0) {
+		rdmx__wait_park(d); /* a member with no fd to wake us */
+	} else if (rc == 0) { /* else poll again, kicks on */
+		(void)poll(&p, 1, bound);
+		members_rest(g);
 	}
 }

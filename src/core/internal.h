@@ -58,6 +58,9 @@ struct rdmx__group {
 	uint64_t mem;            /* their proto->mem_estimate() bytes */
 	uint8_t wait_mode;       /* the listener's, resolved (wait.c) */
 	uint32_t spin_us;
+	int epfd;                /* waitset.c: the members' wait sets and
+				  * @kick, -1 until a listener wait parks */
+	int kick;                /* an eventfd in @epfd: shutdown */
 };
 
 /* -ESHUTDOWN with a message once the group's listener is shut down. */
@@ -86,6 +89,7 @@ struct rdmx__waitset {
 	int kick;      /* an eventfd in epfd: rdmx__conn_kick() */
 	int doorbell;  /* RDMX__WATCH_DOORBELL was given */
 	int sleeping;  /* a wait armed the CQs and did not wake since */
+	int in_group;  /* epfd is in the listener group's (rdmx__group_park) */
 };
 
 struct rdmx_listener {
@@ -105,6 +109,9 @@ struct rdmx_listener {
 	struct rdmx__pending *pending;   /* handshakes in progress */
 	size_t npending, pcap;
 	int epfd;                /* rdmx_listener_fd(), -1 until asked for */
+	int parkfd;              /* epfd and the group's: what a
+				  * rdmx_listener_next() sleeps on, -1 until
+				  * it first parks */
 };
 
 /*
@@ -496,6 +503,30 @@ void rdmx__conn_watch(rdmx_conn *c, struct rdmx__cq *cq, unsigned flags);
 void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d);
 int rdmx__conn_once(rdmx_conn *c);
 void rdmx__lis_watch(rdmx_listener *lis, rdmx_conn *c, int on);
+/*
+ * Listener-level sleeps (waitset.c): rdmx__group_park is the park of a
+ * wait on every member of @g at once (rdmx_listener_recv; with @fd the
+ * listener's rdmx__lis_park_fd, rdmx_listener_next: connection requests
+ * and handshakes too). It arms each member's wait set as rdmx__conn_park
+ * does (CQs, sleep_announce) and sleeps on @g's epoll set of them, bounded
+ * by the deadline and the backstop; a member that cannot wake a sleep (no
+ * receive CQ: timed parks) makes it a timed park, a member another thread
+ * holds bounds it to a millisecond. The caller has run its checks.
+ * rdmx__group_arm: one member's part (1: poll again, 0: armed, -EBUSY:
+ * held elsewhere, -errno: cannot sleep), rdmx__group_rest its end after
+ * the sleep; rdmx__group_unwatch: @c leaves the set (no cursor holds it);
+ * rdmx__group_kick: wake every sleeper (shutdown), for good.
+ */
+void rdmx__group_park(struct rdmx__group *g, int fd, struct rdmx__deadline *d);
+/* A sleep's bound: what is left of @d, at most the backstop. */
+int rdmx__wait_sleep_bound_ms(struct rdmx__deadline *d);
+int rdmx__group_fd(struct rdmx__group *g);
+int rdmx__group_arm(struct rdmx__group *g, rdmx_conn *c);
+void rdmx__group_rest(rdmx_conn *c);
+void rdmx__group_unwatch(struct rdmx__group *g, rdmx_conn *c);
+void rdmx__group_kick(struct rdmx__group *g);
+void rdmx__group_ws_fini(struct rdmx__group *g);
+int rdmx__lis_park_fd(rdmx_listener *lis);
 /* Wake @c's sleeping wait: what it waits for came by another path (srq:
  * another connection's poll of the shared CQ queued @c a message). */
 void rdmx__conn_kick(rdmx_conn *c);
@@ -573,6 +604,9 @@ int rdmx__accept_promote(rdmx_listener *lis, rdmx_conn *c);
 void rdmx__group_leave(rdmx_conn *c);
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		     int timeout_ms);
+/* Look for a departed peer on every member not yet reported gone and
+ * not held by another thread (trylock). */
+void rdmx__group_check_peers(struct rdmx__group *g);
 
 /* Page-aligned zeroed allocation for registered buffers. */
 void *rdmx__alloc_buf(size_t len);

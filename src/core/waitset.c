@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sleeping in the kernel: a connection's wait set, and the pollable fds
- * of connections (rdmx_conn_fd) and listeners (rdmx_listener_fd).
+ * Sleeping in the kernel: a connection's wait set, the pollable fds of
+ * connections (rdmx_conn_fd) and listeners (rdmx_listener_fd), and the
+ * listener-level sleep on all of a listener's members at once (below:
+ * rdmx__group_park, whose members' wait sets sit in the group's epoll set).
  *
  * A protocol's setup() names the CQs its waits depend on
  * (rdmx__conn_watch): its send CQ, and the CQ its receives complete on
@@ -21,11 +23,11 @@
  *     keepalives, shutdown - run at least that often).
  * The next arm takes the notification that woke it (and acknowledges it).
  *
- * A receiver that polls ring memory (write_simplex/magic, notify POLL)
- * gets no completion for a record: before sleeping, the park has the
- * protocol publish the sleep (ops->sleep_announce; the peer then adds a
- * doorbell SEND) and polls once more. Protocols that name no receive CQ
- * (write_duplex, write_atomic) keep timed parks (rdmx__wait_park: 16 us
+ * A receiver that polls memory (write_simplex/magic with notify POLL,
+ * direct_write) gets no completion for a message: before sleeping, the
+ * park has the protocol publish the sleep (ops->sleep_announce; the peer
+ * then adds a doorbell SEND) and polls once more. Protocols that name no
+ * receive CQ (write_duplex, write_atomic, buffered_read) keep timed parks (rdmx__wait_park: 16 us
  * doubling to 4 ms), see enum rdmx_wait_mode in rdmx.h; so does a wait
  * on memory the peer writes (srq's credits: d->timed). Adaptive waits
  * make their first park a timed one (the wake-lateness measure).
@@ -163,7 +165,7 @@ static int ws_sleeps(const rdmx_conn *c, const struct rdmx__deadline *d)
 }
 
 /* The park's sleep bound: the deadline, the backstop. */
-static int sleep_bound_ms(struct rdmx__deadline *d)
+int rdmx__wait_sleep_bound_ms(struct rdmx__deadline *d)
 {
 	int left = rdmx__deadline_left_ms(d), cap = rdmx__wait_backstop_ms;
 
@@ -196,7 +198,7 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 	if (rc == 0 && c->proto->sleep_announce)
 		rc = c->proto->sleep_announce(c);
 	if (rc == 0)
-		(void)poll(&p, 1, sleep_bound_ms(d));
+		(void)poll(&p, 1, rdmx__wait_sleep_bound_ms(d));
 	if (rc == 0)
 		__atomic_store_n(&c->ws.sleeping, 0, __ATOMIC_SEQ_CST);
 }
@@ -231,8 +233,9 @@ int rdmx_conn_fd(rdmx_conn *c)
 		return rdmx__fail(-EINVAL, "rdmx_conn_fd: connection is required");
 	if (!c->ws.recv_cq || !c->f->cq_arm || c->ws.doorbell)
 		return rdmx__failo(&c->err, -EOPNOTSUPP,
-				   "%s: the receiver polls ring memory; no fd turns readable "
-				   "for sure when a record lands (use notify IMM)", c->proto->name);
+				   "%s: the receiver polls memory; no fd turns readable for sure "
+				   "when a message lands (write_simplex/magic: use notify IMM)",
+				   c->proto->name);
 	fd = ws_fd(c);
 	if (fd < 0)
 		return rdmx__keep(&c->err, fd);
@@ -290,4 +293,164 @@ int rdmx_listener_fd(rdmx_listener *lis)
 	fd = lis->epfd >= 0 ? lis->epfd : lis_make(lis);
 	pthread_mutex_unlock(&make_lock);
 	return fd < 0 ? rdmx__keep(&lis->err, fd) : fd;
+}
+
+/* ------------------------------------------------- listener-level sleeps */
+
+/* Make @g's epoll set with its kick eventfd. Under make_lock. */
+static int group_make(struct rdmx__group *g)
+{
+	int fd, kick, rc;
+
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0)
+		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
+	kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rc = kick < 0 ? rdmx__fail(-errno, "eventfd: %s", strerror(errno)) : ep_add(fd, kick);
+	if (rc) {
+		if (kick >= 0)
+			close(kick);
+		close(fd);
+		return rc;
+	}
+	__atomic_store_n(&g->kick, kick, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&g->shut, __ATOMIC_ACQUIRE))
+		rdmx__group_kick(g);
+	__atomic_store_n(&g->epfd, fd, __ATOMIC_RELEASE);
+	return fd;
+}
+
+static int group_fd_locked(struct rdmx__group *g)
+{
+	return g->epfd >= 0 ? g->epfd : group_make(g);
+}
+
+int rdmx__group_fd(struct rdmx__group *g)
+{
+	int fd = __atomic_load_n(&g->epfd, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&make_lock);
+	fd = group_fd_locked(g);
+	pthread_mutex_unlock(&make_lock);
+	return fd;
+}
+
+void rdmx__group_kick(struct rdmx__group *g)
+{
+	int kick = __atomic_load_n(&g->kick, __ATOMIC_ACQUIRE);
+
+	if (kick >= 0)
+		(void)!write(kick, &(uint64_t){ 1 }, 8);
+}
+
+void rdmx__group_ws_fini(struct rdmx__group *g)
+{
+	if (g->epfd >= 0)
+		close(g->epfd);
+	if (g->kick >= 0)
+		close(g->kick);
+	g->epfd = g->kick = -1;
+}
+
+void rdmx__group_unwatch(struct rdmx__group *g, rdmx_conn *c)
+{
+	int gfd = __atomic_load_n(&g->epfd, __ATOMIC_ACQUIRE);
+
+	if (!c->ws.in_group || gfd < 0)
+		return;
+	(void)epoll_ctl(gfd, EPOLL_CTL_DEL, c->ws.epfd, NULL);
+	c->ws.in_group = 0;
+}
+
+/* Under @c's lock: put its wait set in @g's, arm it, and have a receiver
+ * that polls memory publish its sleep. As rdmx__conn_park's steps. */
+static int member_arm_locked(int gfd, rdmx_conn *c)
+{
+	int fd = ws_fd(c), fresh = 0, rc;
+
+	if (fd < 0)
+		return fd;
+	if (!c->ws.in_group) { /* a held member: not unwatched under us */
+		rc = ep_add(gfd, fd);
+		if (rc)
+			return rc;
+		c->ws.in_group = 1;
+	}
+	if (!__atomic_exchange_n(&c->ws.sleeping, 1, __ATOMIC_SEQ_CST))
+		fresh = 1; /* kicks are sent from now on: poll once more */
+	rc = ws_arm(c);
+	if (rc < 0)
+		return rc;
+	fresh |= rc;
+	if (!fresh && c->proto->sleep_announce)
+		fresh = c->proto->sleep_announce(c);
+	return fresh;
+}
+
+int rdmx__group_arm(struct rdmx__group *g, rdmx_conn *c)
+{
+	int gfd = rdmx__group_fd(g), rc;
+
+	if (gfd < 0)
+		return gfd;
+	if (c->reset_reported)
+		return 0;
+	if (c->state == RDMX__CONN_DOWN)
+		return 1; /* the next poll reports it */
+	if (!c->ws.recv_cq || !c->f->cq_arm)
+		return -EOPNOTSUPP;
+	if (pthread_mutex_trylock(&c->lock))
+		return -EBUSY;
+	rc = member_arm_locked(gfd, c);
+	pthread_mutex_unlock(&c->lock);
+	if (rc < 0 && c->state == RDMX__CONN_DOWN)
+		return 1;
+	return rc;
+}
+
+void rdmx__group_rest(rdmx_conn *c)
+{
+	if (!__atomic_load_n(&c->ws.sleeping, __ATOMIC_RELAXED) ||
+	    pthread_mutex_trylock(&c->lock))
+		return; /* a thread that holds it may sleep on it itself */
+	__atomic_store_n(&c->ws.sleeping, 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Make the listener's park fd: its rdmx_listener_fd and @g's set. Under
+ * make_lock (lis_make takes none). */
+static int lis_park_make(rdmx_listener *lis)
+{
+	int fd, lfd, gfd, rc;
+
+	lfd = lis->epfd >= 0 ? lis->epfd : lis_make(lis);
+	if (lfd < 0)
+		return lfd;
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0)
+		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
+	gfd = group_fd_locked(lis->group);
+	rc = gfd < 0 ? gfd : ep_add(fd, lfd);
+	if (!rc)
+		rc = ep_add(fd, gfd);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	__atomic_store_n(&lis->parkfd, fd, __ATOMIC_RELEASE);
+	return fd;
+}
+
+int rdmx__lis_park_fd(rdmx_listener *lis)
+{
+	int fd = __atomic_load_n(&lis->parkfd, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&make_lock);
+	fd = lis->parkfd >= 0 ? lis->parkfd : lis_park_make(lis);
+	pthread_mutex_unlock(&make_lock);
+	return fd;
 }

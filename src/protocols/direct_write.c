@@ -39,6 +39,34 @@
  * and checked (len <= max_msg, known flags only). A bad one takes this
  * connection down with a message and touches no other.
  *
+ * Sleeping waits. Both ends poll memory the peer WRITEs without a
+ * completion here: the receiver a footer, a sender out of descriptors
+ * its descriptor ring. A wait that sleeps in the kernel (wait modes block
+ * and adaptive) is woken by a doorbell, as write_ring.c's receivers are:
+ * before it sleeps on its wait set (ops->sleep_announce) a side WRITEs
+ * its sleep count (gen, +1 per sleep) into the peer's sleep word and polls
+ * once more; a side that posted a message or a descriptor reads its own
+ * sleep word once and, holding a count it has not rung for, posts a 0-byte
+ * SEND after that WRITE (RC order: it completes at the peer after the
+ * WRITE is placed) into one of the N_BELL receives each side keeps posted.
+ * Its completion wakes the sleeper, which reposts it. The words live after
+ * the descriptor sources in the same registration (the tail below): the
+ * peer's is at its descriptor ring + (its recv_depth + its buffers) * 16.
+ * The race (a WRITE crossing the published count in flight) is closed
+ * for a peer that keeps calling: the sleeper polls once more only after
+ * its count's WRITE completed, i.e. is in the peer's memory, and the peer
+ * also reads its word when a WRITE of its completes (in its reap), i.e.
+ * is in ours - so either the last poll sees that WRITE or the peer sees
+ * the count. A peer that posts and never calls again rings only at post
+ * time, which can miss; the sleeper then wakes at its next WRITE or the
+ * wait set's backstop (RDMX__WAIT_BACKSTOP_MS), so this connection has no
+ * rdmx_conn_fd (RDMX__WATCH_DOORBELL).
+ *
+ *   tail (after dn + nrecv descriptors)  | offset | written by
+ *   sleep word: the peer's sleep count   |  0     | the peer (read once)
+ *   source of our count's WRITE          |  8     | us
+ *   landing of doorbell SENDs (0 bytes)  | 16     | nobody
+ *
  * Costs: a descriptor WRITE per message the receiver releases (one signaled
  * work request; they are queued when the send queue's descriptor slots are
  * busy and go out at the next call on the connection); per connection,
@@ -63,6 +91,12 @@
 #define WC_BATCH 16
 #define K_DATA 0u            /* wr_id >> 32 of the pool's data WRITEs */
 #define K_DESC 1u            /* of a descriptor WRITE */
+#define K_BELL 2u            /* of a doorbell SEND */
+#define K_GEN 3u             /* of our sleep count's WRITE */
+#define N_BELL 4u            /* doorbell receives posted */
+#define TAIL 24u             /* sleep word, its source, the bells' landing */
+#define ANN_POSTED 1
+#define ANN_PLACED 2
 
 enum { BUF_ADV, BUF_HELD, BUF_FREE }; /* receive buffers */
 
@@ -94,6 +128,15 @@ struct dw {
 	uint64_t peer_rbuf, peer_dring;
 	uint32_t peer_rkey, peer_drkey, peer_nrecv, peer_dn;
 	size_t peer_rslot;
+	/* sleeping (the tail) */
+	uint64_t *tail;            /* sleep word, gen source, landing */
+	uint64_t gen;              /* our sleeps published */
+	int announced;             /* gen is current (no doorbell since):
+				    * ANN_POSTED, then ANN_PLACED once its
+				    * WRITE completed; 0: not published */
+	int gen_out;               /* our count's WRITE is in flight */
+	uint64_t rung;             /* the peer's count we rang for */
+	uint32_t bells_out;        /* our doorbell SENDs in flight */
 };
 RDMX__SENDPOOL_FIRST(struct dw, sp);
 
@@ -108,6 +151,8 @@ static size_t round8(size_t n)
 }
 
 static int reap(rdmx_conn *c);
+static int take_sends(rdmx_conn *c, int *placed);
+static int ring_if_asleep(rdmx_conn *c);
 static int dw_room(rdmx_conn *c);
 
 static const struct rdmx__sendpool_ops dw_pool_ops = {
@@ -116,6 +161,12 @@ static const struct rdmx__sendpool_ops dw_pool_ops = {
 };
 
 /* ---------------------------------------------------------------- setup */
+
+/* Bytes of the descriptor registration: ring, sources, tail. */
+static size_t dmr_len(const struct dw *p)
+{
+	return (size_t)(p->dn + p->nrecv) * DESC + TAIL;
+}
 
 static int alloc_recv(rdmx_conn *c, struct dw *p)
 {
@@ -126,28 +177,45 @@ static int alloc_recv(rdmx_conn *c, struct dw *p)
 	p->adv = calloc(p->nrecv, sizeof(*p->adv));
 	p->pend = calloc(p->nrecv, sizeof(*p->pend));
 	p->txq = calloc(p->dn, sizeof(*p->txq));
-	/* dring, then one descriptor source per receive buffer */
-	p->dring = rdmx__alloc_buf((size_t)(p->dn + p->nrecv) * DESC);
+	/* dring, one descriptor source per receive buffer, the tail */
+	p->dring = rdmx__alloc_buf(dmr_len(p));
 	if (!p->rbuf || !p->rstate || !p->adv || !p->pend || !p->txq || !p->dring)
 		return rdmx__fail(-ENOMEM, "direct_write: out of memory for %u receive buffers of %zu bytes",
 				  p->nrecv, p->rslot);
 	p->dsrc = p->dring + (size_t)p->dn * DESC;
+	p->tail = (uint64_t *)(p->dsrc + (size_t)p->nrecv * DESC);
 	rc = c->f->reg_mr(c->ep, p->rbuf, p->rslot * p->nrecv,
 			  RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->rmr);
 	if (rc)
 		return rc;
-	return c->f->reg_mr(c->ep, p->dring, (size_t)(p->dn + p->nrecv) * DESC,
+	return c->f->reg_mr(c->ep, p->dring, dmr_len(p),
 			    RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE, &p->dmr);
+}
+
+/* A receive for one doorbell SEND (0 bytes; a landing of 8). */
+static int post_bell_recv(rdmx_conn *c)
+{
+	struct dw *p = dw_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_BELL << 32,
+		.op = RDMX__OP_RECV,
+		.addr = &p->tail[2],
+		.len = sizeof(uint64_t),
+		.lkey = p->dmr->lkey,
+	};
+
+	return rdmx__post_recv(c, &wr, 1);
 }
 
 static int create_queues(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
-	/* data WRITEs + one descriptor WRITE per buffer; no receives */
-	uint32_t swr = p->sp.n + p->nrecv;
+	/* data WRITEs, a descriptor WRITE per buffer, doorbells, our count;
+	 * receives: doorbells only */
+	uint32_t swr = p->sp.n + p->nrecv + N_BELL + 1;
 	struct rdmx__qp_caps caps = {
 		.max_send_wr = swr,
-		.max_recv_wr = 1,
+		.max_recv_wr = N_BELL,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
 	};
@@ -155,12 +223,17 @@ static int create_queues(rdmx_conn *c)
 
 	rc = c->f->create_cq(c->ep, (int)(swr + RDMX__KA_WRS), &p->scq);
 	if (!rc)
-		rc = c->f->create_cq(c->ep, 1, &p->rcq);
+		rc = c->f->create_cq(c->ep, N_BELL, &p->rcq);
 	if (rc)
 		return rc;
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
-	return rdmx__conn_create_qp(c, &caps);
+	rdmx__conn_watch(c, p->scq, 0);
+	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL);
+	rc = rdmx__conn_create_qp(c, &caps);
+	for (uint32_t i = 0; !rc && i < N_BELL; i++)
+		rc = post_bell_recv(c);
+	return rc;
 }
 
 static void dw_teardown(rdmx_conn *c)
@@ -303,7 +376,7 @@ static int post_desc(rdmx_conn *c, uint32_t idx)
 	p->adv_seq++;
 	p->desc_out++;
 	p->desc_next = (p->desc_next + 1) % p->nrecv;
-	return 0;
+	return ring_if_asleep(c); /* a sender may sleep for it */
 }
 
 /* Advertise the released buffers that wait, while the send queue has room. */
@@ -322,9 +395,107 @@ static int post_pending(rdmx_conn *c)
 	return 0;
 }
 
+/* Take in the doorbells that came (each ends a published sleep) and
+ * repost their receives: 0 or -errno (connection down). */
+static int reap_bells(rdmx_conn *c)
+{
+	struct dw *p = dw_of(c);
+	struct rdmx__wc wc[N_BELL];
+	int n = c->f->poll_cq(p->rcq, wc, N_BELL);
+
+	if (n < 0)
+		return rdmx__conn_down(c, n, "polling doorbells: %s", rdmx__last());
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status == RDMX__WC_FLUSHED)
+			return rdmx__conn_flushed(c);
+		if (wc[i].status != RDMX__WC_OK)
+			return rdmx__conn_wc_error(c, &wc[i], "doorbell receive");
+		p->announced = 0; /* a later sleep is a new one */
+		if (post_bell_recv(c))
+			return rdmx__conn_down(c, -EIO, "reposting a doorbell receive: %s",
+					       rdmx__last());
+	}
+	return 0;
+}
+
+/* The peer published a sleep we did not ring for: post a 0-byte SEND
+ * after what we wrote (RC order: it completes at the peer after the
+ * WRITEs before it are placed). The sleep word is peer-written: read
+ * once. A doorbell that finds every slot in flight, even after a poll
+ * of the send CQ, waits for the next WRITE (rung stays). */
+static int ring_if_asleep(rdmx_conn *c)
+{
+	struct dw *p = dw_of(c);
+	uint64_t g = __atomic_load_n(&p->tail[0], __ATOMIC_ACQUIRE);
+	struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_BELL << 32,
+		.op = RDMX__OP_SEND,
+		.flags = RDMX__WR_SIGNALED,
+	};
+	int placed = 0, rc;
+
+	if (g == p->rung)
+		return 0;
+	/* every doorbell slot in flight: take their completions (a side
+	 * that finds its messages waiting never reaps otherwise) */
+	if (p->bells_out >= N_BELL && (rc = take_sends(c, &placed)) < 0)
+		return rc;
+	if (p->bells_out >= N_BELL)
+		return 0;
+	p->rung = g;
+	p->bells_out++;
+	rc = rdmx__post_send(c, &wr, 1);
+	return rc ? rdmx__conn_down(c, rc, "posting a doorbell: %s", rdmx__last()) : 0;
+}
+
+/* ops->sleep_announce: WRITE our next sleep count into the peer's sleep
+ * word, once per sleep, and have the caller poll again (1) until that
+ * WRITE completed (it is in the peer's memory) and once after: then a
+ * message the peer's WRITE placed after our last poll completes there
+ * after our count is in place, and its reap rings. 0: sleep. */
+static int dw_sleep_announce(rdmx_conn *c)
+{
+	struct dw *p = dw_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_GEN << 32,
+		.op = RDMX__OP_WRITE,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->tail[1],
+		.len = sizeof(uint64_t),
+		.lkey = p->dmr->lkey,
+		.remote_addr = p->peer_dring + ((uint64_t)p->peer_dn + p->peer_nrecv) * DESC,
+		.rkey = p->peer_drkey,
+	};
+	int rc;
+
+	if (c->state != RDMX__CONN_UP)
+		return 0;
+	rc = reap(c);
+	if (rc)
+		return rc;
+	if (p->announced == ANN_PLACED)
+		return 0;
+	if (p->gen_out)
+		return 1; /* ours (or an older one) is on its way */
+	if (p->announced == ANN_POSTED) {
+		p->announced = ANN_PLACED;
+		return 1; /* the last poll before the sleep */
+	}
+	p->tail[1] = ++p->gen;
+	rc = rdmx__post_send(c, &wr, 1);
+	if (rc)
+		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
+	p->gen_out = 1;
+	p->announced = ANN_POSTED;
+	return 1;
+}
+
 /* Take in the send completions: data WRITEs to the pool, descriptor
- * WRITEs free their slot; then post what waits for one. */
-static int reap(rdmx_conn *c)
+ * WRITEs free their slot, doorbells and our count theirs; then the
+ * doorbells that came, then post what waits for a slot. */
+/* Poll the send CQ once and account what completed; *@placed |= 1 when
+ * a message or descriptor WRITE was among it. How many, or -errno. */
+static int take_sends(rdmx_conn *c, int *placed)
 {
 	struct dw *p = dw_of(c);
 	struct rdmx__wc wc[WC_BATCH];
@@ -340,17 +511,35 @@ static int reap(rdmx_conn *c)
 		if (wc[i].status != RDMX__WC_OK)
 			return rdmx__conn_wc_error(c, &wc[i], kind == K_DESC ?
 						   "descriptor write" : "write");
+		*placed |= kind == K_DATA || kind == K_DESC;
 		if (kind == K_DESC)
 			p->desc_out--;
+		else if (kind == K_BELL)
+			p->bells_out--;
+		else if (kind == K_GEN)
+			p->gen_out = 0;
 		else
 			rdmx__sendpool_sent(&p->sp, (uint32_t)wc[i].wr_id);
 	}
-	if (p->pend_n) {
-		int rc = post_pending(c);
+	return n;
+}
 
-		if (rc)
-			return rc;
-	}
+static int reap(rdmx_conn *c)
+{
+	struct dw *p = dw_of(c);
+	int placed = 0, n = take_sends(c, &placed), rc;
+
+	if (n < 0)
+		return n;
+	/* what completed is in the peer's memory: a sleep it published
+	 * before its last poll is in ours now (dw_sleep_announce) */
+	rc = placed ? ring_if_asleep(c) : 0;
+	if (!rc)
+		rc = reap_bells(c);
+	if (rc < 0)
+		return rc;
+	if (p->pend_n && (rc = post_pending(c)))
+		return rc;
 	return n;
 }
 
@@ -403,6 +592,7 @@ static int dw_send(rdmx_conn *c, struct rdmx_msg *m)
 	uint8_t *f;
 	uint32_t buf;
 	struct rdmx__wr wr = { .op = RDMX__OP_WRITE };
+	int rc;
 
 	if (idx < 0)
 		return rdmx__fail(-EINVAL, "direct_write: not a message from rdmx_msg_alloc on this connection");
@@ -427,7 +617,10 @@ static int dw_send(rdmx_conn *c, struct rdmx_msg *m)
 			 p->peer_rslot - FOOT - body;
 	wr.rkey = p->peer_rkey;
 	p->tx_seq++;
-	return rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
+	rc = rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
+	if (!rc)
+		(void)ring_if_asleep(c); /* down on failure: the next call says */
+	return rc;
 }
 
 /* ------------------------------------------------------------- receives */
@@ -474,9 +667,14 @@ static int dw_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		rc = take(c, m);
 		if (rc)
 			return rc < 0 ? rc : 0;
-		/* the send CQ (descriptor slots, the peer's liveness) now and then */
-		if (!(i % 16) && (rc = reap(c)) < 0)
+		/* the CQs (descriptor slots, doorbells, the peer's liveness) now
+		 * and then; a reap that finds the connection down (a doorbell
+		 * receive flushed: the peer left) is followed by one more take:
+		 * its last messages may have landed since the last one */
+		if (!(i % 16) && (rc = reap(c)) < 0 && c->state != RDMX__CONN_DOWN)
 			return rc;
+		if (rc < 0)
+			continue;
 		if ((rc = rdmx__recv_idle(c, &d)))
 			return rc;
 	}
@@ -542,7 +740,7 @@ static uint64_t dw_mem_estimate(const rdmx_conn *c)
 	uint64_t slot = round8(c->max_msg) + FOOT;
 
 	return slot * ((uint64_t)c->opts.send_depth + c->opts.recv_depth) +
-	       (uint64_t)2 * c->opts.recv_depth * DESC;
+	       (uint64_t)2 * c->opts.recv_depth * DESC + TAIL;
 }
 
 const struct rdmx_protocol_ops rdmx__proto_direct_write = {
@@ -560,4 +758,5 @@ const struct rdmx_protocol_ops rdmx__proto_direct_write = {
 	.release = dw_release,
 	.mem_estimate = dw_mem_estimate,
 	.sends_done = rdmx__sendpool_conn_sends_done,
+	.sleep_announce = dw_sleep_announce,
 };

@@ -12,7 +12,10 @@
  *    rdmx_listener_fd() when a connection request comes;
  *  - a receiver blocked in BLOCK mode is woken by a message, and by its
  *    peer's leaving, well before the sleep's backstop (raised to 30 s
- *    here: a wake that only came from the backstop fails the test).
+ *    here: a wake that only came from the backstop fails the test);
+ *  - so is a blocked rdmx_listener_next by a message on a member, and a
+ *    ping-pong through it; idle, it sleeps as rdmx_recv does;
+ *  - a direct_write sender blocked for room by the receiver's release.
  */
 #include <errno.h>
 #include <poll.h>
@@ -33,6 +36,13 @@
 #define IDLE_CPU_MAX_PCT 20.0
 #define BACKSTOP_MS 30000
 #define WAKE_MAX_MS 3000.0 /* a wake well before the backstop */
+/* ROUNDS round trips, every receive asleep first, with the backstop at
+ * RT_BACKSTOP_MS: a protocol whose waits were woken by the backstop alone
+ * would take 2 * ROUNDS * 2 s = 80 s; the bound is an eighth of that (a
+ * loaded host's scheduling takes ~2 s; the ring protocols' doorbell race,
+ * write_ring.c, can leave a rare wake to the backstop) */
+#define RT_BACKSTOP_MS 2000
+#define ROUNDS_MAX_MS (2.0 * ROUNDS * RT_BACKSTOP_MS / 8)
 
 extern int rdmx__wait_backstop_ms; /* src/core/waitset.c */
 
@@ -144,6 +154,35 @@ static void test_idle_block_sleeps(void **state)
 	assert_true(idle_recv_pct("write_magic", RDMX_WAIT_BLOCK, 0, 2000) < IDLE_CPU_MAX_PCT);
 }
 
+/* An idle rdmx_listener_next of @ms on @proto in @mode: its share of a core. */
+static double idle_next_pct(const char *proto, uint8_t mode, int ms)
+{
+	struct rdmx_conn_opts o = opts(proto, mode);
+	struct rdmx_event ev;
+	struct th_pair p;
+	double c0, t0, pct;
+	int rc;
+
+	open_pair(&p, &o);
+	c0 = cpu_ms();
+	t0 = th_now_ms();
+	rc = rdmx_listener_next(p.lis, &ev, ms);
+	pct = 100.0 * (cpu_ms() - c0) / (th_now_ms() - t0);
+	assert_int_equal(rc, -ETIMEDOUT);
+	assert_true(th_now_ms() - t0 >= ms - 10);
+	th_pair_close(&p);
+	print_message("idle rdmx_listener_next(%d ms) on %s, wait mode %u: %.2f%% of a core\n",
+		      ms, proto, mode, pct);
+	return pct;
+}
+
+static void test_idle_listener_next_sleeps(void **state)
+{
+	(void)state;
+	assert_true(idle_next_pct("send_recv", RDMX_WAIT_BLOCK, 2000) < IDLE_CPU_MAX_PCT);
+	assert_true(idle_next_pct("srq", RDMX_WAIT_BLOCK, 1000) < IDLE_CPU_MAX_PCT);
+}
+
 static void test_idle_adaptive_sleeps(void **state)
 {
 	(void)state;
@@ -217,8 +256,8 @@ static void fd_readiness(const char *proto, uint8_t notify)
 	open_pair(&p, &o);
 	fd = rdmx_conn_fd(p.server);
 	if (fd == -EOPNOTSUPP) {
-		/* the receiver polls memory (a doorbell can miss a record;
-		 * direct_write's and buffered_read's have none) */
+		/* the receiver polls memory (a doorbell can miss a record,
+		 * direct_write's too; buffered_read has none) */
 		assert_true((!strncmp(proto, "write_", 6) && notify != RDMX_NOTIFY_IMM) ||
 			    !strcmp(proto, "direct_write") || !strcmp(proto, "buffered_read"));
 		th_pair_close(&p);
@@ -359,6 +398,68 @@ static double blocked_wake(const char *proto, int leave)
 	return ms;
 }
 
+/* The server side of ROUNDS round trips: echo in BLOCK mode, through
+ * rdmx_listener_next (@next) or rdmx_recv; rc the first failure. */
+#define ROUNDS 20
+struct echoer {
+	struct th_pair *p;
+	int next;
+	int rc;
+};
+
+static int echo_one(struct echoer *e)
+{
+	struct rdmx_event ev = { .conn = e->p->server };
+	int rc;
+
+	if (e->next)
+		rc = rdmx_listener_next(e->p->lis, &ev, BACKSTOP_MS + 10000);
+	else
+		rc = rdmx_recv(ev.conn, &ev.msg, BACKSTOP_MS + 10000);
+	if (!rc && e->next && ev.type != RDMX_EVENT_MSG)
+		rc = -EPROTO;
+	if (!rc)
+		rc = rdmx_msg_release(ev.conn, &ev.msg);
+	if (!rc)
+		rc = rdmx_msg_alloc(ev.conn, 32, &ev.msg, 5000);
+	if (!rc) {
+		ev.msg.len = 5;
+		memcpy(ev.msg.data, "pong", 5);
+		rc = rdmx_send(ev.conn, &ev.msg);
+	}
+	return rc;
+}
+
+static void *echo_main(void *arg)
+{
+	struct echoer *e = arg;
+
+	for (int i = 0; i < ROUNDS && !e->rc; i++)
+		e->rc = echo_one(e);
+	return NULL;
+}
+
+/* ROUNDS round trips against an echoer on its own thread, both ends in
+ * BLOCK mode (every receive finds nothing and sleeps): the wall time. */
+static double round_trips(struct th_pair *p, int next)
+{
+	struct echoer e = { .p = p, .next = next };
+	struct rdmx_msg m;
+	pthread_t t;
+	double t0 = th_now_ms();
+
+	assert_int_equal(pthread_create(&t, NULL, echo_main, &e), 0);
+	for (int i = 0; i < ROUNDS; i++) {
+		send_one(p->client, "ping");
+		assert_int_equal(rdmx_recv(p->client, &m, BACKSTOP_MS + 10000), 0);
+		assert_string_equal(m.data, "pong");
+		assert_int_equal(rdmx_msg_release(p->client, &m), 0);
+	}
+	pthread_join(t, NULL);
+	assert_int_equal(e.rc, 0);
+	return th_now_ms() - t0;
+}
+
 static void test_block_wakes(void **state)
 {
 	const char *const *names = rdmx_protocol_names();
@@ -367,8 +468,148 @@ static void test_block_wakes(void **state)
 	(void)state;
 	rdmx__wait_backstop_ms = BACKSTOP_MS;
 	for (int i = 0; names[i]; i++) {
+		struct rdmx_conn_opts o = opts(names[i], RDMX_WAIT_BLOCK);
+		struct th_pair p;
+		double ms;
+
 		assert_true(blocked_wake(names[i], 0) < WAKE_MAX_MS);
 		assert_true(blocked_wake(names[i], 1) < WAKE_MAX_MS);
+		open_pair(&p, &o);
+		rdmx__wait_backstop_ms = RT_BACKSTOP_MS;
+		ms = round_trips(&p, 0);
+		rdmx__wait_backstop_ms = BACKSTOP_MS;
+		print_message("%d round trips, both ends blocked in rdmx_recv, on %s: %.1f ms\n",
+			      ROUNDS, names[i], ms);
+		assert_true(ms < ROUNDS_MAX_MS);
+		th_pair_close(&p);
+	}
+	rdmx__wait_backstop_ms = saved;
+}
+
+struct next_sleeper {
+	rdmx_listener *lis;
+	int rc;
+	double woke_ms;
+	struct rdmx_event ev;
+};
+
+static void *next_sleeper_main(void *arg)
+{
+	struct next_sleeper *s = arg;
+
+	s->rc = rdmx_listener_next(s->lis, &s->ev, BACKSTOP_MS + 10000);
+	s->woke_ms = th_now_ms();
+	return NULL;
+}
+
+/* A BLOCK rdmx_listener_next on @proto, idle for 300 ms, then a message on
+ * the member: how long after the send it returned that message. */
+static double next_wake(struct th_pair *p, const char *proto)
+{
+	struct next_sleeper s = { .lis = p->lis };
+	struct timespec nap = { 0, 300000000L };
+	pthread_t t;
+	double t0, ms;
+
+	assert_int_equal(pthread_create(&t, NULL, next_sleeper_main, &s), 0);
+	nanosleep(&nap, NULL);
+	t0 = th_now_ms();
+	send_one(p->client, "wake");
+	pthread_join(t, NULL);
+	ms = s.woke_ms - t0;
+	assert_int_equal(s.rc, 0);
+	assert_int_equal(s.ev.type, RDMX_EVENT_MSG);
+	assert_ptr_equal(s.ev.conn, p->server);
+	assert_string_equal(s.ev.msg.data, "wake");
+	assert_int_equal(rdmx_msg_release(p->server, &s.ev.msg), 0);
+	print_message("blocked rdmx_listener_next on %s woken by a message after %.2f ms\n",
+		      proto, ms);
+	return ms;
+}
+
+struct holder {
+	rdmx_conn *c;
+	double released_ms;
+	int rc;
+};
+
+/* Receive one message, hold it 300 ms, release it. */
+static void *holder_main(void *arg)
+{
+	struct holder *h = arg;
+	struct timespec nap = { 0, 300000000L };
+	struct rdmx_msg m;
+
+	h->rc = rdmx_recv(h->c, &m, 10000);
+	if (h->rc)
+		return NULL;
+	nanosleep(&nap, NULL);
+	h->released_ms = th_now_ms();
+	h->rc = rdmx_msg_release(h->c, &m);
+	return NULL;
+}
+
+/*
+ * A sender out of room in BLOCK mode (direct_write with one receive
+ * buffer: no descriptor until the receiver releases its message) is woken
+ * by the release (the receiver's descriptor WRITE and doorbell), not by
+ * the backstop (30 s here).
+ */
+static void test_sender_wakes_for_room(void **state)
+{
+	struct rdmx_conn_opts o = opts("direct_write", RDMX_WAIT_BLOCK);
+	struct holder h = { 0 };
+	int saved = rdmx__wait_backstop_ms;
+	struct th_pair p;
+	struct rdmx_msg m;
+	pthread_t t;
+	double ms;
+
+	(void)state;
+	rdmx__wait_backstop_ms = BACKSTOP_MS;
+	o.recv_depth = 1;
+	open_pair(&p, &o);
+	h.c = p.server;
+	assert_int_equal(pthread_create(&t, NULL, holder_main, &h), 0);
+	send_one(p.client, "hold");
+	assert_int_equal(rdmx_msg_alloc(p.client, 32, &m, BACKSTOP_MS + 10000), 0);
+	ms = th_now_ms();
+	pthread_join(t, NULL);
+	assert_int_equal(h.rc, 0);
+	ms -= h.released_ms;
+	print_message("direct_write sender blocked for room woken %.2f ms after the release\n", ms);
+	assert_true(ms < WAKE_MAX_MS);
+	assert_int_equal(rdmx_msg_release(p.client, &m), 0);
+	th_pair_close(&p);
+	rdmx__wait_backstop_ms = saved;
+}
+
+/*
+ * An idle BLOCK rdmx_listener_next is woken by a message on a member
+ * connection, and a ping-pong through it does not wait for the backstop
+ * (30 s here: one missed wake-up fails the bound by far).
+ */
+static void test_listener_next_wakes(void **state)
+{
+	const char *const *names = rdmx_protocol_names();
+	int saved = rdmx__wait_backstop_ms;
+
+	(void)state;
+	rdmx__wait_backstop_ms = BACKSTOP_MS;
+	for (int i = 0; names[i]; i++) {
+		struct rdmx_conn_opts o = opts(names[i], RDMX_WAIT_BLOCK);
+		struct th_pair p;
+		double ms;
+
+		open_pair(&p, &o);
+		assert_true(next_wake(&p, names[i]) < WAKE_MAX_MS);
+		rdmx__wait_backstop_ms = RT_BACKSTOP_MS;
+		ms = round_trips(&p, 1);
+		rdmx__wait_backstop_ms = BACKSTOP_MS;
+		print_message("%d round trips through a blocked rdmx_listener_next on %s: %.1f ms\n",
+			      ROUNDS, names[i], ms);
+		assert_true(ms < ROUNDS_MAX_MS);
+		th_pair_close(&p);
 	}
 	rdmx__wait_backstop_ms = saved;
 }
@@ -383,6 +624,9 @@ int main(void)
 		cmocka_unit_test(test_conn_fd),
 		cmocka_unit_test(test_listener_fd),
 		cmocka_unit_test(test_block_wakes),
+		cmocka_unit_test(test_idle_listener_next_sleeps),
+		cmocka_unit_test(test_listener_next_wakes),
+		cmocka_unit_test(test_sender_wakes_for_room),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
