@@ -84,6 +84,16 @@ uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b)
 }
 
 const char *const cli_wait_modes[] = { "adaptive", "spin", "block", NULL };
+const char *const cli_notify_modes[] = { "default", "poll", "imm", "off", "rev", NULL };
+const char *const cli_ack_modes[] = { "default", "send", "read", NULL };
+
+uint8_t cli_choice_index(const char *const *choices, const char *name)
+{
+	for (uint8_t i = 0; name && choices[i]; i++)
+		if (!strcmp(choices[i], name))
+			return i;
+	return 0;
+}
 
 uint8_t cli_wait_mode(const char *name)
 {

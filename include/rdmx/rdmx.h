@@ -237,14 +237,64 @@ struct rdmx_conn_opts {
 				  * RDMX_WAIT_DEFAULT (the context's) */
 	uint32_t spin_us;        /* adaptive: microseconds to spin before
 				  * sleeping, 0..1000000; 0: the context's */
+	/* -- write ring variants (issue 13 §3) -- */
+	uint8_t ack;             /* ring protocols (write_simplex/magic/
+				  * duplex): how the receiver's head returns
+				  * to the sender, enum rdmx_ack; both sides
+				  * must agree */
 };
 
-/* How a ring receiver notices a new message (ring protocols only). */
+/*
+ * How a ring receiver notices a new message (write_simplex, write_magic,
+ * write_duplex; both sides must agree, a mismatch is refused at connect).
+ * Impossible combinations are refused by rdmx_listen/rdmx_dial (-EINVAL
+ * with the reason): IMM with ack READ (IMM needs posted receives, READ is
+ * for a receiver that posts nothing), REV on write_magic (REV lays records
+ * downward from the ring's top and skips at its bottom; the double mapping
+ * is for records that cross the end upward), OFF and REV without inline
+ * WRITEs on the device.
+ */
 enum rdmx_notify {
-	RDMX_NOTIFY_DEFAULT = 0, /* the protocol's own choice (see its file) */
-	RDMX_NOTIFY_POLL = 1,    /* poll a completion marker in the ring */
+	RDMX_NOTIFY_DEFAULT = 0, /* the protocol's own choice: POLL */
+	RDMX_NOTIFY_POLL = 1,    /* the receiver polls the record at its head
+				  * (a stamp at each end): one WRITE per
+				  * message, no receiver verbs; the cheapest,
+				  * relies on in-order placement */
 	RDMX_NOTIFY_IMM = 2,     /* RDMA WRITE with immediate: a receive
-				  * completion announces each message */
+				  * completion announces each message; costs
+				  * the receiver a receive WQE and a CQE per
+				  * message, needs no placement order, and
+				  * gives rdmx_conn_fd a completion to wake */
+	RDMX_NOTIFY_OFF = 3,     /* the data WRITE unsignaled, chained with
+				  * an 8-byte inline WRITE of the new tail
+				  * offset into the receiver's tail word: the
+				  * receiver polls one word; two WQEs per
+				  * message, good for bursts (one word covers
+				  * every record before it) */
+	RDMX_NOTIFY_REV = 4,     /* the ring grows downward and a record ends
+				  * in its length and a valid byte, after a
+				  * 1-byte inline WRITE that pre-clears the
+				  * next record's valid byte: the receiver
+				  * polls one byte and never zeroes memory;
+				  * write_simplex and write_duplex only */
+};
+
+/*
+ * How a ring receiver returns its head (records released) to the sender
+ * (ring protocols; both sides must agree).
+ */
+enum rdmx_ack {
+	RDMX_ACK_DEFAULT = 0, /* the protocol's: SEND for write_simplex and
+			       * write_magic, READ for write_duplex */
+	RDMX_ACK_SEND = 1,    /* the receiver SENDs its count, batched (a
+			       * quarter ring) or when asked; the receiver
+			       * keeps 16 receives posted, which also carry
+			       * the doorbell that wakes a blocked receiver */
+	RDMX_ACK_READ = 2,    /* the sender RDMA-READs the receiver's count
+			       * when short of room: the receiver posts no
+			       * verb at all (its blocked waits are timed
+			       * parks: no doorbell), the sender pays a READ
+			       * round trip when its cached room runs out */
 };
 
 /** rdmx_conn_opts_init - fill @opts with the defaults listed above. */
