@@ -202,6 +202,8 @@ static int make_rows(struct group *g)
 				continue;
 			r = &g->rows[g->n_rows++];
 			*r = (struct bench_result){ .protocol = g->proto, .mode = m,
+				.notify = cli_is_ring(g->proto) ? cfg->notify : NULL,
+				.ack = cli_is_ring(g->proto) ? cfg->ack : NULL,
 				.size = cfg->sizes[s], .conns = g->conns,
 				.single_receiver = cfg->single_receiver &&
 						   strcmp(g->proto, BENCH_TCP),

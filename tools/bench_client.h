@@ -22,6 +22,7 @@ struct bench_cfg {
 	const char *progress;			/* never, auto, always */
 	const char *latency, *rate;		/* the table's headline columns */
 	const char *wait;			/* --wait: a cli_wait_modes name */
+	const char *notify, *ack;		/* --notify, --ack (ring protocols) */
 	bool all_sizes;				/* -a */
 	bool perftest_f, report_gbits, out_json; /* perftest spellings */
 	int argc;				/* the command line, for the JSON */

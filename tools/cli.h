@@ -72,6 +72,9 @@ extern const char *const cli_ack_modes[];
 	"(it SENDs it, write_simplex/magic's default) or read (the sender READs " \
 	"it, write_duplex's default); both sides must agree"
 
+/** cli_is_ring - is @protocol one of the ring protocols (--notify, --ack)? */
+int cli_is_ring(const char *protocol);
+
 /** cli_choice_index - the index of @name in the NULL-terminated @choices
  * (0 when absent: the "default" entry). */
 uint8_t cli_choice_index(const char *const *choices, const char *name);
