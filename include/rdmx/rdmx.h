@@ -164,16 +164,19 @@ struct rdmx_ctx_opts {
  * a wait sleeps on the verbs completion channel of the connection's CQs
  * and its rdma_cm channel - the fd rdmx_conn_fd() hands out - woken by a
  * completion or a disconnect; a 100 ms backstop runs the liveness checks
- * of an idle wait. send_recv, srq and read receive completions. The
- * write_simplex and write_magic receivers poll ring memory that the
- * sender's RDMA WRITE fills without a completion: before sleeping they
- * publish it to the sender, which adds a doorbell (a 0-byte SEND) after
- * its next record; a record that crosses the publication in flight is
- * seen at the next record or the backstop (src/protocols/write_ring.c).
- * write_duplex and write_atomic receivers sleep in timed steps instead,
- * doubling from 16 us to 4 ms and polling again (a message is seen up to
- * ~4 ms late; an idle wait wakes ~250 times a second). Ring connections
- * with notify POLL have no fd.
+ * of an idle wait. send_recv, srq and read receive completions, and so do
+ * the ring protocols with notify IMM. With notify POLL, OFF or REV and
+ * ack SEND (write_simplex's and write_magic's default) the receiver polls
+ * ring memory that the sender's RDMA WRITE fills without a completion:
+ * before sleeping it publishes it to the sender, which adds a doorbell (a
+ * 0-byte SEND) after its next record; a record that crosses the
+ * publication in flight is seen at the next record or the backstop
+ * (src/protocols/write_ring.c). Ring receivers with ack READ
+ * (write_duplex's default; they post no receive for a doorbell) and
+ * write_atomic receivers sleep in timed steps instead, doubling from 16 us
+ * to 4 ms and polling again (a message is seen up to ~4 ms late; an idle
+ * wait wakes ~250 times a second). Ring connections whose notify is not
+ * IMM have no fd.
  */
 enum rdmx_wait_mode {
 	RDMX_WAIT_DEFAULT = 0,  /* the context's mode (rdmx_ctx_opts) */
@@ -577,11 +580,13 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  * coming. The fd belongs to @conn (closed by rdmx_conn_close): do not
  * close it; remove it from your epoll set before closing the connection.
  * Returns the fd (>= 0), or -EOPNOTSUPP for the protocols whose receiver
- * polls memory: the ring protocols with notify POLL (the doorbell of enum
- * rdmx_wait_mode can miss a record in flight, which a blocked wait
- * recovers by its backstop and an fd could not; write_simplex and
- * write_magic with notify IMM have one), direct_write and buffered_read
- * (no doorbell yet: their waits sleep in timed steps), or -errno.
+ * polls memory: the ring protocols with notify POLL, OFF or REV (the
+ * doorbell of enum rdmx_wait_mode can miss a record in flight, which a
+ * blocked wait recovers by its backstop and an fd could not; with ack READ
+ * there is no doorbell at all) - a ring connection with notify IMM has one,
+ * its receiver takes a completion per message -, direct_write and
+ * buffered_read (no doorbell yet: their waits sleep in timed steps), or
+ * -errno.
  */
 int rdmx_conn_fd(rdmx_conn *conn);
 

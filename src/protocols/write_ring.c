@@ -22,15 +22,15 @@
  * for the gap to close); the sender turns a count into a byte offset with
  * its table of record end offsets (`ends`, win + 1 entries).
  *
- * How the count travels:
- *  - write_simplex/magic: the receiver SENDs it (8 bytes, into one of the
+ * How the count travels (opts.ack; the protocol gives the default):
+ *  - ack SEND (write_simplex/magic): the receiver SENDs it (8 bytes, into one of the
  *    N_CTRL buffers the sender keeps posted) when the released bytes since
  *    the last update reach ring_size / 4, or the released records reach
  *    win / 2, or when asked. One update is in flight at a time; more are
  *    coalesced (a count is absolute, the latest wins). A sender whose
  *    cached head shows too little room ASKS: it RDMA-WRITEs into the
  *    receiver's ask word the smallest count T that would make room.
- *  - write_duplex: the receiver stores the count in a registered word
+ *  - ack READ (write_duplex): the receiver stores the count in a registered word
  *    (release store); a blocked sender RDMA-READs it. The receiver posts
  *    nothing at all on the data path.
  *
@@ -48,7 +48,7 @@
  * releasing, a blocked sender is always answered; if it holds messages,
  * the sender waits for exactly those and times out cleanly.
  *
- * Sleeping receivers (simplex/magic, notify POLL). A record lands in the
+ * Sleeping receivers (ack SEND, notify POLL, OFF or REV). A record lands in the
  * ring by RDMA WRITE and makes no completion at the receiver, so a wait
  * that sleeps in the kernel (wait modes block and adaptive) must be woken
  * by the sender. Before it sleeps on its wait set, the receiver WRITEs
