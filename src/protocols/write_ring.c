@@ -66,8 +66,9 @@
  * count then) or the wait set's backstop (RDMX__WAIT_BACKSTOP_MS, 100
  * ms): the worst case for one message, in a window of a network round
  * trip. An fd has no backstop, so rdmx_conn_fd() refuses these
- * connections (RDMX__WATCH_DOORBELL). write_duplex posts no receives and
- * keeps timed parks.
+ * connections (RDMX__WATCH_DOORBELL). With ack READ (write_duplex's
+ * default) the receiver posts no receives and keeps timed parks. The
+ * doorbell itself is write_ring_notify.c's.
  *
  * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
  * WRITEs to a peer that left fail with a retry error: never a hang.
@@ -220,9 +221,9 @@ static int create_queues(rdmx_conn *c)
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
 	/* a receive completion wakes a sleeping receiver: with notify IMM
-	 * one per record; with POLL (simplex, magic) the doorbell of
-	 * "Sleeping receivers" above. duplex posts no receives: its parks
-	 * stay timed (see rdmx_wait_mode in rdmx.h) */
+	 * one per record; with POLL, OFF or REV and ack SEND the doorbell of
+	 * "Sleeping receivers" above. With ack READ no receive is posted:
+	 * parks stay timed (see rdmx_wait_mode in rdmx.h) */
 	rdmx__conn_watch(c, p->scq, 0);
 	rdmx__conn_watch(c, p->rcq, p->imm ? RDMX__WATCH_RECV :
 			 !p->ack_read ? RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL : 0);
