@@ -90,6 +90,7 @@ struct bench_cpu {
 /* One row: a protocol at one size, one mode and one number of connections. */
 struct bench_result {
 	const char *protocol;
+	const char *notify, *ack;	/* ring protocols: --notify, --ack; else NULL */
 	enum bench_mode mode;
 	uint64_t size;
 	int conns;
@@ -119,6 +120,7 @@ struct bench_counters {
 struct bench_report {
 	const char *timestamp, *device, *fabric, *peer;
 	const char *wait;		/* --wait */
+	const char *notify, *ack;	/* --notify, --ack */
 	const char *version, *cmdline, *host, *kernel;	/* provenance */
 	const char *config_json;	/* the effective settings, a JSON object */
 	const char *pcap;		/* --pcap's file, or NULL */

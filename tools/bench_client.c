@@ -192,6 +192,8 @@ static int add_row(struct group *g, int m, uint64_t size, int batch)
 	struct bench_result *r = &g->rows[g->n_rows++];
 
 	*r = (struct bench_result){ .protocol = g->proto, .mode = m,
+		.notify = cli_is_ring(g->proto) ? cfg->notify : NULL,
+		.ack = cli_is_ring(g->proto) ? cfg->ack : NULL,
 		.size = size, .conns = g->conns,
 		.single_receiver = cfg->single_receiver &&
 				   strcmp(g->proto, BENCH_TCP),

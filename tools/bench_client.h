@@ -25,6 +25,7 @@ struct bench_cfg {
 	const char *batch_s;			/* --batch LIST */
 	const char *coalesce;			/* --coalesce */
 	long long signal_every;			/* --signal-every */
+	const char *notify, *ack;		/* --notify, --ack (ring protocols) */
 	bool all_sizes;				/* -a */
 	bool perftest_f, report_gbits, out_json; /* perftest spellings */
 	int argc;				/* the command line, for the JSON */

@@ -100,8 +100,11 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 {
 	int i;
 
-	fprintf(f, "rdmx bench %s  device %s  peer %s  wait %s\n", r->timestamp,
+	fprintf(f, "rdmx bench %s  device %s  peer %s  wait %s", r->timestamp,
 		r->device, r->peer, r->wait ? r->wait : "adaptive");
+	if (r->notify && r->ack)
+		fprintf(f, "  ring protocols: notify %s ack %s", r->notify, r->ack);
+	fputc('\n', f);
 	if (single_receiver(r))
 		fprintf(f, "server: --single-receiver, one thread serves all the "
 			"connections of a protocol (tcp: one thread each)\n");
@@ -176,6 +179,10 @@ static void json_result(const struct bench_report *r,
 
 	fputs("    {", f);
 	jw_kv_str(f, "protocol", x->protocol, true);
+	if (x->notify)
+		jw_kv_str(f, "notify", x->notify, false);
+	if (x->ack)
+		jw_kv_str(f, "ack", x->ack, false);
 	jw_kv_str(f, "mode", mode_name(x->mode), false);
 	jw_kv_u64(f, "size", x->size, false);
 	jw_kv_u64(f, "conns", (uint64_t)x->conns, false);

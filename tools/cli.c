@@ -96,6 +96,22 @@ uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b)
 }
 
 const char *const cli_wait_modes[] = { "adaptive", "spin", "block", NULL };
+const char *const cli_notify_modes[] = { "default", "poll", "imm", "off", "rev", NULL };
+const char *const cli_ack_modes[] = { "default", "send", "read", NULL };
+
+int cli_is_ring(const char *protocol)
+{
+	return !strcmp(protocol, "write_simplex") || !strcmp(protocol, "write_magic") ||
+	       !strcmp(protocol, "write_duplex");
+}
+
+uint8_t cli_choice_index(const char *const *choices, const char *name)
+{
+	for (uint8_t i = 0; name && choices[i]; i++)
+		if (!strcmp(choices[i], name))
+			return i;
+	return 0;
+}
 
 uint8_t cli_wait_mode(const char *name)
 {

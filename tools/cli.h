@@ -65,6 +65,27 @@ extern const char *const cli_wait_modes[];
 /** cli_wait_mode - the enum rdmx_wait_mode of a --wait choice. */
 uint8_t cli_wait_mode(const char *name);
 
+/* --notify and --ack of the ring protocols (write_simplex, write_magic,
+ * write_duplex): their choices (NULL-terminated, index = enum value) and
+ * help lines. */
+extern const char *const cli_notify_modes[];
+extern const char *const cli_ack_modes[];
+#define CLI_NOTIFY_HELP "ring protocols: how the receiver learns of a message: " \
+	"poll (it polls the record), imm (WRITE with immediate, a receive " \
+	"completion each), off (an inline WRITE of the new tail into a word it " \
+	"polls) or rev (records laid downward, a valid byte polled); default: " \
+	"the protocol's (poll); both sides must agree"
+#define CLI_ACK_HELP "ring protocols: how the receiver's head returns: send " \
+	"(it SENDs it, write_simplex/magic's default) or read (the sender READs " \
+	"it, write_duplex's default); both sides must agree"
+
+/** cli_is_ring - is @protocol one of the ring protocols (--notify, --ack)? */
+int cli_is_ring(const char *protocol);
+
+/** cli_choice_index - the index of @name in the NULL-terminated @choices
+ * (0 when absent: the "default" entry). */
+uint8_t cli_choice_index(const char *const *choices, const char *name);
+
 /** cli_elapsed_ns - @b - @a in nanoseconds. */
 uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b);
 

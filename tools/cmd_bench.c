@@ -375,6 +375,8 @@ static void conn_opts(struct bench_cfg *cfg)
 			      !strcmp(cfg->coalesce, "off") ? RDMX_COALESCE_OFF :
 			      RDMX_COALESCE_DEFAULT;
 	cfg->copts.signal_every = (uint32_t)cfg->signal_every;
+	cfg->copts.notify = cli_choice_index(cli_notify_modes, cfg->notify);
+	cfg->copts.ack = cli_choice_index(cli_ack_modes, cfg->ack);
 }
 
 /* ------------------------------------------------------------ the server */
@@ -564,12 +566,14 @@ static void config_json(const struct bench_cfg *cfg, char *buf, size_t len)
 	jw_config_head(buf, len, "protocols", cfg->protos, cfg->n_protos, cfg->sizes,
 		       cfg->n_sizes);
 	n = strlen(buf);
-	snprintf(buf + n, len - n, ", \"mode\": \"%s\", \"wait\": \"%s\", \"iters\": %lld, "
+	snprintf(buf + n, len - n, ", \"mode\": \"%s\", \"wait\": \"%s\", \"notify\": \"%s\", "
+		 "\"ack\": \"%s\", \"iters\": %lld, "
 		 "\"duration_s\": %.3f, \"warmup\": %lld, \"outstanding\": %lld, "
 		 "\"threads\": %lld, \"max_msg_size\": %u, \"ring_size\": %u, "
 		 "\"send_depth\": %u, \"recv_depth\": %u, \"timeout_ms\": %lld, "
 		 "\"port\": %lld, \"single_receiver\": %s, \"coalesce\": \"%s\", "
-		 "\"signal_every\": %lld}", cfg->mode, cfg->wait, cfg->iters,
+		 "\"signal_every\": %lld}", cfg->mode, cfg->wait, cfg->notify,
+		 cfg->ack, cfg->iters,
 		 (double)cfg->duration_ns / 1e9, cfg->warmup, cfg->outstanding,
 		 cfg->threads, cfg->copts.max_msg_size, cfg->copts.ring_size,
 		 cfg->copts.send_depth, cfg->copts.recv_depth, cfg->timeout, cfg->port,
@@ -652,6 +656,7 @@ static int run_client(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 		.timestamp = bench_timestamp(r.stamp, sizeof(r.stamp)),
 		.device = r.device[0] ? r.device : cfg->fabric, .fabric = cfg->fabric,
 		.peer = cfg->addr ? cfg->addr : "self-test", .wait = cfg->wait,
+		.notify = cfg->notify, .ack = cfg->ack,
 		.outstanding = (int)cfg->outstanding, .n_protos = cfg->n_protos,
 	};
 	r.rep.one_way = !strcmp(cfg->latency, "one-way");
@@ -705,7 +710,8 @@ int cmd_bench(int argc, char **argv)
 				 .warmup = 100, .outstanding = 16, .threads = 1,
 				 .port = RDMX_DEFAULT_PORT, .gid_index = -1,
 				 .fabric = "verbs", .progress = "auto",
-				 .wait = "adaptive", .coalesce = "default" };
+				 .wait = "adaptive", .coalesce = "default", .notify = "default",
+				 .ack = "default" };
 	const struct opt table[] = {
 		{ "protocol", 'p', OPT_STRING, &cfg.protocol, 0, 0, NULL, "NAME",
 		  "protocol, 'tcp', 'all' (every protocol and tcp) or a comma list "
@@ -750,6 +756,10 @@ int cmd_bench(int argc, char **argv)
 		  "the bandwidth table's throughput: Gb/s (1e9 bits) or MB/s (1e6 bytes)" },
 		{ "wait", 0, OPT_CHOICE, &cfg.wait, 0, 0, cli_wait_modes, "MODE",
 		  CLI_WAIT_HELP },
+		{ "notify", 0, OPT_CHOICE, &cfg.notify, 0, 0, cli_notify_modes, "HOW",
+		  CLI_NOTIFY_HELP },
+		{ "ack", 0, OPT_CHOICE, &cfg.ack, 0, 0, cli_ack_modes, "HOW",
+		  CLI_ACK_HELP },
 		{ "progress", 0, OPT_CHOICE, &cfg.progress, 0, 0, progress_modes, "WHEN",
 		  "the progress line on stderr for tests over a second (auto: on a "
 		  "terminal)" },

@@ -74,7 +74,7 @@ static const struct opts_page pingpong_page = {
 static const char *const fabrics[] = { "verbs", "fake", NULL };
 
 struct pp_cfg {
-	const char *protocol, *device, *fabric, *addr, *wait;
+	const char *protocol, *device, *fabric, *addr, *wait, *notify, *ack;
 	uint64_t size, ring_size;
 	long long iters, warmup, port, timeout, depth, gid_index;
 	bool verify, server;
@@ -546,6 +546,8 @@ static void conn_opts(struct pp_cfg *cfg)
 	cfg->copts.recv_depth = (uint32_t)cfg->depth;
 	cfg->copts.connect_timeout_ms = (int)cfg->timeout;
 	cfg->copts.wait_mode = cli_wait_mode(cfg->wait);
+	cfg->copts.notify = cli_choice_index(cli_notify_modes, cfg->notify);
+	cfg->copts.ack = cli_choice_index(cli_ack_modes, cfg->ack);
 }
 
 static int run(struct pp_cfg *cfg)
@@ -576,7 +578,8 @@ int cmd_pingpong(int argc, char **argv)
 {
 	struct pp_cfg cfg = { .size = 64, .iters = 1000, .warmup = 100,
 			      .port = RDMX_DEFAULT_PORT, .gid_index = -1,
-			      .fabric = "verbs", .wait = "adaptive" };
+			      .fabric = "verbs", .wait = "adaptive",
+			      .notify = "default", .ack = "default" };
 	const struct opt table[] = {
 		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
 		  "NAME", "connection protocol; both sides must use the same" },
@@ -596,6 +599,10 @@ int cmd_pingpong(int argc, char **argv)
 		  "connect timeout and the longest wait for an echo or a send buffer, in ms" },
 		{ "wait", 0, OPT_CHOICE, &cfg.wait, 0, 0, cli_wait_modes, "MODE",
 		  CLI_WAIT_HELP },
+		{ "notify", 0, OPT_CHOICE, &cfg.notify, 0, 0, cli_notify_modes, "HOW",
+		  CLI_NOTIFY_HELP },
+		{ "ack", 0, OPT_CHOICE, &cfg.ack, 0, 0, cli_ack_modes, "HOW",
+		  CLI_ACK_HELP },
 		{ "depth", 0, OPT_INT, &cfg.depth, 1, 65536, NULL, "N",
 		  "send and receive queue depth" },
 		{ "device", 'd', OPT_STRING, &cfg.device, 0, 0, NULL, "DEV",

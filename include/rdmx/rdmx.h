@@ -164,18 +164,21 @@ struct rdmx_ctx_opts {
  * a wait sleeps on the verbs completion channel of the connection's CQs
  * and its rdma_cm channel - the fd rdmx_conn_fd() hands out - woken by a
  * completion or a disconnect; a 100 ms backstop runs the liveness checks
- * of an idle wait. send_recv, srq and read receive completions. The
- * write_simplex and write_magic receivers poll ring memory that the
- * sender's RDMA WRITE fills without a completion: before sleeping they
- * publish it to the sender, which adds a doorbell (a 0-byte SEND) after
- * its next record; a record that crosses the publication in flight is
- * seen at the next record or the backstop (src/protocols/write_ring.c).
- * direct_write does the same both ways (a receiver polls its buffers'
- * footers, a sender out of descriptors its descriptor ring). write_duplex,
- * write_atomic and buffered_read receivers sleep in timed steps instead,
- * doubling from 16 us to 4 ms and polling again (a message is seen up to
- * ~4 ms late; an idle wait wakes ~250 times a second). Ring connections
- * with notify POLL and direct_write connections have no fd.
+ * of an idle wait. send_recv, srq and read receive completions, and so do
+ * the ring protocols with notify IMM. With notify POLL, OFF or REV and
+ * ack SEND (write_simplex's and write_magic's default) the receiver polls
+ * ring memory that the sender's RDMA WRITE fills without a completion:
+ * before sleeping it publishes it to the sender, which adds a doorbell (a
+ * 0-byte SEND) after its next record; a record that crosses the
+ * publication in flight is seen at the next record or the backstop
+ * (src/protocols/write_ring.c). direct_write does the same both ways (a
+ * receiver polls its buffers' footers, a sender out of descriptors its
+ * descriptor ring). Ring receivers with ack READ (write_duplex's default;
+ * they post no receive for a doorbell), write_atomic and buffered_read
+ * receivers sleep in timed steps instead, doubling from 16 us to 4 ms and
+ * polling again (a message is seen up to ~4 ms late; an idle wait wakes
+ * ~250 times a second). Ring connections whose notify is not IMM and
+ * direct_write connections have no fd.
  * rdmx_listener_next and rdmx_listener_recv sleep on one epoll set of
  * every member's wait set (and, for rdmx_listener_next, the listener's
  * rdma_cm channel): as a connection's wait does, unless a member sleeps
@@ -250,6 +253,11 @@ struct rdmx_conn_opts {
 				  * two unsignaled batches); 1: every send
 				  * signaled; 0: the protocol's default */
 	uint8_t coalesce;        /* enum rdmx_coalesce */
+	/* -- write ring variants (issue 13 §3) -- */
+	uint8_t ack;             /* ring protocols (write_simplex/magic/
+				  * duplex): how the receiver's head returns
+				  * to the sender, enum rdmx_ack; both sides
+				  * must agree */
 };
 
 /*
@@ -267,12 +275,57 @@ enum rdmx_coalesce {
 	RDMX_COALESCE_ON = 2,
 };
 
-/* How a ring receiver notices a new message (ring protocols only). */
+/*
+ * How a ring receiver notices a new message (write_simplex, write_magic,
+ * write_duplex; both sides must agree, a mismatch is refused at connect).
+ * Impossible combinations are refused by rdmx_listen/rdmx_dial (-EINVAL
+ * with the reason): IMM with ack READ (IMM needs posted receives, READ is
+ * for a receiver that posts nothing), REV on write_magic (REV lays records
+ * downward from the ring's top and skips at its bottom; the double mapping
+ * is for records that cross the end upward), OFF and REV without inline
+ * WRITEs on the device.
+ */
 enum rdmx_notify {
-	RDMX_NOTIFY_DEFAULT = 0, /* the protocol's own choice (see its file) */
-	RDMX_NOTIFY_POLL = 1,    /* poll a completion marker in the ring */
+	RDMX_NOTIFY_DEFAULT = 0, /* the protocol's own choice: POLL */
+	RDMX_NOTIFY_POLL = 1,    /* the receiver polls the record at its head
+				  * (a stamp at each end): one WRITE per
+				  * message, no receiver verbs; the cheapest,
+				  * relies on in-order placement */
 	RDMX_NOTIFY_IMM = 2,     /* RDMA WRITE with immediate: a receive
-				  * completion announces each message */
+				  * completion announces each message; costs
+				  * the receiver a receive WQE and a CQE per
+				  * message, needs no placement order, and
+				  * gives rdmx_conn_fd a completion to wake */
+	RDMX_NOTIFY_OFF = 3,     /* the data WRITE unsignaled, chained with
+				  * an 8-byte inline WRITE of the new tail
+				  * offset into the receiver's tail word: the
+				  * receiver polls one word; two WQEs per
+				  * message, good for bursts (one word covers
+				  * every record before it) */
+	RDMX_NOTIFY_REV = 4,     /* the ring grows downward and a record ends
+				  * in its length and a valid byte, after a
+				  * 1-byte inline WRITE that pre-clears the
+				  * next record's valid byte: the receiver
+				  * polls one byte and never zeroes memory;
+				  * write_simplex and write_duplex only */
+};
+
+/*
+ * How a ring receiver returns its head (records released) to the sender
+ * (ring protocols; both sides must agree).
+ */
+enum rdmx_ack {
+	RDMX_ACK_DEFAULT = 0, /* the protocol's: SEND for write_simplex and
+			       * write_magic, READ for write_duplex */
+	RDMX_ACK_SEND = 1,    /* the receiver SENDs its count, batched (a
+			       * quarter ring) or when asked; the receiver
+			       * keeps 16 receives posted, which also carry
+			       * the doorbell that wakes a blocked receiver */
+	RDMX_ACK_READ = 2,    /* the sender RDMA-READs the receiver's count
+			       * when short of room: the receiver posts no
+			       * verb at all (its blocked waits are timed
+			       * parks: no doorbell), the sender pays a READ
+			       * round trip when its cached room runs out */
 };
 
 /** rdmx_conn_opts_init - fill @opts with the defaults listed above. */
@@ -582,11 +635,13 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  * coming. The fd belongs to @conn (closed by rdmx_conn_close): do not
  * close it; remove it from your epoll set before closing the connection.
  * Returns the fd (>= 0), or -EOPNOTSUPP for the protocols whose receiver
- * polls memory: the ring protocols with notify POLL and direct_write (the
- * doorbell of enum rdmx_wait_mode can miss a message in flight, which a
- * blocked wait recovers by its backstop and an fd could not; write_simplex
- * and write_magic with notify IMM have one), buffered_read (no doorbell
- * yet: its waits sleep in timed steps), or -errno.
+ * polls memory: the ring protocols with notify POLL, OFF or REV and
+ * direct_write (the doorbell of enum rdmx_wait_mode can miss a record in
+ * flight, which a blocked wait recovers by its backstop and an fd could
+ * not; with ack READ there is no doorbell at all) - a ring connection
+ * with notify IMM has one, its receiver takes a completion per message -,
+ * buffered_read (no doorbell yet: its waits sleep in timed steps), or
+ * -errno.
  */
 int rdmx_conn_fd(rdmx_conn *conn);
 

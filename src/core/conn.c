@@ -53,9 +53,12 @@ int rdmx__check_ring_opts(const struct rdmx_conn_opts *o)
 	    (o->ring_size & (o->ring_size - 1)))
 		return rdmx__fail(-EINVAL, "ring_size %u is not a power of two in %u..%u",
 				  o->ring_size, RDMX__RING_SIZE_MIN, RDMX__RING_SIZE_MAX);
-	if (o->notify > RDMX_NOTIFY_IMM)
+	if (o->notify > RDMX_NOTIFY_REV)
 		return rdmx__fail(-EINVAL, "notify %u is not an enum rdmx_notify value",
 				  o->notify);
+	if (o->ack > RDMX_ACK_READ)
+		return rdmx__fail(-EINVAL, "ack %u is not an enum rdmx_ack value",
+				  o->ack);
 	return 0;
 }
 

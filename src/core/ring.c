@@ -150,6 +150,62 @@ int rdmx__ring_peek(const struct rdmx__ring_geo *g, const void *rec,
 	return 1;
 }
 
+/* ------------------------------------------------------ reverse records */
+
+void rdmx__ring_rev_put(void *slot, uint32_t size, uint32_t len, uint32_t imm,
+			uint16_t flags)
+{
+	struct rdmx__ring_rev_trl *t = (void *)((uint8_t *)slot + size -
+						RDMX__RING_REV_TRL);
+
+	t->len = len;
+	t->imm = imm;
+	t->size = size;
+	t->flags = flags;
+	t->reserved = 0;
+	__atomic_store_n(&t->valid, 1, __ATOMIC_RELEASE);
+}
+
+/* The trailer's fields after its valid byte was seen: one relaxed load
+ * each, so only these copies are checked and used. */
+static void load_trl(const struct rdmx__ring_rev_trl *t,
+		     struct rdmx__ring_rev_trl *out)
+{
+	out->len = __atomic_load_n(&t->len, __ATOMIC_RELAXED);
+	out->imm = __atomic_load_n(&t->imm, __ATOMIC_RELAXED);
+	out->size = __atomic_load_n(&t->size, __ATOMIC_RELAXED);
+	out->flags = __atomic_load_n(&t->flags, __ATOMIC_RELAXED);
+}
+
+int rdmx__ring_rev_peek(const struct rdmx__ring_geo *g, const uint8_t *ring,
+			uint64_t off, uint32_t max_len,
+			struct rdmx__ring_rec_view *v)
+{
+	uint64_t top = g->size - (off & g->mask);
+	const struct rdmx__ring_rev_trl *t =
+		(const void *)(ring + top - RDMX__RING_REV_TRL);
+	struct rdmx__ring_rev_trl tc;
+	uint8_t valid = __atomic_load_n(&t->valid, __ATOMIC_ACQUIRE);
+
+	if (!valid)
+		return 0;
+	if (valid != 1)
+		return rdmx__fail(-EPROTO, "ring: valid byte %u at offset %llu (only 1 is valid)",
+				  valid, (unsigned long long)off);
+	load_trl(t, &tc);
+	if (tc.flags & RDMX__RING_REC_PAD)
+		return view_pad(g, off, v);
+	if (tc.len > max_len || tc.size % RDMX__RING_ALIGN ||
+	    tc.size < rdmx__ring_rev_size(tc.len) || tc.size > top)
+		return rdmx__fail(-EPROTO, "ring: reverse record of %u bytes in a slot of %u at offset %llu does not fit (max %u)",
+				  tc.len, tc.size, (unsigned long long)off, max_len);
+	v->len = tc.len;
+	v->imm = tc.imm;
+	v->flags = tc.flags;
+	v->size = tc.size;
+	return 1;
+}
+
 /* ------------------------------------------------------------- release */
 
 int rdmx__ring_rel_init(struct rdmx__ring_rel *r, uint32_t cap)

@@ -170,6 +170,68 @@ int rdmx__ring_peek(const struct rdmx__ring_geo *g, const void *rec,
 extern void (*rdmx__ring_test_peeked)(const void *rec);
 
 /*
+ * Reverse records (notify REV). The ring is filled from its top down:
+ * the record at offset o of rsize bytes occupies bytes
+ * [size - (o & mask) - rsize, size - (o & mask)) - rdmx__ring_rev_at() -
+ * so offsets still grow and everything above (placement, room, release)
+ * is unchanged; a record never crosses the bottom (a pad fills the rest
+ * of the lap, skip to the top). In address order a record is
+ *    0 payload, then padding up to the trailer
+ *  size-16 u32 len, u32 imm, u32 size (bytes of the slot), u16 flags,
+ *          u8 reserved 0, u8 valid (1)
+ * so that one WRITE, placed in increasing address order, lands the valid
+ * byte last, and it sits at the slot's top byte: the byte the receiver
+ * polls. Before each record (and pad) the sender writes one zero byte at
+ * the top of the slot that follows it (the pre-clear: a separate inline
+ * WRITE posted first, RC keeps the order), so a valid byte left by an
+ * earlier lap is never taken and the receiver never zeroes memory. The
+ * slot size travels in the trailer (a sender may send fewer bytes than it
+ * allocated: the payload stays at the slot's bottom).
+ */
+#define RDMX__RING_REV_TRL 16u
+
+struct rdmx__ring_rev_trl {
+	uint32_t len;
+	uint32_t imm;
+	uint32_t size;
+	uint16_t flags;
+	uint8_t reserved;
+	uint8_t valid;
+};
+
+/* Bytes a reverse record of @len payload bytes takes. */
+static inline uint64_t rdmx__ring_rev_size(uint64_t len)
+{
+	return (len + RDMX__RING_REV_TRL + RDMX__RING_ALIGN - 1) &
+	       ~(uint64_t)(RDMX__RING_ALIGN - 1);
+}
+
+/* The byte index of the first byte of the @rsize-byte record at @off. */
+static inline uint64_t rdmx__ring_rev_at(const struct rdmx__ring_geo *g,
+					 uint64_t off, uint64_t rsize)
+{
+	return g->size - (off & g->mask) - rsize;
+}
+
+/* Write the trailer of a reverse record of @size bytes at @slot (its
+ * first byte; the payload is there already). The valid byte last, with
+ * release semantics. */
+void rdmx__ring_rev_put(void *slot, uint32_t size, uint32_t len, uint32_t imm,
+			uint16_t flags);
+
+/*
+ * Look at the reverse ring @ring at @off: 1 with *@v filled (a record, or
+ * a pad running to the lap's end), 0 when its valid byte is still 0,
+ * -EPROTO (with a message) for a valid byte that is not 1, a length above
+ * @max_len, a slot size that is not a multiple of RDMX__RING_ALIGN, holds
+ * no such record or crosses the ring's bottom, or a pad at a lap's start.
+ * The trailer is read once into a local copy after the valid byte (acquire).
+ */
+int rdmx__ring_rev_peek(const struct rdmx__ring_geo *g, const uint8_t *ring,
+			uint64_t off, uint32_t max_len,
+			struct rdmx__ring_rec_view *v);
+
+/*
  * Out-of-order release. The receiver delivers records in ring order, each
  * gets a sequence number; the user may hand them back in any order, and
  * the head advances only over the contiguous released prefix. Holds at

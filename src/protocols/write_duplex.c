@@ -24,9 +24,11 @@
  * and HCAs read it as one unit); a count above what was sent is refused
  * as a protocol error, never trusted.
  *
- * Notification is polling only (RDMX_NOTIFY_IMM is -EINVAL: it would need
- * posted receives and completions on the receiver, the very thing this
- * protocol avoids).
+ * This is the default (opts.ack RDMX_ACK_DEFAULT); opts.ack SEND makes it
+ * write_simplex. Notification may be poll (default), off or rev
+ * (write_ring_notify.c); RDMX_NOTIFY_IMM with ack READ is -EINVAL: it
+ * would need posted receives and completions on the receiver, the very
+ * thing this protocol avoids.
  */
 #include "write_ring.h"
 
@@ -37,4 +39,4 @@ static const struct rdmx__wring_variant duplex_variant = {
 
 const struct rdmx_protocol_ops rdmx__proto_write_duplex =
 	RDMX__WRING_OPS("write_duplex", RDMX__PROTO_WRITE_DUPLEX, &duplex_variant,
-			NULL);
+			rdmx__wring_sleep_announce);

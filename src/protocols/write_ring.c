@@ -22,15 +22,15 @@
  * for the gap to close); the sender turns a count into a byte offset with
  * its table of record end offsets (`ends`, win + 1 entries).
  *
- * How the count travels:
- *  - write_simplex/magic: the receiver SENDs it (8 bytes, into one of the
+ * How the count travels (opts.ack; the protocol gives the default):
+ *  - ack SEND (write_simplex/magic): the receiver SENDs it (8 bytes, into one of the
  *    N_CTRL buffers the sender keeps posted) when the released bytes since
  *    the last update reach ring_size / 4, or the released records reach
  *    win / 2, or when asked. One update is in flight at a time; more are
  *    coalesced (a count is absolute, the latest wins). A sender whose
  *    cached head shows too little room ASKS: it RDMA-WRITEs into the
  *    receiver's ask word the smallest count T that would make room.
- *  - write_duplex: the receiver stores the count in a registered word
+ *  - ack READ (write_duplex): the receiver stores the count in a registered word
  *    (release store); a blocked sender RDMA-READs it. The receiver posts
  *    nothing at all on the data path.
  *
@@ -48,7 +48,7 @@
  * releasing, a blocked sender is always answered; if it holds messages,
  * the sender waits for exactly those and times out cleanly.
  *
- * Sleeping receivers (simplex/magic, notify POLL). A record lands in the
+ * Sleeping receivers (ack SEND, notify POLL, OFF or REV). A record lands in the
  * ring by RDMA WRITE and makes no completion at the receiver, so a wait
  * that sleeps in the kernel (wait modes block and adaptive) must be woken
  * by the sender. Before it sleeps on its wait set, the receiver WRITEs
@@ -66,11 +66,16 @@
  * count then) or the wait set's backstop (RDMX__WAIT_BACKSTOP_MS, 100
  * ms): the worst case for one message, in a window of a network round
  * trip. An fd has no backstop, so rdmx_conn_fd() refuses these
- * connections (RDMX__WATCH_DOORBELL). write_duplex posts no receives and
- * keeps timed parks.
+ * connections (RDMX__WATCH_DOORBELL). With ack READ (write_duplex's
+ * default) the receiver posts no receives and keeps timed parks. The
+ * doorbell itself is write_ring_notify.c's.
  *
- * Bursts (rdmx_send_flags RDMX_SEND_MORE): place() stages a record as
- * send does, push_held() posts what is staged; see write_ring_burst.h.
+ * Bursts (rdmx_send_flags RDMX_SEND_MORE, notify POLL): place() stages a
+ * record as send does, push_held() posts what is staged in one WRITE; see
+ * write_ring_burst.h. The other notify modes post each record as it is
+ * sent (IMM: one completion per record; OFF and REV: the tail word and the
+ * pre-clear belong to one record), and count it in the burst's FIFO too,
+ * so that sends_done has one count for every mode.
  *
  * Wait loops all go through rdmx__conn_wait(), which sees the peer leave;
  * WRITEs to a peer that left fail with a retry error: never a hang.
@@ -81,82 +86,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ring.h"
-#include "write_ring.h"
-#include "write_ring_burst.h"
+#include "write_ring_priv.h"
 
-#define N_CTRL 16        /* head-update receive buffers the sender posts */
-#define BLOCK_LEN 40
-#define WC_BATCH 16
-
-/* wr_id tags (bits 62-63); data WRITEs carry their record's end offset. */
-#define TAG_SHIFT 62
-#define TAG_DATA 0ull
-#define TAG_UPD 1ull
-#define TAG_ASK 2ull
-#define TAG_READ 3ull
-#define SUB_WAKE (1ull << 61) /* under TAG_ASK: a sleep_gen WRITE, a doorbell */
+#define BLOCK_LEN 40 /* fits the connect private data (56 bytes) */
 
 /* Message handles (internal.h): a SEND handle's value is the alloc id,
  * a RECV handle's the record's sequence number. */
 
 #define HELLO_MAGIC 0x1
-
-/* Registered control words; rbuf[] follows (16 bytes per receive). */
-struct ctl {
-	uint64_t ask;      /* written by the peer: "tell me when >= ask" */
-	uint64_t released; /* read by the peer (duplex): records released */
-	uint64_t ask_src;  /* source of our ask WRITE */
-	uint64_t read_dst; /* target of our head READ */
-	uint64_t upd_src;  /* source of our update SEND */
-	uint64_t sleep_gen; /* written by the peer: its sleep count (below) */
-	uint64_t gen_src;  /* source of our sleep_gen WRITE */
-	uint64_t pad_[1];
-	uint64_t rbuf[][2];
-};
-
-struct wring {
-	int duplex;               /* the variant's head_by_read */
-	int imm;                  /* notify = IMM */
-	int local_magic;          /* our two rings are double-mapped */
-	struct rdmx__cq *scq, *rcq;
-	uint8_t *ring, *stage;    /* own receive ring, staging mirror */
-	struct ctl *ctl;
-	size_t ctl_len;
-	struct rdmx__mr *ring_mr, *stage_mr, *ctl_mr;
-	struct rdmx__ring_geo rgeo, sgeo; /* own ring, peer's ring */
-	uint64_t rseed, sseed;
-	uint64_t peer_ring, peer_ctl;
-	uint32_t peer_ring_rkey, peer_ctl_rkey;
-	uint32_t nrecv;           /* receives posted (ctrl, + window if IMM) */
-	uint32_t win_out, win_in; /* message windows, see the top */
-	/* sender */
-	uint64_t tail, sent, acked, head, done;
-	uint64_t *ends;           /* win_out + 1 record end offsets */
-	uint32_t data_out;        /* data WRITEs not completed */
-	struct rdmx__one_buf ob;   /* the buffer rdmx_msg_alloc handed out */
-	uint64_t asked;
-	int ask_out, read_out;
-	/* receiver */
-	uint64_t rd;              /* offset of the next record to take */
-	struct rdmx__ring_rel rel;
-	uint64_t reported, reported_head;
-	int upd_out;
-	uint32_t imm_ready;       /* IMM completions not matched to records */
-	uint64_t gen;             /* sleeps published (wring_sleep_announce) */
-	int announced;            /* gen is current: no record taken since */
-	uint64_t rung;            /* sender: the peer's sleep_gen we rang for */
-	struct rdmx__wburst burst; /* held records (write_ring_burst.h) */
-	struct rdmx__wring_stats st;
-};
-
-_Static_assert(sizeof(struct wring) <= RDMX__WRING_PRIV_SIZE,
-	       "raise RDMX__WRING_PRIV_SIZE");
-
-static struct wring *wr_of(const rdmx_conn *c)
-{
-	return c->priv;
-}
 
 /* The variant a table of this engine describes (its .family). */
 static const struct rdmx__wring_variant *variant_of(const struct rdmx_protocol_ops *proto)
@@ -278,7 +215,7 @@ static int create_queues(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
 	struct rdmx__qp_caps caps = {
-		.max_send_wr = 2 * c->opts.send_depth + 8,
+		.max_send_wr = WRING_WRS_MAX * c->opts.send_depth + 8,
 		.max_recv_wr = p->nrecv ? p->nrecv : 1,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
@@ -293,12 +230,12 @@ static int create_queues(rdmx_conn *c)
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
 	/* a receive completion wakes a sleeping receiver: with notify IMM
-	 * one per record; with POLL (simplex, magic) the doorbell of
-	 * "Sleeping receivers" above. duplex posts no receives: its parks
-	 * stay timed (see rdmx_wait_mode in rdmx.h) */
+	 * one per record; with POLL, OFF or REV and ack SEND the doorbell of
+	 * "Sleeping receivers" above. With ack READ no receive is posted:
+	 * parks stay timed (see rdmx_wait_mode in rdmx.h) */
 	rdmx__conn_watch(c, p->scq, 0);
 	rdmx__conn_watch(c, p->rcq, p->imm ? RDMX__WATCH_RECV :
-			 !p->duplex ? RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL : 0);
+			 !p->ack_read ? RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL : 0);
 	return rdmx__conn_create_qp(c, &caps);
 }
 
@@ -315,10 +252,7 @@ int rdmx__wring_check_opts(const struct rdmx_protocol_ops *proto,
 		return rdmx__fail(-EINVAL, "%s: ring_size %u cannot hold two records of max_msg_size %u (needs %llu bytes)",
 				  proto->name, o->ring_size, max_msg,
 				  (unsigned long long)(2 * rec));
-	if (variant_of(proto)->head_by_read && o->notify == RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "%s: notify IMM needs posted receives on the receiver, which this protocol avoids; use poll",
-				  proto->name);
-	return 0;
+	return rdmx__wring_check_variant(proto, o);
 }
 
 int rdmx__wring_setup(rdmx_conn *c)
@@ -326,10 +260,11 @@ int rdmx__wring_setup(rdmx_conn *c)
 	struct wring *p = wr_of(c);
 	int rc;
 
-	p->duplex = variant_of(c->proto)->head_by_read;
-	p->imm = c->opts.notify == RDMX_NOTIFY_IMM;
+	p->ack_read = rdmx__wring_ack_of(c->proto, &c->opts) == RDMX_ACK_READ;
+	p->notify = rdmx__wring_notify_of(&c->opts);
+	p->imm = p->notify == RDMX_NOTIFY_IMM;
 	p->rseed = rdmx__ring_seed();
-	p->nrecv = p->duplex ? 0 : N_CTRL;
+	p->nrecv = p->ack_read ? 0 : N_CTRL;
 	if (p->imm) /* one receive per message of the window */
 		p->nrecv += c->opts.recv_depth;
 	rc = make_rings(c);
@@ -339,11 +274,16 @@ int rdmx__wring_setup(rdmx_conn *c)
 		rc = create_queues(c);
 	for (uint32_t i = 0; !rc && i < p->nrecv; i++)
 		rc = post_ctrl_recv(c, i);
-	p->st.imm = p->imm;
 	if (!rc)
-		rc = rdmx__wburst_init(&p->burst, !p->imm &&
+		rc = rdmx__wburst_init(&p->burst, p->notify == RDMX_NOTIFY_POLL &&
 				       c->opts.coalesce != RDMX_COALESCE_OFF,
 				       c->opts.ring_size, c->opts.send_depth);
+	if (!rc && p->notify >= RDMX_NOTIFY_OFF && c->max_inline < sizeof(uint64_t))
+		rc = rdmx__fail(-EOPNOTSUPP, "%s: notify %s needs inline WRITEs, which this device refused",
+				c->proto->name, rdmx__wring_notify_name(p->notify));
+	p->st.imm = p->imm;
+	p->st.notify = p->notify;
+	p->st.ack_read = p->ack_read;
 	return rc;
 }
 
@@ -370,7 +310,9 @@ void rdmx__wring_teardown(rdmx_conn *c)
  * The block (40 bytes, both directions):
  *   0 u64 receive ring address     8 u32 its rkey    12 u32 ring size
  *  16 u64 stamp seed of the ring  24 u64 control words address
- *  32 u32 their rkey              36 u16 send_depth  38 u8 notify
+ *  32 u32 their rkey              36 u16 send_depth
+ *  38 u8 notify (enum rdmx_notify) in bits 0-3, ack (enum rdmx_ack; 0:
+ *        the protocol's default) in bits 4-7
  *  39 u8 flags (HELLO_MAGIC: both rings of this side are double-mapped)
  */
 int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *b, size_t cap, size_t *len)
@@ -387,7 +329,7 @@ int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *b, size_t cap, size_t *len)
 	rdmx__put_u64(b + 24, (uintptr_t)p->ctl);
 	rdmx__put_u32(b + 32, p->ctl_mr->rkey);
 	rdmx__put_u16(b + 36, (uint16_t)c->opts.send_depth);
-	b[38] = p->imm ? RDMX_NOTIFY_IMM : RDMX_NOTIFY_POLL;
+	b[38] = (uint8_t)(p->notify | (p->ack_read ? RDMX_ACK_READ : RDMX_ACK_SEND) << 4);
 	b[39] = p->local_magic ? HELLO_MAGIC : 0;
 	*len = BLOCK_LEN;
 	return 0;
@@ -397,6 +339,7 @@ int rdmx__wring_hello_out(rdmx_conn *c, uint8_t *b, size_t cap, size_t *len)
 static int hello_check(rdmx_conn *c, const uint8_t *b, size_t len)
 {
 	struct wring *p = wr_of(c);
+	uint8_t notify = b[38] & 0xf, ack = b[38] >> 4;
 	uint32_t size;
 
 	if (len != BLOCK_LEN)
@@ -406,10 +349,16 @@ static int hello_check(rdmx_conn *c, const uint8_t *b, size_t len)
 	if (size != c->opts.ring_size)
 		return rdmx__fail(-EPROTO, "%s: ring_size mismatch: this side %u, peer %u",
 				  c->proto->name, c->opts.ring_size, size);
-	if (b[38] != (p->imm ? RDMX_NOTIFY_IMM : RDMX_NOTIFY_POLL))
+	if (notify != p->notify)
 		return rdmx__fail(-EPROTO, "%s: notify mismatch: this side %s, peer %s",
-				  c->proto->name, p->imm ? "imm" : "poll",
-				  b[38] == RDMX_NOTIFY_IMM ? "imm" : "poll");
+				  c->proto->name, rdmx__wring_notify_name(p->notify),
+				  rdmx__wring_notify_name(notify));
+	if (!ack)
+		ack = variant_of(c->proto)->head_by_read ? RDMX_ACK_READ : RDMX_ACK_SEND;
+	if (ack != (p->ack_read ? RDMX_ACK_READ : RDMX_ACK_SEND))
+		return rdmx__fail(-EPROTO, "%s: ack mismatch: this side %s, peer %s",
+				  c->proto->name, p->ack_read ? "read" : "send",
+				  rdmx__wring_ack_name(ack));
 	if (!rdmx__get_u16(b + 36))
 		return rdmx__fail(-EPROTO, "%s: peer send_depth 0", c->proto->name);
 	return 0;
@@ -556,7 +505,7 @@ static int maybe_update(rdmx_conn *c)
 	};
 	int rc;
 
-	if (p->duplex || p->upd_out || n == p->reported ||
+	if (p->ack_read || p->upd_out || n == p->reported ||
 	    c->state != RDMX__CONN_UP)
 		return 0;
 	ask = __atomic_load_n(&p->ctl->ask, __ATOMIC_ACQUIRE);
@@ -595,7 +544,7 @@ static int progress(rdmx_conn *c)
 static int peer_room(const struct wring *p, uint64_t rsize)
 {
 	return p->sent - p->acked < p->win_out &&
-	       rdmx__ring_fits(&p->sgeo, p->tail, p->head, rsize);
+	       rdmx__wring_fits(p, p->head, rsize);
 }
 
 /* Room here: staging bytes whose WRITEs completed, a send slot. */
@@ -615,60 +564,9 @@ static uint64_t ask_target(const struct wring *p, uint64_t rsize)
 	if (p->sent + 1 > p->win_out && k < p->sent + 1 - p->win_out)
 		k = p->sent + 1 - p->win_out;
 	for (; k < p->sent; k++)
-		if (rdmx__ring_fits(&p->sgeo, p->tail,
-				    p->ends[(k - 1) % (p->win_out + 1)], rsize))
+		if (rdmx__wring_fits(p, p->ends[(k - 1) % (p->win_out + 1)], rsize))
 			break;
 	return k;
-}
-
-/* The peer published a sleep we did not ring for: post a 0-byte SEND
- * after what we wrote (RC order: it completes at the peer after the
- * WRITEs before it are placed). sleep_gen is peer-written: read once. */
-static int ring_if_asleep(rdmx_conn *c)
-{
-	struct wring *p = wr_of(c);
-	uint64_t g = __atomic_load_n(&p->ctl->sleep_gen, __ATOMIC_ACQUIRE);
-	struct rdmx__wr wr = {
-		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
-		.op = RDMX__OP_SEND,
-		.flags = RDMX__WR_SIGNALED,
-	};
-	int rc;
-
-	if (g == p->rung || p->imm || p->duplex)
-		return 0;
-	p->rung = g;
-	p->st.doorbells_sent++;
-	rc = rdmx__post_send(c, &wr, 1);
-	return rc ? rdmx__conn_down(c, rc, "posting a doorbell: %s", rdmx__last()) : 0;
-}
-
-/* ops->sleep_announce (simplex, magic with notify POLL): WRITE our next
- * sleep count into the peer's sleep_gen, once per sleep; 1 when it was
- * published now (the caller polls the ring once more before sleeping). */
-int rdmx__wring_sleep_announce(rdmx_conn *c)
-{
-	struct wring *p = wr_of(c);
-	struct rdmx__wr wr = {
-		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
-		.op = RDMX__OP_WRITE,
-		.flags = RDMX__WR_SIGNALED,
-		.addr = &p->ctl->gen_src,
-		.len = sizeof(uint64_t),
-		.lkey = p->ctl_mr->lkey,
-		.remote_addr = p->peer_ctl + offsetof(struct ctl, sleep_gen),
-		.rkey = p->peer_ctl_rkey,
-	};
-	int rc;
-
-	if (p->announced || p->imm || p->duplex || c->state != RDMX__CONN_UP)
-		return 0;
-	p->ctl->gen_src = ++p->gen;
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
-	p->announced = 1;
-	return 1;
 }
 
 /* Blocked by the peer: ask for an update (simplex) or read its head. */
@@ -683,7 +581,7 @@ static int request_room(rdmx_conn *c, uint64_t rsize)
 	};
 	uint64_t t;
 
-	if (p->duplex) {
+	if (p->ack_read) {
 		if (p->read_out)
 			return 0;
 		wr.wr_id = TAG_READ << TAG_SHIFT;
@@ -708,14 +606,14 @@ static int request_room(rdmx_conn *c, uint64_t rsize)
 	if (rdmx__post_send(c, &wr, 1))
 		return rdmx__conn_down(c, -EIO, "asking the peer for its head: %s",
 				       rdmx__last());
-	return ring_if_asleep(c); /* a sleeping peer must see the ask */
+	return rdmx__wring_ring_if_asleep(c); /* a sleeping peer must see the ask */
 }
 
 /*
  * Post what place() staged since the last post, [burst.from, tail): ONE
  * signaled data WRITE (wr_id: its end), after an unsignaled one up to a
- * pad's header or the ring's end where the span breaks there. With
- * notify IMM nothing is held: the one record's WRITE_WITH_IMM.
+ * pad's header or the ring's end where the span breaks there (notify POLL
+ * only: nothing is held in the other modes).
  */
 static int push_held(rdmx_conn *c)
 {
@@ -738,16 +636,12 @@ static int push_held(rdmx_conn *c)
 		};
 	wr[n - 1].wr_id = p->tail;
 	wr[n - 1].flags = RDMX__WR_SIGNALED;
-	if (p->imm) {
-		wr[n - 1].op = RDMX__OP_WRITE_IMM;
-		wr[n - 1].imm = (uint32_t)(p->sent - 1);
-	}
 	rc = rdmx__post_send(c, wr, n);
 	if (rc)
 		return rdmx__conn_down(c, rc, "posting a ring write: %s", rdmx__last());
 	p->data_out++;
 	rdmx__wburst_posted(&p->burst, p->tail, n);
-	return ring_if_asleep(c);
+	return rdmx__wring_ring_if_asleep(c);
 }
 
 /* Wait until a record of @rsize bytes may be written. */
@@ -780,7 +674,7 @@ int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			  int timeout_ms)
 {
 	struct wring *p = wr_of(c);
-	uint64_t rsize = rdmx__ring_rec_size(size), pad, start;
+	uint64_t rsize = rdmx__wring_rec_size(p, size), pad, start, at;
 	int rc;
 
 	rc = rdmx__one_buf_busy(c, &p->ob);
@@ -789,8 +683,10 @@ int rdmx__wring_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	if (rc)
 		return rc;
 	start = rdmx__ring_place(&p->sgeo, p->tail, rsize, &pad);
-	rdmx__one_buf_give(c, &p->ob, m, p->stage + (start & p->sgeo.mask) + RDMX__RING_HDR,
-			   start, size);
+	at = rdmx__wring_at(p, &p->sgeo, start, rsize);
+	if (p->notify != RDMX_NOTIFY_REV)
+		at += RDMX__RING_HDR;
+	rdmx__one_buf_give(c, &p->ob, m, p->stage + at, start, size);
 	return 0;
 }
 
@@ -799,13 +695,76 @@ static int live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
 	return rdmx__one_buf_is(c, &wr_of(c)->ob, m);
 }
 
-/* Place @m's record in the staging ring (a pad before it when it skips to
- * the lap start) and count it sent; posting is push_held()'s. */
-static int place(rdmx_conn *c, struct rdmx_msg *m)
+/* A pad WRITE (unsignaled) for the bytes between the tail and @start,
+ * with what the notify mode posts before it; returns the WRs put. */
+static int pad_wrs(rdmx_conn *c, uint64_t start, struct rdmx__wr *wr)
 {
 	struct wring *p = wr_of(c);
-	uint64_t start = p->ob.start, rsize = rdmx__ring_rec_size(m->len);
-	uint64_t at = start & p->sgeo.mask;
+	uint64_t at = p->tail & p->sgeo.mask, len = RDMX__RING_HDR;
+	int n = rdmx__wring_notify_pre(c, start, wr);
+
+	if (p->notify == RDMX_NOTIFY_REV) { /* its trailer, at the slot's top */
+		rdmx__ring_rev_put(p->stage, (uint32_t)(start - p->tail), 0, 0,
+				   RDMX__RING_REC_PAD);
+		at = start - p->tail - RDMX__RING_REV_TRL;
+		len = RDMX__RING_REV_TRL;
+	} else {
+		rdmx__ring_put_pad(p->stage + at, p->sseed, p->tail);
+	}
+	wr[n] = (struct rdmx__wr){
+		.op = RDMX__OP_WRITE,
+		.addr = p->stage + at,
+		.len = (uint32_t)len,
+		.lkey = p->stage_mr->lkey,
+		.remote_addr = p->peer_ring + at,
+		.rkey = p->peer_ring_rkey,
+	};
+	p->st.pads++;
+	p->st.pad_bytes += start - p->tail;
+	return n + 1;
+}
+
+/* The record's bytes around the payload in the staging ring and its
+ * WRITE (signaled, tagged with its end offset): the placement step. */
+static void rec_wr(rdmx_conn *c, const struct rdmx_msg *m, uint64_t start,
+		   uint64_t rsize, struct rdmx__wr *wr)
+{
+	struct wring *p = wr_of(c);
+	uint64_t at = rdmx__wring_at(p, &p->sgeo, start, rsize);
+	uint16_t flags = (m->flags & RDMX_MSG_IMM) ? RDMX__RING_REC_IMM : 0;
+
+	if (at + rsize > p->sgeo.size)
+		p->st.crossings++;
+	if (p->notify == RDMX_NOTIFY_REV)
+		rdmx__ring_rev_put(p->stage + at, (uint32_t)rsize, (uint32_t)m->len,
+				   m->imm, flags);
+	else
+		rdmx__ring_put_rec(p->stage + at, p->sseed, start, (uint32_t)m->len,
+				   m->imm, flags);
+	*wr = (struct rdmx__wr){
+		.wr_id = start + rsize,
+		.op = p->imm ? RDMX__OP_WRITE_IMM : RDMX__OP_WRITE,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = p->stage + at,
+		.len = (uint32_t)rsize,
+		.lkey = p->stage_mr->lkey,
+		.remote_addr = p->peer_ring + at,
+		.rkey = p->peer_ring_rkey,
+		.imm = (uint32_t)p->sent,
+	};
+}
+
+/* The bytes the record of @m takes: REV keeps the allocated slot (the
+ * payload sits at its bottom), the others shrink to the length sent. */
+static uint64_t send_size(const struct wring *p, const struct rdmx_msg *m)
+{
+	return rdmx__wring_rec_size(p, p->notify == RDMX_NOTIFY_REV ? p->ob.cap : m->len);
+}
+
+/* @m is the buffer rdmx_msg_alloc handed out, its length within it. */
+static int send_check(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
 
 	if (!live_alloc(c, m))
 		return rdmx__fail(-EINVAL, "%s: not the buffer from rdmx_msg_alloc on this connection",
@@ -813,6 +772,34 @@ static int place(rdmx_conn *c, struct rdmx_msg *m)
 	if (m->len > p->ob.cap)
 		return rdmx__fail(-EMSGSIZE, "%s: %zu bytes in a buffer of %zu",
 				  c->proto->name, m->len, p->ob.cap);
+	return 0;
+}
+
+/* The record of @m, ending at @end, is sent: the sender's counts. */
+static void sent_one(rdmx_conn *c, struct rdmx_msg *m, uint64_t end)
+{
+	struct wring *p = wr_of(c);
+
+	p->ends[p->sent % (p->win_out + 1)] = end;
+	p->sent++;
+	p->tail = end;
+	p->ob.live = 0;
+	p->st.records_out++;
+	rdmx__msg_spend(m);
+}
+
+/* Place @m's record in the staging ring (a pad before it when it skips to
+ * the lap start) and count it sent; posting is push_held()'s. Notify POLL
+ * (the only mode that holds records). */
+static int place(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+	uint64_t start = p->ob.start, rsize = rdmx__ring_rec_size(m->len);
+	uint64_t at = start & p->sgeo.mask;
+	int rc = send_check(c, m);
+
+	if (rc)
+		return rc;
 	if (start != p->tail) {
 		rdmx__ring_put_pad(p->stage + (p->tail & p->sgeo.mask), p->sseed,
 				   p->tail);
@@ -824,19 +811,43 @@ static int place(rdmx_conn *c, struct rdmx_msg *m)
 	rdmx__ring_put_rec(p->stage + at, p->sseed, start, (uint32_t)m->len,
 			   m->imm, (m->flags & RDMX_MSG_IMM) ? RDMX__RING_REC_IMM : 0);
 	rdmx__wburst_add(&p->burst, p->tail, start, start + rsize);
-	p->ends[p->sent % (p->win_out + 1)] = start + rsize;
-	p->sent++;
-	p->tail = start + rsize;
-	p->ob.live = 0;
-	p->st.records_out++;
-	rdmx__msg_spend(m);
+	sent_one(c, m, start + rsize);
 	return 0;
+}
+
+/* One record in its own WRITE, with what the notify mode adds. */
+static int send_one(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wring *p = wr_of(c);
+	uint64_t start = p->ob.start, rsize;
+	struct rdmx__wr wr[WRING_WRS_MAX];
+	int n = 0, rc = send_check(c, m);
+
+	if (rc)
+		return rc;
+	rsize = send_size(p, m);
+	if (start != p->tail)
+		n += pad_wrs(c, start, wr);
+	n += rdmx__wring_notify_pre(c, start + rsize, wr + n);
+	rec_wr(c, m, start, rsize, &wr[n++]);
+	n += rdmx__wring_notify_post(c, start + rsize, wr, n);
+	rc = rdmx__post_send(c, wr, n);
+	if (rc)
+		return rdmx__conn_down(c, rc, "posting a ring write: %s", rdmx__last());
+	rdmx__wburst_add(&p->burst, p->tail, start, start + rsize);
+	rdmx__wburst_posted(&p->burst, start + rsize, 1);
+	sent_one(c, m, start + rsize);
+	p->data_out++;
+	return rdmx__wring_ring_if_asleep(c);
 }
 
 int rdmx__wring_send(rdmx_conn *c, struct rdmx_msg *m)
 {
-	int rc = place(c, m);
+	int rc;
 
+	if (!wr_of(c)->burst.on)
+		return send_one(c, m);
+	rc = place(c, m);
 	return rc ? rc : push_held(c);
 }
 
@@ -847,7 +858,7 @@ int rdmx__wring_send_more(rdmx_conn *c, struct rdmx_msg *m)
 	int rc;
 
 	if (!p->burst.on)
-		return rdmx__wring_send(c, m);
+		return send_one(c, m);
 	rc = place(c, m);
 	if (!rc && rdmx__wburst_full(&p->burst, p->tail))
 		rc = push_held(c);
@@ -893,7 +904,8 @@ static void fill_recv_msg(rdmx_conn *c, const struct rdmx__ring_rec_view *v,
 {
 	struct wring *p = wr_of(c);
 
-	m->data = p->ring + (p->rd & p->rgeo.mask) + RDMX__RING_HDR;
+	m->data = p->ring + rdmx__wring_at(p, &p->rgeo, p->rd, v->size) +
+		  (p->notify == RDMX_NOTIFY_REV ? 0 : RDMX__RING_HDR);
 	m->len = v->len;
 	m->cap = v->len;
 	m->imm = (v->flags & RDMX__RING_REC_IMM) ? v->imm : 0;
@@ -910,13 +922,9 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 	int rc;
 
 	for (;;) {
-		if (p->imm && !p->imm_ready)
-			return 0;
-		rc = rdmx__ring_peek(&p->rgeo, p->ring + (p->rd & p->rgeo.mask),
-				     p->rseed, p->rd, c->max_msg, !p->imm, &v);
-		if (rc == 0 && p->imm)
-			rc = rdmx__fail(-EPROTO, "write completion without a record at offset %llu",
-					(unsigned long long)p->rd);
+		rc = rdmx__wring_announced(c);
+		if (rc > 0)
+			rc = rdmx__wring_peek(c, &v);
 		if (rc <= 0)
 			return rc;
 		if (!(v.flags & RDMX__RING_REC_PAD))
@@ -975,7 +983,7 @@ int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EINVAL, "%s: message not held on this connection",
 				  c->proto->name);
 	rdmx__msg_spend(m);
-	if (n && p->duplex)
+	if (n && p->ack_read)
 		__atomic_store_n(&p->ctl->released, p->rel.released, __ATOMIC_RELEASE);
 	return n ? maybe_update(c) : 0;
 }

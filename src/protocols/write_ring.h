@@ -19,10 +19,12 @@
  *   double_map    the rings are mapped twice back to back, so a record
  *                 may cross the ring's end (write_magic; it falls back to
  *                 pad records when the mapping is refused)
- *   head_by_read  the sender RDMA-READs the receiver's released count and
- *                 the receiver posts nothing (write_duplex: notify IMM is
- *                 refused, it would need posted receives); else the
- *                 receiver SENDs head updates (write_simplex/magic)
+ *   head_by_read  the default ack (opts.ack DEFAULT): the sender
+ *                 RDMA-READs the receiver's released count and the
+ *                 receiver posts nothing (write_duplex); else the receiver
+ *                 SENDs head updates (write_simplex/magic). opts.ack
+ *                 chooses either for any of the three.
+ * notify (opts.notify) is chosen per connection: write_ring_notify.c.
  */
 struct rdmx__wring_variant {
 	int double_map;
@@ -47,6 +49,8 @@ struct rdmx__wring_stats {
 	uint64_t split;        /* of them, in two pieces at the ring's end */
 	int magic;             /* records may cross the end (double mapping) */
 	int imm;               /* WRITE_WITH_IMM notification */
+	int notify;            /* enum rdmx_notify the connection runs */
+	int ack_read;          /* ack READ (else SEND) */
 };
 
 /* The stats of a write_simplex/magic/duplex connection, or -EINVAL. */
@@ -78,9 +82,9 @@ uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c);
 
 /*
  * The ops table of a protocol of this engine: its name, wire id, variant
- * (.family) and sleep_announce hook (NULL where the receiver has no
- * doorbell: write_duplex posts no receives); everything else is the
- * engine's.
+ * (.family) and sleep_announce hook (rdmx__wring_sleep_announce: it
+ * publishes nothing where the connection's receiver has no doorbell, with
+ * ack READ or notify IMM); everything else is the engine's.
  */
 #define RDMX__WRING_OPS(nm, pid, variant, announce) {		\
 	.name = (nm),						\

@@ -35,7 +35,12 @@
  * recv_depth zero-payload receives posted and takes a record when its
  * receive completes, which does not depend on placement order (the
  * completion guarantees the whole WRITE landed). The user's immediate
- * data always travels in the record header, in both modes.
+ * data always travels in the record header, in every mode. Two more:
+ * RDMX_NOTIFY_OFF chains an inline WRITE of the new tail into a word the
+ * receiver polls, RDMX_NOTIFY_REV lays records downward with a trailing
+ * valid byte (src/protocols/write_ring_notify.c). opts.ack READ has the
+ * sender READ the receiver's head instead of the SENDs below
+ * (write_duplex's flow control).
  *
  * Flow control (details and the no-deadlock argument in write_ring.c):
  * the receiver returns its head, as a count of records released, with a

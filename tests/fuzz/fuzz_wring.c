@@ -5,14 +5,17 @@
  * writer: a raw seam peer connects with a valid hello, learns the ring's
  * address, rkey and stamp seed from the reply, then performs the fuzzer's
  * operations, calling rdmx_recv(…, 0) after each:
- *   byte 0: the listener (0 simplex, 1 magic, 2 duplex: poll; 3 simplex IMM)
+ *   byte 0: the listener (0 simplex, 1 magic, 2 duplex: poll; 3 simplex IMM;
+ *     4 simplex OFF: op 2 reaches its tail word; 5 simplex REV: records
+ *     are forged forward, raw writes reach the valid bytes)
  *   then ops, a kind byte each (at most FZ_OPS):
  *     0 record: u16 where (bit 15: the next offset the harness tracks, else
  *       (where & 0x7fff) * 16), u32 len, u16 flags, u8 n (bit 7: no
  *       footer), n & 0x7f payload bytes (the rest of len zero); header and
  *       footer stamped as a writer would
  *     1 raw: u16 at, u8 n, n bytes written at ring byte at & mask
- *     2 control word: u8 word (0..3), u64 value written to the ctl words
+ *     2 control word: u8 word (0..7: 7 is OFF's tail word), u64 value
+ *       written to the ctl words
  *     3 SEND of u8 n bytes (a control message)
  * Invariants: no crash or ASan report; a message handed out has len <=
  * max_msg and lies within the receiver's ring; every loop is bounded
@@ -41,14 +44,17 @@ struct target {
 	struct fz_peer *p;
 };
 
+#define FZ_SLOTS_WRING 6
 static const char *const protos[] = { "write_simplex", "write_magic", "write_duplex",
-				      "write_simplex" };
+				      "write_simplex", "write_simplex", "write_simplex" };
+static const uint8_t notify_of[] = { RDMX_NOTIFY_POLL, RDMX_NOTIFY_POLL, RDMX_NOTIFY_POLL,
+				     RDMX_NOTIFY_IMM, RDMX_NOTIFY_OFF, RDMX_NOTIFY_REV };
 
 static void open_listener(int slot)
 {
 	struct rdmx_conn_opts o = fz_opts(protos[slot], FZ_MAX_MSG, FZ_RING);
 
-	o.notify = slot == 3 ? RDMX_NOTIFY_IMM : RDMX_NOTIFY_POLL;
+	o.notify = notify_of[slot];
 	fz_listener(slot, &o);
 }
 
@@ -67,7 +73,7 @@ static size_t dial_hello(int slot, const struct fz_peer *p, uint8_t *pd)
 	rdmx__put_u64(b + 24, (uintptr_t)(p->buf + FZ_PEER_CTL));
 	rdmx__put_u32(b + 32, p->mr->rkey);
 	rdmx__put_u16(b + 36, 8);
-	b[38] = slot == 3 ? RDMX_NOTIFY_IMM : RDMX_NOTIFY_POLL;
+	b[38] = notify_of[slot]; /* ack 0: the protocol's default */
 	b[39] = 0;
 	return (size_t)rdmx__hello_encode(&h, pd, RDMX__PDATA_CONNECT_MAX);
 }
@@ -85,7 +91,7 @@ static int read_reply(struct target *t)
 	t->ctl = rdmx__get_u64(b + 24);
 	t->ctl_rkey = rdmx__get_u32(b + 32);
 	t->magic = !!(b[39] & 1);
-	t->imm = b[38] == RDMX_NOTIFY_IMM;
+	t->imm = (b[38] & 0xf) == RDMX_NOTIFY_IMM;
 	t->mask = FZ_RING - 1;
 	return 0;
 }
@@ -141,7 +147,7 @@ static void op_raw(struct target *t, struct fz_in *in)
 
 static void op_ctl(struct target *t, struct fz_in *in)
 {
-	uint64_t word = fz_take(in, 1) & 3, v = fz_take(in, 8);
+	uint64_t word = fz_take(in, 1) & 7, v = fz_take(in, 8);
 
 	memcpy(t->p->buf, &v, sizeof(v));
 	(void)fz_peer_post(t->p, RDMX__OP_WRITE, 0, sizeof(v), t->ctl + 8 * word,
@@ -177,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t pd[RDMX__PDATA_CONNECT_MAX];
 	struct fz_peer p;
 	struct target t = { .p = &p };
-	int slot = (int)(fz_take(&in, 1) % 4);
+	int slot = (int)(fz_take(&in, 1) % FZ_SLOTS_WRING);
 
 	open_listener(slot);
 	fz_peer_open(&p, slot);

@@ -28,6 +28,14 @@
 
 static const char *protocol; /* the protocol under test */
 static uint8_t wait_mode;     /* and the wait mode (enum rdmx_wait_mode) */
+static uint8_t notify, ack;   /* and the ring variant (enum rdmx_notify, rdmx_ack) */
+static int short_counts;      /* a ring variant: a tenth of the counts */
+
+/* @n messages, a tenth for the ring variants (each wraps the ring still). */
+static uint64_t cf_count(uint64_t n)
+{
+	return th_count(short_counts ? n / 10 : n);
+}
 
 static struct rdmx_conn_opts opts(void)
 {
@@ -36,6 +44,8 @@ static struct rdmx_conn_opts opts(void)
 	rdmx_conn_opts_init(&o);
 	o.protocol = protocol;
 	o.wait_mode = wait_mode;
+	o.notify = notify;
+	o.ack = ack;
 	return o;
 }
 
@@ -107,7 +117,7 @@ static void test_pingpong_mixed_sizes(void **state)
 	struct th_echo e;
 	uint64_t rs = 42;
 	struct rdmx_conn_opts o = opts();
-	const uint64_t n = th_count(10000);
+	const uint64_t n = cf_count(10000);
 	size_t max;
 
 	(void)state;
@@ -134,7 +144,7 @@ static void test_stream_in_order(void **state)
 {
 	struct rdmx_conn_opts o = opts();
 	struct th_pair p;
-	const uint64_t n = th_count(100000);
+	const uint64_t n = cf_count(100000);
 	uint64_t rs = 7, rr = 7;
 
 	(void)state;
@@ -352,8 +362,10 @@ static void test_backpressure(void **state)
 	assert_int_equal(rdmx_msg_alloc(p.client, 512, &m, 0), -EAGAIN);
 	/* srq's credits stop the sender at the receiver's share (the whole
 	 * SRQ of a dialed end, recv_depth), before its send buffers; so do
-	 * direct_write's descriptors (one per receive buffer). */
-	assert_true(sent >= (stops_at_receiver() ? so.recv_depth : co.send_depth));
+	 * direct_write's descriptors (one per receive buffer) and a ring
+	 * with notify IMM (one posted receive per message). */
+	assert_true(sent >= (stops_at_receiver() || notify == RDMX_NOTIFY_IMM ?
+			     so.recv_depth : co.send_depth));
 	assert_true(sent <= so.recv_depth + co.send_depth + 4);
 	for (uint64_t i = 0; i < sent; i++) {
 		if (i % 3 == 0)
@@ -561,6 +573,77 @@ static void test_many_senders(void **state)
 	th_many_senders(protocol, th_count(2000));
 }
 
+/* The ring protocols' notify x ack variants that can work (rdmx.h, enum
+ * rdmx_notify), except the default each protocol ran above. */
+static const struct variant {
+	uint8_t notify, ack;
+	const char *name;
+} variants[] = {
+	{ RDMX_NOTIFY_POLL, RDMX_ACK_SEND, "poll/send" },
+	{ RDMX_NOTIFY_POLL, RDMX_ACK_READ, "poll/read" },
+	{ RDMX_NOTIFY_IMM, RDMX_ACK_SEND, "imm/send" },
+	{ RDMX_NOTIFY_OFF, RDMX_ACK_SEND, "off/send" },
+	{ RDMX_NOTIFY_OFF, RDMX_ACK_READ, "off/read" },
+	{ RDMX_NOTIFY_REV, RDMX_ACK_SEND, "rev/send" },
+	{ RDMX_NOTIFY_REV, RDMX_ACK_READ, "rev/read" },
+};
+
+/* Does @proto run variant @v, other than its default (poll, its ack)? */
+static int runs_variant(const char *proto, const struct variant *v)
+{
+	int duplex = !strcmp(proto, "write_duplex");
+
+	if (strcmp(proto, "write_simplex") && strcmp(proto, "write_magic") && !duplex)
+		return 0;
+	if (v->notify == RDMX_NOTIFY_POLL && v->ack == (duplex ? RDMX_ACK_READ : RDMX_ACK_SEND))
+		return 0;
+	return !(v->notify == RDMX_NOTIFY_REV && !strcmp(proto, "write_magic"));
+}
+
+/* Each ring protocol through each variant: what integrity, order, wrap,
+ * back-pressure and a peer leaving need, with a tenth of the counts; in
+ * block mode too on the fake (every notify must wake a sleeping receiver). */
+static int run_variants(const char *only)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pingpong_mixed_sizes),
+		cmocka_unit_test(test_stream_in_order),
+		cmocka_unit_test(test_backpressure),
+		cmocka_unit_test(test_peer_close_delivers_then_resets),
+	};
+	const struct CMUnitTest blocked[] = {
+		cmocka_unit_test(test_pingpong_mixed_sizes),
+		cmocka_unit_test(test_peer_close_delivers_then_resets),
+	};
+	const char *const *names = rdmx_protocol_names();
+	int failed = 0, fake = !strcmp(th_fabric(), "fake");
+
+	short_counts = 1;
+	for (int i = 0; names[i]; i++) {
+		for (size_t k = 0; k < sizeof(variants) / sizeof(variants[0]); k++) {
+			if ((only && *only && strcmp(only, names[i])) ||
+			    !runs_variant(names[i], &variants[k]))
+				continue;
+			protocol = names[i];
+			notify = variants[k].notify;
+			ack = variants[k].ack;
+			wait_mode = RDMX_WAIT_DEFAULT;
+			print_message("=== protocol %s, notify/ack %s, on the %s fabric ===\n",
+				      protocol, variants[k].name, th_fabric());
+			failed += _cmocka_run_group_tests(variants[k].name, tests,
+					sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+			if (!fake)
+				continue;
+			wait_mode = RDMX_WAIT_BLOCK;
+			failed += _cmocka_run_group_tests(variants[k].name, blocked,
+					sizeof(blocked) / sizeof(blocked[0]), NULL, NULL);
+		}
+	}
+	notify = ack = 0;
+	short_counts = 0;
+	return failed;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,5 +712,5 @@ int main(void)
 					sizeof(tests) / sizeof(tests[0]), NULL, NULL);
 		}
 	}
-	return failed;
+	return failed + run_variants(only);
 }

@@ -87,7 +87,38 @@ static void test_ring_options_checked(void **state)
 		o = opts(protos[i]);
 		o.notify = 9;
 		listen_expect(ctx, &o, "notify 9 is not an enum rdmx_notify value");
+		o = opts(protos[i]);
+		o.ack = 3;
+		listen_expect(ctx, &o, "ack 3 is not an enum rdmx_ack value");
 	}
+	rdmx_ctx_destroy(ctx);
+}
+
+/* The ring variants that cannot work are refused with the reason; the
+ * others are taken. */
+static void test_ring_variants_checked(void **state)
+{
+	rdmx_ctx *ctx = ctx_new();
+	struct rdmx_conn_opts o = opts("write_simplex");
+
+	(void)state;
+	o.notify = RDMX_NOTIFY_IMM;
+	o.ack = RDMX_ACK_READ;
+	listen_expect(ctx, &o, "write_simplex: notify IMM needs posted receives on the receiver, which ack read avoids");
+	o.ack = RDMX_ACK_SEND;
+	listen_expect(ctx, &o, NULL);
+	o.protocol = "write_duplex"; /* its ack READ spelled out by the user */
+	listen_expect(ctx, &o, NULL);
+	o = opts("write_magic");
+	o.notify = RDMX_NOTIFY_REV;
+	listen_expect(ctx, &o, "write_magic: notify rev lays records downward");
+	o.notify = RDMX_NOTIFY_OFF;
+	o.ack = RDMX_ACK_READ;
+	listen_expect(ctx, &o, NULL);
+	o = opts("write_duplex");
+	o.notify = RDMX_NOTIFY_REV;
+	o.ack = RDMX_ACK_SEND;
+	listen_expect(ctx, &o, NULL);
 	rdmx_ctx_destroy(ctx);
 }
 
@@ -148,6 +179,7 @@ int main(void)
 		cmocka_unit_test(test_ring_options_ignored),
 		cmocka_unit_test(test_ring_options_checked),
 		cmocka_unit_test(test_notify_imm_refused),
+		cmocka_unit_test(test_ring_variants_checked),
 		cmocka_unit_test(test_record_fit_per_connection),
 		cmocka_unit_test(test_eager_max_checked),
 	};

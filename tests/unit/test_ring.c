@@ -182,6 +182,51 @@ static void test_pad_record(void **state)
 	assert_int_equal(rdmx__ring_peek(&g, buf, SEED, 2048, 100, 1, &v), -EPROTO);
 }
 
+/* Reverse records (notify REV): laid from the top down, the valid byte
+ * last and on top; a hostile trailer is refused, never used. */
+static void test_rev_records(void **state)
+{
+	uint8_t ring[1024] __attribute__((aligned(16)));
+	struct rdmx__ring_rev_trl *t;
+	struct rdmx__ring_geo g;
+	struct rdmx__ring_rec_view v;
+	uint64_t size = rdmx__ring_rev_size(100), at;
+
+	(void)state;
+	assert_int_equal(sizeof(struct rdmx__ring_rev_trl), RDMX__RING_REV_TRL);
+	assert_int_equal(size, 128);
+	rdmx__ring_geo_init(&g, 1024, 0);
+	memset(ring, 0, sizeof(ring));
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 0, 200, &v), 0);
+	at = rdmx__ring_rev_at(&g, 1024, size); /* the second lap's first */
+	assert_int_equal(at, 1024 - 128);
+	memset(ring + at, 0xab, 100);
+	rdmx__ring_rev_put(ring + at, (uint32_t)size, 100, 7, RDMX__RING_REC_IMM);
+	assert_int_equal(ring[1023], 1); /* the valid byte is the top byte */
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 1024, 200, &v), 1);
+	assert_int_equal(v.len, 100);
+	assert_int_equal(v.imm, 7);
+	assert_int_equal(v.size, 128);
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 1024, 99, &v), -EPROTO);
+	t = (void *)(ring + 1024 - RDMX__RING_REV_TRL);
+	t->size = 120; /* not aligned */
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 1024, 200, &v), -EPROTO);
+	t->size = 96;  /* smaller than its length needs */
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 1024, 200, &v), -EPROTO);
+	t->size = 2048; /* crosses the bottom */
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 1024, 200, &v), -EPROTO);
+	t->size = 128;
+	t->valid = 2;
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 1024, 200, &v), -EPROTO);
+	/* a pad runs to the lap's end, never at its start */
+	rdmx__ring_rev_put(ring, 64, 0, 0, RDMX__RING_REC_PAD);
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 960, 200, &v), 1);
+	assert_int_equal(v.flags, RDMX__RING_REC_PAD);
+	assert_int_equal(v.size, 64);
+	rdmx__ring_rev_put(ring + 1024 - 16, 16, 0, 0, RDMX__RING_REC_PAD);
+	assert_int_equal(rdmx__ring_rev_peek(&g, ring, 0, 200, &v), -EPROTO);
+}
+
 static void test_release_out_of_order(void **state)
 {
 	struct rdmx__ring_rel r;
@@ -331,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_free_and_place),
 		cmocka_unit_test(test_pad_record),
 		cmocka_unit_test(test_release_out_of_order),
+		cmocka_unit_test(test_rev_records),
 		cmocka_unit_test(test_double_mapping),
 		cmocka_unit_test(test_model_skip),
 		cmocka_unit_test(test_model_magic),
