@@ -430,7 +430,7 @@ static void test_csv(void **state)
 	assert_int_equal(msgs, 1000);
 	line = strchr(line, '\n') + 1;
 	assert_non_null(strstr(line, ",tcp,bw,4096,2,2000,0,1.000000000,2000.000,0.065536,"
-			       ",,,,,,,,,25.0,25.0,10.0,0.0,1,900.000,1100.000,0.9900\n"));
+			       ",,,,,,,,,25.0,25.0,10.0,0.0,1,900.000,1100.000,0.9900,1,default\n"));
 	free(s);
 }
 
