@@ -75,6 +75,7 @@ int bench_dial(rdmx_ctx *ctx, const struct bench_cfg *cfg, const char *proto,
 		return bench_tcp_dial(t->tcp_addr, t->port, o.max_msg_size,
 				      (int)cfg->timeout, out, e);
 	o.protocol = proto;
+	cli_ring_variant_only(proto, &o);
 	rc = rdmx_dial(ctx, t->addr, t->port, &o, &c);
 	if (rc) {
 		snprintf(what, sizeof(what), "connect to %s port %u", t->addr, t->port);

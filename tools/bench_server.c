@@ -341,6 +341,7 @@ static int listen_one(struct bench_server *s, const char *name)
 				      &s->port[i], &e);
 	} else {
 		o.protocol = name;
+		cli_ring_variant_only(name, &o);
 		rc = rdmx_listen(s->ctx, s->cfg.addr, port, &o, &s->lis[i]);
 		if (!rc)
 			rc = lift_mem_cap(s->lis[i]);

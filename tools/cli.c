@@ -105,6 +105,14 @@ int cli_is_ring(const char *protocol)
 	       !strcmp(protocol, "write_duplex");
 }
 
+void cli_ring_variant_only(const char *protocol, struct rdmx_conn_opts *o)
+{
+	if (!cli_is_ring(protocol)) {
+		o->notify = RDMX_NOTIFY_DEFAULT;
+		o->ack = RDMX_ACK_DEFAULT;
+	}
+}
+
 uint8_t cli_choice_index(const char *const *choices, const char *name)
 {
 	for (uint8_t i = 0; name && choices[i]; i++)

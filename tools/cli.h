@@ -81,6 +81,9 @@ extern const char *const cli_ack_modes[];
 
 /** cli_is_ring - is @protocol one of the ring protocols (--notify, --ack)? */
 int cli_is_ring(const char *protocol);
+/* --notify and --ack name the write ring's variants: for the other
+ * protocols of a run (bench, pingpong -p LIST) @o keeps their defaults. */
+void cli_ring_variant_only(const char *protocol, struct rdmx_conn_opts *o);
 
 /** cli_choice_index - the index of @name in the NULL-terminated @choices
  * (0 when absent: the "default" entry). */

@@ -238,9 +238,9 @@ static int br_check_opts(const struct rdmx_protocol_ops *proto,
 		return rdmx__fail(-EINVAL, "%s: ring_size %u cannot hold two records of max_msg_size %u (needs %llu bytes)",
 				  proto->name, o->ring_size, max_msg,
 				  (unsigned long long)(2 * rec));
-	if (o->notify == RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "%s: the receiver pulls; notify IMM does not apply, use poll",
-				  proto->name);
+	if (o->notify > RDMX_NOTIFY_POLL || o->ack != RDMX_ACK_DEFAULT)
+		return rdmx__fail(-EINVAL, "%s: the receiver pulls whole sections by READ: notify %u / ack %u do not apply (only notify poll, ack default)",
+				  proto->name, o->notify, o->ack);
 	return 0;
 }
 

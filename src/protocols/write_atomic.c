@@ -252,8 +252,9 @@ static int wa_check_opts(const struct rdmx_protocol_ops *proto,
 	(void)proto;
 	if (rc)
 		return rc;
-	if (o->notify == RDMX_NOTIFY_IMM)
-		return rdmx__fail(-EINVAL, "write_atomic: notify=imm is not supported (every record is announced with WRITE_WITH_IMM already; use the default)");
+	if (o->notify > RDMX_NOTIFY_POLL || o->ack != RDMX_ACK_DEFAULT)
+		return rdmx__fail(-EINVAL, "write_atomic: notify %u / ack %u are not supported (every record is announced with WRITE_WITH_IMM already and the ring is shared; use the defaults)",
+				  o->notify, o->ack);
 	if (!max_msg)
 		return 0;
 	if (2 * rec > o->ring_size)

@@ -122,7 +122,8 @@ static void test_ring_variants_checked(void **state)
 	rdmx_ctx_destroy(ctx);
 }
 
-/* notify IMM where a protocol cannot use it: refused at once. */
+/* notify IMM (and the ring variants) where a protocol cannot use it:
+ * refused at once. */
 static void test_notify_imm_refused(void **state)
 {
 	rdmx_ctx *ctx = ctx_new();
@@ -132,9 +133,21 @@ static void test_notify_imm_refused(void **state)
 	o.notify = RDMX_NOTIFY_IMM;
 	listen_expect(ctx, &o, "write_duplex: notify IMM");
 	o.protocol = "write_atomic";
-	listen_expect(ctx, &o, "write_atomic: notify=imm is not supported");
+	listen_expect(ctx, &o, "write_atomic: notify 2 / ack 0 are not supported");
 	o.protocol = "write_simplex";
 	listen_expect(ctx, &o, NULL);
+	/* the write ring's variants are refused where they do not apply */
+	o.protocol = "write_atomic";
+	o.notify = RDMX_NOTIFY_OFF;
+	listen_expect(ctx, &o, "write_atomic: notify 3 / ack 0 are not supported");
+	o.notify = RDMX_NOTIFY_POLL;
+	o.ack = RDMX_ACK_READ;
+	listen_expect(ctx, &o, "write_atomic: notify 1 / ack 2 are not supported");
+	o.protocol = "buffered_read";
+	listen_expect(ctx, &o, "buffered_read: the receiver pulls whole sections by READ: notify 1 / ack 2");
+	o.ack = RDMX_ACK_DEFAULT;
+	o.notify = RDMX_NOTIFY_REV;
+	listen_expect(ctx, &o, "buffered_read: the receiver pulls whole sections by READ: notify 4 / ack 0");
 	rdmx_ctx_destroy(ctx);
 }
 
