@@ -54,6 +54,7 @@
  * path HERD falls back to is not built here.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -544,20 +545,24 @@ static int client_qps(struct herd_conn *h)
 					  h->window, HERD_QKEY, &h->udq);
 }
 
-/* For tests (rdmx__rpc_herd_ud_as): whose UD QP the next setup names. */
-static const struct rdmx_rpc_client *herd_ud_as;
+/* For tests (rdmx__rpc_herd_ud_as): whose UD QP the next setup names.
+ * Clients set up on many threads at once: taken with an atomic exchange,
+ * and only when a test set it (the others only load it). */
+static _Atomic(const struct rdmx_rpc_client *) herd_ud_as;
 
 void rdmx__rpc_herd_ud_as(const struct rdmx_rpc_client *c)
 {
-	herd_ud_as = c;
+	atomic_store(&herd_ud_as, c);
 }
 
 static int setup_send(struct herd_conn *h)
 {
-	const struct herd_conn *as = herd_ud_as ? herd_ud_as->t : h;
+	const struct rdmx_rpc_client *ud_as =
+		atomic_load_explicit(&herd_ud_as, memory_order_relaxed) ?
+		atomic_exchange(&herd_ud_as, NULL) : NULL;
+	const struct herd_conn *as = ud_as ? ud_as->t : h;
 	uint8_t w[HERD_SETUP_LEN];
 
-	herd_ud_as = NULL;
 	rdmx__put_u32(w, HERD_MAGIC);
 	rdmx__put_u32(w + 4, h->window);
 	rdmx__qp_desc_encode(&h->uc->self, w + 8);
