@@ -46,15 +46,17 @@ fuzz:
 # TSan and valgrind runs use the suites' quick counts (RDMX_TEST_QUICK: a
 # twentieth of the messages): they look for races and memory errors, the
 # plain and ASan runs carry the volume.
+# The plain and ASan runs and valgrind run two tests at a time (the two
+# cores; the unit tests share no ports or files); TSan runs one at a time.
 unit-check: build asan tsan
-	ctest --test-dir $(BUILD) -L unit --output-on-failure
-	ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure
+	ctest --test-dir $(BUILD) -L unit -j2 --output-on-failure
+	ctest --test-dir $(ASAN_BUILD) -L unit -j2 --output-on-failure
 	RDMX_TEST_QUICK=1 ctest --test-dir $(TSAN_BUILD) -L unit --output-on-failure
 
 valgrind-check: build
-	@for t in $$(ctest --test-dir $(BUILD) -L unit -N | awk '/Test +#/ {print $$3}'); do \
-	  [ -x $(BUILD)/bin/$$t ] || continue; \
-	  echo "valgrind: $$t"; $(VALGRIND) $(BUILD)/bin/$$t >/dev/null || exit 1; done
+	@ctest --test-dir $(BUILD) -L unit -N | awk '/Test +#/ {print $$3}' | \
+	  xargs -P2 -I{} sh -c '[ -x $(BUILD)/bin/{} ] || exit 0; echo "valgrind: {}"; \
+	    $(VALGRIND) $(BUILD)/bin/{} >/dev/null || { echo "valgrind: {} failed"; exit 255; }'
 
 # Integration tests on an RDMA device (the sandbox boots one if needed).
 integration-check: build asan

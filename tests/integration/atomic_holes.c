@@ -250,8 +250,9 @@ static void kill_drain(struct kill_run *k)
  * Three sender processes stream into one write_atomic listener; one is
  * killed with SIGKILL between a FETCH_ADD and its WRITE (its reservation
  * stays a hole). The survivors' messages all arrive exactly once and in
- * order, the hole is skipped after the listener's bound, and the dead
- * member's connection is reported -ECONNRESET.
+ * order, the hole is skipped after the listener's bound (or released at
+ * once when the dead member's reset is seen first), and the dead member's
+ * connection is reported -ECONNRESET.
  */
 static void test_sender_process_killed(void **state)
 {
@@ -305,7 +306,13 @@ static void test_sender_process_killed(void **state)
 		      k.max_gap, KILL_HOLE_MS);
 	assert_int_equal(k.next[0], n / 3);
 	assert_int_equal(k.reset_rc[0], -ECONNRESET);
-	assert_true(k.holes >= 1);
+	/* The victim's reservation ends one of two ways, both bounded: the
+	 * scan skips it as a hole after the bound, or the victim's reset
+	 * comes first and closing its connection releases what it reserved
+	 * (test_closed_member_skipped), with no stall at all. */
+	if (k.holes < 1 && k.max_gap >= KILL_HOLE_MS)
+		fail_msg("the victim's reservation stalled the ring %.0f ms and was never skipped as a hole",
+			 k.max_gap);
 	rdmx_listener_destroy(k.lis);
 	rdmx_ctx_destroy(ctx);
 }
