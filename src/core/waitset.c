@@ -84,6 +84,27 @@ static int ep_add(int epfd, int fd)
 	return rdmx__fail(-errno, "adding fd %d to a wait set: %s", fd, strerror(errno));
 }
 
+/* A new epoll fd holding a new kick eventfd (in *@kick): the fd, or
+ * -errno with nothing left open. */
+static int ep_make_kicked(int *kick)
+{
+	int fd, k, rc;
+
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0)
+		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
+	k = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rc = k < 0 ? rdmx__fail(-errno, "eventfd: %s", strerror(errno)) : ep_add(fd, k);
+	if (rc) {
+		if (k >= 0)
+			close(k);
+		close(fd);
+		return rc;
+	}
+	*kick = k;
+	return fd;
+}
+
 /* Wait sets are made once, under this lock (a first use is rare). */
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -94,18 +115,14 @@ static int ws_make(rdmx_conn *c)
 	struct rdmx__waitset *w = &c->ws;
 	int fd, kick, rc;
 
-	fd = epoll_create1(EPOLL_CLOEXEC);
+	fd = ep_make_kicked(&kick);
 	if (fd < 0)
-		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
-	kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	rc = kick < 0 ? rdmx__fail(-errno, "eventfd: %s", strerror(errno)) : ep_add(fd, kick);
-	if (!rc)
-		rc = ep_add(fd, c->f->ep_fd ? c->f->ep_fd(c->ep) : -1);
+		return fd;
+	rc = ep_add(fd, c->f->ep_fd ? c->f->ep_fd(c->ep) : -1);
 	for (int i = 0; !rc && i < w->ncq; i++)
 		rc = ep_add(fd, c->f->cq_fd(w->cq[i]));
 	if (rc) {
-		if (kick >= 0)
-			close(kick);
+		close(kick);
 		close(fd);
 		return rc;
 	}
@@ -300,19 +317,11 @@ int rdmx_listener_fd(rdmx_listener *lis)
 /* Make @g's epoll set with its kick eventfd. Under make_lock. */
 static int group_make(struct rdmx__group *g)
 {
-	int fd, kick, rc;
+	int fd, kick;
 
-	fd = epoll_create1(EPOLL_CLOEXEC);
+	fd = ep_make_kicked(&kick);
 	if (fd < 0)
-		return rdmx__fail(-errno, "epoll_create1: %s", strerror(errno));
-	kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	rc = kick < 0 ? rdmx__fail(-errno, "eventfd: %s", strerror(errno)) : ep_add(fd, kick);
-	if (rc) {
-		if (kick >= 0)
-			close(kick);
-		close(fd);
-		return rc;
-	}
+		return fd;
 	__atomic_store_n(&g->kick, kick, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&g->shut, __ATOMIC_ACQUIRE))
 		rdmx__group_kick(g);
