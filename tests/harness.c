@@ -236,6 +236,10 @@ static void *echo_main(void *arg)
 			break;
 		e->echoed++;
 	}
+	if (e->rc != -ECONNRESET) /* the test fails: say why the echo stopped */
+		fprintf(stderr, "echo thread: stopped after %ld messages: %s (%s)\n",
+			e->echoed, rdmx_strerror(e->rc),
+			rdmx_conn_error(e->conn));
 	return NULL;
 }
 

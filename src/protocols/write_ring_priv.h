@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ring engine's private state, shared by its files: write_ring.c (set
- * up, hello, flow control, the data path) and write_ring_notify.c (how a
+ * up, hello, progress and the receive side), write_ring_send.c (flow
+ * control and the send side) and write_ring_notify.c (how a
  * receiver learns of a record - notify POLL/IMM/OFF/REV - and the doorbell
  * of a sleeping receiver). Not for other protocols.
  */
@@ -87,6 +88,16 @@ static inline struct wring *wr_of(const rdmx_conn *c)
 {
 	return c->priv;
 }
+
+/* Is @m the buffer rdmx_msg_alloc handed out on @c (not yet sent)? */
+static inline int rdmx__wring_live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	return rdmx__one_buf_is(c, &wr_of(c)->ob, m);
+}
+
+/* write_ring.c: poll both CQs and answer the peer (head updates); > 0 if
+ * anything happened, or the error the connection went down with. */
+int rdmx__wring_progress(rdmx_conn *c);
 
 /* write_ring_notify.c */
 /* "poll", "imm", "off", "rev"; "send", "read". */
