@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The send pool's bursts (sendpool.h, issue 10) on the fake fabric, for
- * the protocols whose sends are its posts (send_recv, srq, read): a burst of
+ * the protocols whose sends are its posts (send_recv, srq, direct_write,
+ * read): a burst of
  * RDMX_SEND_MORE sends goes out in one doorbell with one signaled work
  * request per signal_every and its last one signaled; unbatched sends
  * keep a doorbell and a completion each; a burst longer than the pool
@@ -28,12 +29,13 @@
 #include "core/sendpool.h"
 #include "harness.h"
 
-static const char *const protocols[] = { "send_recv", "srq", "read" };
+static const char *const protocols[] = { "send_recv", "srq", "direct_write", "read" };
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
 /* read's sends complete when the receiver acknowledges them: the tests
- * that wait for completions in one thread run on the first two only. */
-#define N_SELF_COMPLETING 2
-/* The first two pack (read's receiver READs each message). */
+ * that wait for completions in one thread run on the first three only. */
+#define N_SELF_COMPLETING 3
+/* The first two pack (direct_write WRITEs each message into a buffer of
+ * its own, read's receiver READs each). */
 #define N_PACKING 2
 
 struct counts {
