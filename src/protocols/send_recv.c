@@ -24,7 +24,7 @@
  * travels as a frame of one.
  *
  * Released receive buffers are reposted in chains of up to recv_depth / 4
- * (at most REPOST_MAX): one doorbell for several. A receiver never waits
+ * (at most RDMX__REPOST_MAX, core/repost.h): one doorbell for several. A receiver never waits
  * with buffers unposted (sr_recv reposts them before it idles), and the
  * sender always has three quarters of the buffers to send into.
  */
@@ -32,6 +32,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/repost.h"
 #include "core/sendpool.h"
 #include "core/unpack.h"
 
@@ -39,7 +40,6 @@ enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 
 #define WC_BATCH 16
 #define SLOT_ALIGN 64
-#define REPOST_MAX 16
 
 struct sr {
 	struct rdmx__sendpool sp; /* send buffers */
@@ -51,8 +51,7 @@ struct sr {
 	uint8_t *rstate;          /* SLOT_* per receive buffer */
 	struct rdmx__wc wc[WC_BATCH]; /* receive completions not handed out */
 	int wc_n, wc_i;
-	struct rdmx__wr repost[REPOST_MAX]; /* released, not yet reposted */
-	uint32_t nrepost, repost_max;
+	struct rdmx__repost rp;   /* released, not yet reposted */
 	uint64_t *rmask;          /* per buffer: its messages not released */
 	struct rdmx__unpack fr;   /* the frame being handed out */
 };
@@ -90,21 +89,6 @@ static int post_one_recv(rdmx_conn *c, uint32_t idx)
 
 	p->rstate[idx] = SLOT_POSTED;
 	return rdmx__post_recv(c, &wr, 1);
-}
-
-/* Post the released buffers as one chain. */
-static int repost_flush(rdmx_conn *c)
-{
-	struct sr *p = sr_of(c);
-	uint32_t n = p->nrepost;
-
-	if (!n || c->state == RDMX__CONN_DOWN)
-		return 0;
-	p->nrepost = 0;
-	if (rdmx__post_recv(c, p->repost, (int)n))
-		return rdmx__conn_down(c, -EIO, "reposting %u receives: %s", n,
-				       rdmx__last());
-	return 0;
 }
 
 static int alloc_recv(struct sr *p)
@@ -168,9 +152,7 @@ static int sr_setup(rdmx_conn *c)
 	p->slot = ((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
 		  ~(size_t)(SLOT_ALIGN - 1);
 	p->nrecv = c->opts.recv_depth;
-	p->repost_max = p->nrecv / 4 < REPOST_MAX ? p->nrecv / 4 : REPOST_MAX;
-	if (!p->repost_max)
-		p->repost_max = 1;
+	rdmx__repost_init(&p->rp, p->nrecv);
 	p->sp = (struct rdmx__sendpool){
 		.ops = &sr_pool_ops,
 		.who = "send_recv",
@@ -297,7 +279,8 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		}
 		if (p->wc_i < p->wc_n)
 			return deliver(c, &p->wc[p->wc_i++], m);
-		if ((rc = repost_flush(c)) || (rc = rdmx__recv_idle(c, &d)))
+		if ((rc = rdmx__repost_flush(c, &p->rp, NULL)) ||
+		    (rc = rdmx__recv_idle(c, &d)))
 			return rc;
 	}
 }
@@ -318,9 +301,11 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 		} else if (c->state == RDMX__CONN_DOWN) {
 			p->rstate[idx] = SLOT_FREE;
 		} else {
+			struct rdmx__wr wr = recv_wr(p, (uint32_t)idx);
+
 			p->rstate[idx] = SLOT_POSTED;
-			p->repost[p->nrepost++] = recv_wr(p, (uint32_t)idx);
-			if (p->nrepost == p->repost_max && (rc = repost_flush(c)))
+			if (rdmx__repost_add(&p->rp, &wr) &&
+			    (rc = rdmx__repost_flush(c, &p->rp, NULL)))
 				return rc;
 		}
 	} else {
