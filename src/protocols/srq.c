@@ -92,6 +92,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/repost.h"
 #include "core/sendpool.h"
 #include "core/unpack.h"
 #include "srq.h"
@@ -151,6 +152,8 @@ struct srq_conn {
 	unsigned idle;
 	struct srq_credit cr;    /* flow control, both directions */
 	int peer_packs;          /* its hello said it splits (and packs) */
+	struct rdmx__repost rp;  /* its buffers released, not yet reposted
+				  * (g->lock) */
 	struct rdmx__unpack fr;  /* its frame being handed out (g->lock) */
 };
 RDMX__SENDPOOL_FIRST(struct srq_conn, sp);
@@ -189,16 +192,22 @@ static void top_up_all(struct srq_shared *sh)
 
 /* ------------------------------------------------------- shared buffers */
 
-/* Give buffer @idx back to the SRQ; @c (may be NULL) is charged for it. */
-static int buf_post(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+/* Buffer @idx's receive. */
+static struct rdmx__wr recv_wr(const struct srq_shared *sh, uint32_t idx)
 {
-	struct rdmx__wr wr = {
+	return (struct rdmx__wr){
 		.wr_id = idx,
 		.op = RDMX__OP_RECV,
 		.addr = sh->buf + (size_t)idx * sh->slot,
 		.len = sh->buf_bytes,
 		.lkey = sh->mr->lkey,
 	};
+}
+
+/* Give buffer @idx back to the SRQ; @c (may be NULL) is charged for it. */
+static int buf_post(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+{
+	struct rdmx__wr wr = recv_wr(sh, idx);
 
 	sh->rb[idx].state = BUF_POSTED;
 	sh->rb[idx].owner = NULL;
@@ -429,6 +438,7 @@ static int create_qp(rdmx_conn *c)
 	};
 	int rc;
 
+	rdmx__repost_init(&p->rp, sh->depth);
 	rc = c->f->create_cq(c->ep, (int)(p->sp.n + SRQ_CREDIT_WRS + RDMX__KA_WRS),
 			     &p->scq);
 	if (rc)
@@ -492,6 +502,7 @@ static void shared_leave_locked(rdmx_conn *c)
 		return;
 	member_del(sh, c);
 	sc_of(c)->fr.next = sc_of(c)->fr.count = 0;
+	sc_of(c)->rp.n = 0; /* its buffers are HELD: posted below */
 	if (sh->fconn == c)
 		sh->fconn = NULL;
 	while ((idx = queue_pop(sh, c)) != NIL)
@@ -745,6 +756,46 @@ static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	}
 }
 
+/* Post @c's chain of released buffers to the SRQ in one post, and grant
+ * @c the credits they free. g->lock, c->lock. */
+static int repost_flush(struct srq_shared *sh, rdmx_conn *c)
+{
+	struct srq_conn *p = sc_of(c);
+	uint32_t n = p->rp.n;
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct rbuf *b = &sh->rb[(uint32_t)p->rp.wr[i].wr_id];
+
+		b->state = BUF_POSTED;
+		b->owner = NULL;
+	}
+	sh->posted += n;
+	rc = rdmx__repost_flush(c, &p->rp, sh->srq);
+	rdmx__srq_credit_freed(c, &p->cr, n, share_of(sh));
+	return rc;
+}
+
+/*
+ * The last message of @c's buffer @idx was released: its receive joins
+ * @c's chain, which goes out when full or once nothing more of @c is
+ * queued (its receiver is not draining a batch, and its sender may be
+ * waiting for the credits these buffers free). A buffer of a connection
+ * that is down stays HELD until it leaves the group (which posts it).
+ * g->lock, c->lock.
+ */
+static int repost(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+{
+	struct srq_conn *p = sc_of(c);
+	struct rdmx__wr wr = recv_wr(sh, idx);
+
+	if (c->state == RDMX__CONN_DOWN)
+		return 0;
+	if (!rdmx__repost_add(&p->rp, &wr) && (p->mhead != NIL || rdmx__unpack_more(&p->fr)))
+		return 0;
+	return repost_flush(sh, c);
+}
+
 static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct srq_conn *p = sc_of(c);
@@ -766,16 +817,14 @@ static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
 	    (sh->rb[idx].mask >> ent & 1)) {
 		sh->rb[idx].mask &= ~(UINT64_C(1) << ent);
 		rc = 0;
-		if (!sh->rb[idx].mask) { /* the last message of its buffer */
-			rc = buf_post(sh, c, (uint32_t)idx) ? -EIO : 0;
-			rdmx__srq_credit_freed(c, &p->cr, share_of(sh));
-		}
+		if (!sh->rb[idx].mask) /* the last message of its buffer */
+			rc = repost(sh, c, (uint32_t)idx);
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (rc == -EINVAL)
 		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
 	if (rc)
-		return rdmx__conn_down(c, rc, "reposting a shared receive: %s", rdmx__last());
+		return rc;
 	rdmx__msg_spend(m);
 	return 0;
 }

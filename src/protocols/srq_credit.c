@@ -225,11 +225,10 @@ void rdmx__srq_credit_top_up(rdmx_conn *c, struct srq_credit *cr,
 	credit_push(c, cr, owner);
 }
 
-void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr,
+void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr, uint32_t n,
 			    uint32_t share)
 {
-	if (cr->held)
-		cr->held--;
+	cr->held -= n < cr->held ? n : cr->held;
 	rdmx__srq_credit_top_up(c, cr, share, 1);
 }
 

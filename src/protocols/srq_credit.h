@@ -59,9 +59,9 @@ void rdmx__srq_credit_untake(struct srq_credit *cr);
 /* Receiving, all under g->lock. A message of @c arrived (0, or -EPROTO
  * with @c down: it had no credit for it). */
 int rdmx__srq_credit_arrived(rdmx_conn *c, struct srq_credit *cr);
-/* One of @c's buffers went back to the SRQ: top it up to @share. The
+/* @n of @c's buffers went back to the SRQ: top it up to @share. The
  * caller holds c->lock (rdmx_msg_release). */
-void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr,
+void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr, uint32_t n,
 			    uint32_t share);
 /* Grant @c up to @share credits outstanding plus held, and send them;
  * @owner: the caller holds c->lock. */
