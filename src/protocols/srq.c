@@ -73,16 +73,13 @@
  * (rdmx__conn_check_peer) and reported after everything it sent was
  * delivered.
  *
- * Bursts: small messages sent with RDMX_SEND_MORE travel several to a
- * SEND as a packed frame (core/pack.h, the same frames and hello flag as
- * send_recv: core/unpack.h) when the peer's hello said it splits them. A
- * frame takes one SRQ buffer, so it spends one credit: the sender gives
- * back the credit of every message packed into a held frame
- * (srq_send_with), and the receiver counts one arrival and, once all its
- * messages are released, one freed buffer. The frame's messages are
- * handed out in place, one per receive, by the member's receive or the
- * listener's (@fconn: arrival order). A malformed frame fails its
- * connection only (-EPROTO).
+ * Bursts: small messages of a burst go several to a SEND as a packed
+ * frame (core/unpack.h, as send_recv) to a peer whose hello said it splits
+ * them. A frame takes one SRQ buffer and one credit (the sender gives
+ * back the credits of the messages packed into it, rdmx__srq_credit_send);
+ * a malformed one fails
+ * its connection only (-EPROTO). Released buffers go back in chains
+ * (repost()).
  *
  * Limits: every member of a listener must be on the device of the first
  * (one SRQ lives on one device); a member that holds its messages holds
@@ -633,31 +630,14 @@ static int srq_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	return rc;
 }
 
-/*
- * rdmx_send (@more: RDMX_SEND_MORE) through the pool. A message the pool
- * packed into a held frame has its slot free at once; the frame takes one
- * SRQ buffer (one credit) for all its messages, so the packed message's
- * credit goes back.
- */
-static int srq_send_with(rdmx_conn *c, struct rdmx_msg *m, int more)
-{
-	struct srq_conn *p = sc_of(c);
-	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
-	int rc = more ? rdmx__sendpool_conn_send_more(c, m) : rdmx__sendpool_conn_send(c, m);
-
-	if (!rc && idx >= 0 && p->sp.state[idx] == RDMX__SP_FREE)
-		rdmx__srq_credit_untake(&p->cr);
-	return rc;
-}
-
 static int srq_send(rdmx_conn *c, struct rdmx_msg *m)
 {
-	return srq_send_with(c, m, 0);
+	return rdmx__srq_credit_send(c, &sc_of(c)->sp, &sc_of(c)->cr, m, 0);
 }
 
 static int srq_send_more(rdmx_conn *c, struct rdmx_msg *m)
 {
-	return srq_send_with(c, m, 1);
+	return rdmx__srq_credit_send(c, &sc_of(c)->sp, &sc_of(c)->cr, m, 1);
 }
 
 /* ------------------------------------------------------------- receives */
@@ -776,14 +756,12 @@ static int repost_flush(struct srq_shared *sh, rdmx_conn *c)
 	return rc;
 }
 
-/*
- * The last message of @c's buffer @idx was released: its receive joins
- * @c's chain, which goes out when full or once nothing more of @c is
- * queued (its receiver is not draining a batch, and its sender may be
- * waiting for the credits these buffers free). A buffer of a connection
- * that is down stays HELD until it leaves the group (which posts it).
- * g->lock, c->lock.
- */
+/* The last message of @c's buffer @idx was released: its receive joins
+ * @c's chain, posted when full (at most a quarter of @c's share: its
+ * sender keeps three quarters of its credits) or once nothing of @c is
+ * queued (its sender may wait for the credits). A buffer of a connection
+ * that is down stays HELD until it leaves the group, which posts it.
+ * g->lock, c->lock. */
 static int repost(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
 {
 	struct srq_conn *p = sc_of(c);
@@ -791,7 +769,8 @@ static int repost(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
 
 	if (c->state == RDMX__CONN_DOWN)
 		return 0;
-	if (!rdmx__repost_add(&p->rp, &wr) && (p->mhead != NIL || rdmx__unpack_more(&p->fr)))
+	if (!rdmx__repost_add(&p->rp, &wr) && p->rp.n < share_of(sh) / 4 &&
+	    (p->mhead != NIL || rdmx__unpack_more(&p->fr)))
 		return 0;
 	return repost_flush(sh, c);
 }

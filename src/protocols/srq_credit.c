@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sendpool.h"
 #include "srq_credit.h"
 
 #define AREA_BYTES 64
@@ -134,6 +135,17 @@ int rdmx__srq_credit_take(rdmx_conn *c, struct srq_credit *cr,
 void rdmx__srq_credit_untake(struct srq_credit *cr)
 {
 	cr->spent--;
+}
+
+int rdmx__srq_credit_send(rdmx_conn *c, struct rdmx__sendpool *sp,
+			  struct srq_credit *cr, struct rdmx_msg *m, int more)
+{
+	int64_t idx = rdmx__sendpool_slot(c, sp, m);
+	int rc = more ? rdmx__sendpool_conn_send_more(c, m) : rdmx__sendpool_conn_send(c, m);
+
+	if (!rc && idx >= 0 && sp->state[idx] == RDMX__SP_FREE) /* packed */
+		rdmx__srq_credit_untake(cr);
+	return rc;
 }
 
 /* ----------------------------------------------------------- receiving */
