@@ -313,6 +313,10 @@ void rdmx__fake_silence(struct rdmx__ep *ep, int on);
 void rdmx__fake_sq_counts(struct rdmx__ep *ep, unsigned long *posts,
 			  unsigned long *signaled);
 
+/* For tests: how many post calls (doorbells) the receive queue @ep takes
+ * its receives from had (its shared receive queue if it has one). */
+void rdmx__fake_rq_posts(struct rdmx__ep *ep, unsigned long *posts);
+
 /*
  * A half-open requester for tests: connect @ep (a fresh client with a
  * QP) with @pdata and return at once, never completing the handshake

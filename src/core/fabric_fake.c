@@ -620,9 +620,17 @@ static int post_recvs(struct rq *q, const struct rdmx__wr *wr, int n)
 {
 	int rc = 0;
 
+	q->posts++;
 	for (int i = 0; i < n && !rc; i++)
 		rc = rq_push(q, &wr[i]);
 	return rc;
+}
+
+void rdmx__fake_rq_posts(struct rdmx__ep *ep, unsigned long *posts)
+{
+	lock();
+	*posts = ep->caps.srq ? ep->caps.srq->rq.posts : ep->rq.posts;
+	unlock();
 }
 
 static int ff_post_recv(struct rdmx__ep *ep, const struct rdmx__wr *wr, int n)

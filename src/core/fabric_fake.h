@@ -49,6 +49,7 @@ struct fmr {
 struct rq {
 	struct rdmx__wr *w;
 	uint32_t cap, head, count;
+	unsigned long posts;       /* post calls into it (doorbells) */
 };
 
 struct rdmx__srq {

@@ -67,6 +67,9 @@
  *   source of our count's WRITE          |  8     | us
  *   landing of doorbell SENDs (0 bytes)  | 16     | nobody
  *
+ * Bursts: sends marked RDMX_SEND_MORE are chained by the send pool and
+ * go out in one post (one doorbell), the doorbell SEND behind them.
+ *
  * Costs: a descriptor WRITE per message the receiver releases (one signaled
  * work request; they are queued when the send queue's descriptor slots are
  * busy and go out at the next call on the connection); per connection,
@@ -584,7 +587,12 @@ static int dw_room(rdmx_conn *c)
 
 /* --------------------------------------------------------------- sending */
 
-static int dw_send(rdmx_conn *c, struct rdmx_msg *m)
+/* rdmx_send, held for a chain with @more (RDMX_SEND_MORE: the pool rings
+ * the chain with the next send without it, a flush, an alloc that would
+ * wait, a token wait, or at its bound; sendpool.h). A doorbell goes
+ * behind the chain, once it is rung: rung by the pool on its own, the
+ * chain's completion makes the reap ring (ring_if_asleep). */
+static int dw_send_with(rdmx_conn *c, struct rdmx_msg *m, int more)
 {
 	struct dw *p = dw_of(c);
 	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
@@ -617,10 +625,20 @@ static int dw_send(rdmx_conn *c, struct rdmx_msg *m)
 			 p->peer_rslot - FOOT - body;
 	wr.rkey = p->peer_rkey;
 	p->tx_seq++;
-	rc = rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
-	if (!rc)
+	rc = rdmx__sendpool_post_more(c, &p->sp, (uint32_t)idx, &wr, m, more);
+	if (!rc && !p->sp.nheld)
 		(void)ring_if_asleep(c); /* down on failure: the next call says */
 	return rc;
+}
+
+static int dw_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return dw_send_with(c, m, 0);
+}
+
+static int dw_send_more(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return dw_send_with(c, m, 1);
 }
 
 /* ------------------------------------------------------------- receives */
@@ -753,6 +771,7 @@ const struct rdmx_protocol_ops rdmx__proto_direct_write = {
 	.teardown = dw_teardown,
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = dw_send,
+	.send_more = dw_send_more,
 	.flush = rdmx__sendpool_conn_flush,
 	.recv = dw_recv,
 	.release = dw_release,

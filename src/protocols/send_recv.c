@@ -24,7 +24,7 @@
  * travels as a frame of one.
  *
  * Released receive buffers are reposted in chains of up to recv_depth / 4
- * (at most REPOST_MAX): one doorbell for several. A receiver never waits
+ * (at most RDMX__REPOST_MAX, core/repost.h): one doorbell for several. A receiver never waits
  * with buffers unposted (sr_recv reposts them before it idles), and the
  * sender always has three quarters of the buffers to send into.
  */
@@ -32,14 +32,14 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
-#include "core/pack.h"
+#include "core/repost.h"
 #include "core/sendpool.h"
+#include "core/unpack.h"
 
 enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 
 #define WC_BATCH 16
 #define SLOT_ALIGN 64
-#define REPOST_MAX 16
 
 struct sr {
 	struct rdmx__sendpool sp; /* send buffers */
@@ -51,11 +51,9 @@ struct sr {
 	uint8_t *rstate;          /* SLOT_* per receive buffer */
 	struct rdmx__wc wc[WC_BATCH]; /* receive completions not handed out */
 	int wc_n, wc_i;
-	struct rdmx__wr repost[REPOST_MAX]; /* released, not yet reposted */
-	uint32_t nrepost, repost_max;
+	struct rdmx__repost rp;   /* released, not yet reposted */
 	uint64_t *rmask;          /* per buffer: its messages not released */
-	struct rdmx__pack_ent fent[RDMX__PACK_MAX]; /* the frame handed out */
-	uint32_t fidx, fnext, fcount; /* its buffer, next message, messages */
+	struct rdmx__unpack fr;   /* the frame being handed out */
 };
 RDMX__SENDPOOL_FIRST(struct sr, sp);
 
@@ -91,21 +89,6 @@ static int post_one_recv(rdmx_conn *c, uint32_t idx)
 
 	p->rstate[idx] = SLOT_POSTED;
 	return rdmx__post_recv(c, &wr, 1);
-}
-
-/* Post the released buffers as one chain. */
-static int repost_flush(rdmx_conn *c)
-{
-	struct sr *p = sr_of(c);
-	uint32_t n = p->nrepost;
-
-	if (!n || c->state == RDMX__CONN_DOWN)
-		return 0;
-	p->nrepost = 0;
-	if (rdmx__post_recv(c, p->repost, (int)n))
-		return rdmx__conn_down(c, -EIO, "reposting %u receives: %s", n,
-				       rdmx__last());
-	return 0;
 }
 
 static int alloc_recv(struct sr *p)
@@ -169,9 +152,7 @@ static int sr_setup(rdmx_conn *c)
 	p->slot = ((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
 		  ~(size_t)(SLOT_ALIGN - 1);
 	p->nrecv = c->opts.recv_depth;
-	p->repost_max = p->nrecv / 4 < REPOST_MAX ? p->nrecv / 4 : REPOST_MAX;
-	if (!p->repost_max)
-		p->repost_max = 1;
+	rdmx__repost_init(&p->rp, p->nrecv);
 	p->sp = (struct rdmx__sendpool){
 		.ops = &sr_pool_ops,
 		.who = "send_recv",
@@ -192,14 +173,12 @@ static int sr_setup(rdmx_conn *c)
 	return rc;
 }
 
-#define HELLO_SPLITS 1u /* this side splits packed frames */
-
 static int sr_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 {
 	(void)c;
 	if (cap < 1)
 		return rdmx__fail(-EINVAL, "send_recv: no room for the protocol block");
-	block[0] = HELLO_SPLITS;
+	block[0] = RDMX__UNPACK_SPLITS;
 	*len = 1;
 	return 0;
 }
@@ -212,14 +191,13 @@ static int sr_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 
 	if (len > 1)
 		return rdmx__fail(-EPROTO, "send_recv: unexpected %zu-byte protocol block", len);
-	if (!len || !(block[0] & HELLO_SPLITS))
+	if (!len || !(block[0] & RDMX__UNPACK_SPLITS))
 		return 0;
 	/* the peer's buffers hold the negotiated max_msg and a frame's
 	 * overhead (sr_setup ran with a max_msg at least as large here) */
-	p->sp.pack_cap = (uint32_t)(((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
-				    ~(size_t)(SLOT_ALIGN - 1));
-	if (c->opts.coalesce != RDMX_COALESCE_OFF)
-		p->sp.pack_small = RDMX__PACK_SMALL;
+	rdmx__unpack_peer_splits(c, &p->sp,
+				 (uint32_t)(((size_t)c->max_msg + RDMX__PACK_OVERHEAD +
+					     SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1)));
 	return 0;
 }
 
@@ -237,51 +215,28 @@ static int reap_sends(rdmx_conn *c)
 static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m, uint32_t *ent)
 {
 	struct sr *p = sr_of(c);
-	uint64_t v, idx;
+	int64_t idx = rdmx__unpack_handle(c, m, p->nrecv, ent);
 
-	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &v))
+	if (idx < 0 || p->rstate[idx] != SLOT_HELD || !(p->rmask[idx] >> *ent & 1))
 		return -EINVAL;
-	idx = v & UINT32_MAX;
-	*ent = (uint32_t)(v >> 32);
-	if (idx >= p->nrecv || p->rstate[idx] != SLOT_HELD || *ent >= RDMX__PACK_MAX ||
-	    !(p->rmask[idx] >> *ent & 1))
-		return -EINVAL;
-	return (int64_t)idx;
+	return idx;
 }
 
 /* ------------------------------------------------------------- receives */
-
-/* Hand out the next message of the frame being handed out. */
-static int frame_next(rdmx_conn *c, struct rdmx_msg *m)
-{
-	struct sr *p = sr_of(c);
-	const struct rdmx__pack_ent *e = &p->fent[p->fnext];
-
-	m->data = p->rbuf + (size_t)p->fidx * p->slot + e->off;
-	m->len = e->len;
-	m->cap = e->len;
-	m->imm = e->has_imm ? e->imm : 0;
-	m->flags = e->has_imm ? RDMX_MSG_IMM : 0;
-	rdmx__msg_set(m, c, RDMX__MSG_RECV, p->fidx | (uint64_t)p->fnext << 32);
-	p->fnext++;
-	return 0;
-}
 
 /* A packed frame arrived in buffer @idx: parse it (read once, checked)
  * and hand out its first message. */
 static int frame_in(rdmx_conn *c, uint32_t idx, uint32_t len, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
-	int n = rdmx__pack_parse(p->rbuf + (size_t)idx * p->slot, len, c->max_msg, p->fent);
+	int rc = rdmx__unpack_start(c, &p->fr, "send_recv", p->rbuf + (size_t)idx * p->slot,
+				    idx, len, &p->rmask[idx]);
 
-	if (n < 0)
-		return rdmx__conn_down(c, n, "send_recv: from the peer: %s", rdmx__last());
+	if (rc)
+		return rc;
 	p->rstate[idx] = SLOT_HELD;
-	p->rmask[idx] = n == 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
-	p->fidx = idx;
-	p->fcount = (uint32_t)n;
-	p->fnext = 0;
-	return frame_next(c, m);
+	rdmx__unpack_next(c, &p->fr, m);
+	return 0;
 }
 
 static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
@@ -293,16 +248,12 @@ static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
 		return rdmx__conn_flushed(c);
 	if (wc->status != RDMX__WC_OK)
 		return rdmx__conn_wc_error(c, wc, "receive");
-	if (wc->has_imm && wc->imm == RDMX__PACK_IMM)
+	if (rdmx__unpack_is_frame(wc))
 		return frame_in(c, idx, wc->byte_len, m);
 	p->rstate[idx] = SLOT_HELD;
 	p->rmask[idx] = 1;
-	m->data = p->rbuf + (size_t)idx * p->slot;
-	m->len = wc->byte_len;
-	m->cap = wc->byte_len;
-	m->imm = wc->has_imm ? wc->imm : 0;
-	m->flags = wc->has_imm ? RDMX_MSG_IMM : 0;
-	rdmx__msg_set(m, c, RDMX__MSG_RECV, idx);
+	rdmx__unpack_fill(c, m, p->rbuf + (size_t)idx * p->slot, wc->byte_len, wc->has_imm,
+			  wc->imm, idx);
 	return 0;
 }
 
@@ -314,8 +265,10 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		if (p->fnext < p->fcount)
-			return frame_next(c, m);
+		if (rdmx__unpack_more(&p->fr)) {
+			rdmx__unpack_next(c, &p->fr, m);
+			return 0;
+		}
 		if (p->wc_i == p->wc_n) {
 			rc = c->f->poll_cq(p->rcq, p->wc, WC_BATCH);
 			if (rc < 0)
@@ -326,7 +279,8 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		}
 		if (p->wc_i < p->wc_n)
 			return deliver(c, &p->wc[p->wc_i++], m);
-		if ((rc = repost_flush(c)) || (rc = rdmx__recv_idle(c, &d)))
+		if ((rc = rdmx__repost_flush(c, &p->rp, NULL)) ||
+		    (rc = rdmx__recv_idle(c, &d)))
 			return rc;
 	}
 }
@@ -347,9 +301,11 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 		} else if (c->state == RDMX__CONN_DOWN) {
 			p->rstate[idx] = SLOT_FREE;
 		} else {
+			struct rdmx__wr wr = recv_wr(p, (uint32_t)idx);
+
 			p->rstate[idx] = SLOT_POSTED;
-			p->repost[p->nrepost++] = recv_wr(p, (uint32_t)idx);
-			if (p->nrepost == p->repost_max && (rc = repost_flush(c)))
+			if (rdmx__repost_add(&p->rp, &wr) &&
+			    (rc = rdmx__repost_flush(c, &p->rp, NULL)))
 				return rc;
 		}
 	} else {

@@ -73,6 +73,14 @@
  * (rdmx__conn_check_peer) and reported after everything it sent was
  * delivered.
  *
+ * Bursts: small messages of a burst go several to a SEND as a packed
+ * frame (core/unpack.h, as send_recv) to a peer whose hello said it splits
+ * them. A frame takes one SRQ buffer and one credit (the sender gives
+ * back the credits of the messages packed into it, rdmx__srq_credit_send);
+ * a malformed one fails
+ * its connection only (-EPROTO). Released buffers go back in chains
+ * (repost()).
+ *
  * Limits: every member of a listener must be on the device of the first
  * (one SRQ lives on one device); a member that holds its messages holds
  * its share of the buffers, not more.
@@ -81,7 +89,9 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/repost.h"
 #include "core/sendpool.h"
+#include "core/unpack.h"
 #include "srq.h"
 #include "srq_credit.h"
 
@@ -102,6 +112,7 @@ struct rbuf {
 	uint32_t gprev, gnext;   /* arrival order among all queued */
 	uint32_t mnext;          /* the owner's queue */
 	uint8_t state;           /* BUF_* */
+	uint64_t mask;           /* held: its messages not released */
 };
 
 struct member {
@@ -126,6 +137,7 @@ struct srq_shared {
 	size_t nmem, capmem;
 	unsigned idle;           /* empty zero-timeout listener polls */
 	uint64_t posted;         /* receives posted to the SRQ, ever */
+	rdmx_conn *fconn;        /* whose frame the listener hands out */
 	struct rdmx__wc wc[WC_BATCH];
 };
 
@@ -136,6 +148,10 @@ struct srq_conn {
 	uint32_t mhead, mtail;   /* queued for this connection (g->lock) */
 	unsigned idle;
 	struct srq_credit cr;    /* flow control, both directions */
+	int peer_packs;          /* its hello said it splits (and packs) */
+	struct rdmx__repost rp;  /* its buffers released, not yet reposted
+				  * (g->lock) */
+	struct rdmx__unpack fr;  /* its frame being handed out (g->lock) */
 };
 RDMX__SENDPOOL_FIRST(struct srq_conn, sp);
 
@@ -173,16 +189,22 @@ static void top_up_all(struct srq_shared *sh)
 
 /* ------------------------------------------------------- shared buffers */
 
-/* Give buffer @idx back to the SRQ; @c (may be NULL) is charged for it. */
-static int buf_post(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+/* Buffer @idx's receive. */
+static struct rdmx__wr recv_wr(const struct srq_shared *sh, uint32_t idx)
 {
-	struct rdmx__wr wr = {
+	return (struct rdmx__wr){
 		.wr_id = idx,
 		.op = RDMX__OP_RECV,
 		.addr = sh->buf + (size_t)idx * sh->slot,
 		.len = sh->buf_bytes,
 		.lkey = sh->mr->lkey,
 	};
+}
+
+/* Give buffer @idx back to the SRQ; @c (may be NULL) is charged for it. */
+static int buf_post(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+{
+	struct rdmx__wr wr = recv_wr(sh, idx);
 
 	sh->rb[idx].state = BUF_POSTED;
 	sh->rb[idx].owner = NULL;
@@ -211,7 +233,7 @@ static int shared_alloc(rdmx_conn *c, struct srq_shared *sh)
 {
 	sh->f = c->f;
 	sh->depth = c->opts.recv_depth;
-	sh->buf_bytes = c->opts.max_msg_size;
+	sh->buf_bytes = c->opts.max_msg_size + RDMX__PACK_OVERHEAD;
 	sh->slot = ((size_t)sh->buf_bytes + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
 	sh->ghead = sh->gtail = NIL;
 	sh->buf = rdmx__alloc_buf(sh->slot * sh->depth);
@@ -413,6 +435,7 @@ static int create_qp(rdmx_conn *c)
 	};
 	int rc;
 
+	rdmx__repost_init(&p->rp, sh->depth);
 	rc = c->f->create_cq(c->ep, (int)(p->sp.n + SRQ_CREDIT_WRS + RDMX__KA_WRS),
 			     &p->scq);
 	if (rc)
@@ -447,7 +470,8 @@ static int srq_setup(rdmx_conn *c)
 		.who = "srq",
 		.post_what = "a send",
 		.n = c->opts.send_depth,
-		.stride = ((size_t)c->max_msg + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1),
+		.stride = ((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
+			  ~(size_t)(SLOT_ALIGN - 1),
 	};
 	rc = join_group(c);
 	if (!rc)
@@ -474,6 +498,10 @@ static void shared_leave_locked(rdmx_conn *c)
 	if (!sh->made)
 		return;
 	member_del(sh, c);
+	sc_of(c)->fr.next = sc_of(c)->fr.count = 0;
+	sc_of(c)->rp.n = 0; /* its buffers are HELD: posted below */
+	if (sh->fconn == c)
+		sh->fconn = NULL;
 	while ((idx = queue_pop(sh, c)) != NIL)
 		buf_post(sh, NULL, idx);
 	for (uint32_t i = 0; i < sh->depth; i++)
@@ -506,10 +534,13 @@ static void srq_teardown(rdmx_conn *c)
 /*
  * Protocol block (28 bytes, little-endian):
  *   off size field
- *     0  u8  block version (2: credits; 1 was RNR flow control), 1..3 0
+ *     0  u8  block version (2: credits; 1 was RNR flow control)
+ *     1  u8  flags: bit 0 this side splits packed frames (core/unpack.h:
+ *            the peer packs small messages of bursts toward it); 2..3 0
  *     4  u32 shared receive depth of this side (its SRQ, for all
  *            connections), equal to the hello's receive depth
  *     8  u32 bytes each of its shared receive buffers holds, >= max_msg
+ *            (+ a frame's overhead when it splits)
  *    12  u32 credits granted to the peer by this hello, 1..depth
  *    16  u32 rkey of this side's credit word (srq_credit.c)
  *    20  u64 address of this side's credit word, 8-aligned
@@ -524,7 +555,8 @@ static int srq_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 	if (cap < BLOCK_LEN)
 		return rdmx__fail(-EMSGSIZE, "srq: no room for the protocol block");
 	block[0] = BLOCK_VERSION;
-	block[1] = block[2] = block[3] = 0;
+	block[1] = RDMX__UNPACK_SPLITS;
+	block[2] = block[3] = 0;
 	rdmx__put_u32(block + 4, sh->depth);
 	rdmx__put_u32(block + 8, sh->buf_bytes);
 	pthread_mutex_lock(&g->lock);
@@ -552,6 +584,10 @@ static int srq_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 	if (bytes < c->max_msg)
 		return rdmx__fail(-EPROTO, "srq: peer's shared receive buffers hold %u bytes, less than the negotiated max message %u",
 				  bytes, c->max_msg);
+	if (block[1] & RDMX__UNPACK_SPLITS) {
+		sc_of(c)->peer_packs = 1;
+		rdmx__unpack_peer_splits(c, &sc_of(c)->sp, bytes);
+	}
 	return rdmx__srq_credit_hello_in(&sc_of(c)->cr, block + 12, depth);
 }
 
@@ -594,7 +630,34 @@ static int srq_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	return rc;
 }
 
+static int srq_send(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return rdmx__srq_credit_send(c, &sc_of(c)->sp, &sc_of(c)->cr, m, 0);
+}
+
+static int srq_send_more(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return rdmx__srq_credit_send(c, &sc_of(c)->sp, &sc_of(c)->cr, m, 1);
+}
+
 /* ------------------------------------------------------------- receives */
+
+/* A packed frame from @c arrived in buffer @idx (HELD): parse it (read
+ * once, checked; a malformed one fails @c) and hand out its first message.
+ * Under g->lock. */
+static int frame_in(struct srq_shared *sh, rdmx_conn *c, uint32_t idx,
+		    struct rdmx_msg *m)
+{
+	struct srq_conn *p = sc_of(c);
+	int rc = rdmx__unpack_start(c, &p->fr, "srq", sh->buf + (size_t)idx * sh->slot, idx,
+				    sh->rb[idx].wc.byte_len, &sh->rb[idx].mask);
+
+	if (rc)
+		return rc; /* @c is down; leaving the group gives the buffer back */
+	sh->fconn = c;
+	rdmx__unpack_next(c, &p->fr, m);
+	return 0;
+}
 
 /* Hand buffer @idx, queued for @c, out in @m. Under g->lock. */
 static int deliver(struct srq_shared *sh, rdmx_conn *c, uint32_t idx,
@@ -609,14 +672,11 @@ static int deliver(struct srq_shared *sh, rdmx_conn *c, uint32_t idx,
 		return rdmx__conn_wc_error(c, &bad, "receive");
 	}
 	sh->rb[idx].state = BUF_HELD;
-	*m = (struct rdmx_msg){
-		.data = sh->buf + (size_t)idx * sh->slot,
-		.len = wc->byte_len,
-		.cap = wc->byte_len,
-		.imm = wc->has_imm ? wc->imm : 0,
-		.flags = wc->has_imm ? RDMX_MSG_IMM : 0,
-	};
-	rdmx__msg_set(m, c, RDMX__MSG_RECV, idx);
+	if (sc_of(c)->peer_packs && rdmx__unpack_is_frame(wc))
+		return frame_in(sh, c, idx, m);
+	sh->rb[idx].mask = 1;
+	rdmx__unpack_fill(c, m, sh->buf + (size_t)idx * sh->slot, wc->byte_len, wc->has_imm,
+			  wc->imm, idx);
 	return 0;
 }
 
@@ -630,6 +690,10 @@ static int recv_once(rdmx_conn *c, struct rdmx_msg *m)
 	int rc = 0;
 
 	pthread_mutex_lock(&g->lock);
+	if (rdmx__unpack_more(&sc_of(c)->fr)) {
+		rdmx__unpack_next(c, &sc_of(c)->fr, m);
+		goto unlock;
+	}
 	if (sc_of(c)->mhead == NIL)
 		rc = poll_shared(sh);
 	idx = queue_pop(sh, c);
@@ -637,6 +701,7 @@ static int recv_once(rdmx_conn *c, struct rdmx_msg *m)
 		rc = rdmx__conn_down(c, rc, "polling the shared receive CQ: %s", rdmx__last());
 	else
 		rc = idx == NIL ? NOTHING : deliver(sh, c, idx, m);
+unlock:
 	pthread_mutex_unlock(&g->lock);
 	return rc;
 }
@@ -671,30 +736,74 @@ static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	}
 }
 
+/* Post @c's chain of released buffers to the SRQ in one post, and grant
+ * @c the credits they free. g->lock, c->lock. */
+static int repost_flush(struct srq_shared *sh, rdmx_conn *c)
+{
+	struct srq_conn *p = sc_of(c);
+	uint32_t n = p->rp.n;
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct rbuf *b = &sh->rb[(uint32_t)p->rp.wr[i].wr_id];
+
+		b->state = BUF_POSTED;
+		b->owner = NULL;
+	}
+	sh->posted += n;
+	rc = rdmx__repost_flush(c, &p->rp, sh->srq);
+	rdmx__srq_credit_freed(c, &p->cr, n, share_of(sh));
+	return rc;
+}
+
+/* The last message of @c's buffer @idx was released: its receive joins
+ * @c's chain, posted when full (at most a quarter of @c's share: its
+ * sender keeps three quarters of its credits) or once nothing of @c is
+ * queued (its sender may wait for the credits). A buffer of a connection
+ * that is down stays HELD until it leaves the group, which posts it.
+ * g->lock, c->lock. */
+static int repost(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
+{
+	struct srq_conn *p = sc_of(c);
+	struct rdmx__wr wr = recv_wr(sh, idx);
+
+	if (c->state == RDMX__CONN_DOWN)
+		return 0;
+	if (!rdmx__repost_add(&p->rp, &wr) && p->rp.n < share_of(sh) / 4 &&
+	    (p->mhead != NIL || rdmx__unpack_more(&p->fr)))
+		return 0;
+	return repost_flush(sh, c);
+}
+
 static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct srq_conn *p = sc_of(c);
 	struct rdmx__group *g = c->group;
 	struct srq_shared *sh = sh_of(g);
-	uint64_t idx;
+	uint32_t ent = 0;
+	int64_t idx;
 	int rc = -EINVAL;
 
 	if (!rdmx__sendpool_release(c, &p->sp, m)) {
 		rdmx__srq_credit_untake(&p->cr);
 		return 0;
 	}
-	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &idx))
+	idx = rdmx__unpack_handle(c, m, sh->depth, &ent);
+	if (idx < 0)
 		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
 	pthread_mutex_lock(&g->lock);
-	if (idx < sh->depth && sh->rb[idx].state == BUF_HELD && sh->rb[idx].owner == c) {
-		rc = buf_post(sh, c, idx) ? -EIO : 0;
-		rdmx__srq_credit_freed(c, &p->cr, share_of(sh));
+	if (sh->rb[idx].state == BUF_HELD && sh->rb[idx].owner == c &&
+	    (sh->rb[idx].mask >> ent & 1)) {
+		sh->rb[idx].mask &= ~(UINT64_C(1) << ent);
+		rc = 0;
+		if (!sh->rb[idx].mask) /* the last message of its buffer */
+			rc = repost(sh, c, (uint32_t)idx);
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (rc == -EINVAL)
 		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
 	if (rc)
-		return rdmx__conn_down(c, rc, "reposting a shared receive: %s", rdmx__last());
+		return rc;
 	rdmx__msg_spend(m);
 	return 0;
 }
@@ -716,7 +825,8 @@ static int report_gone(struct rdmx__group *g, struct rdmx_msg *m)
 
 		if (c->reset_reported)
 			continue;
-		if (c->state != RDMX__CONN_DOWN || sc_of(c)->mhead != NIL) {
+		if (c->state != RDMX__CONN_DOWN || sc_of(c)->mhead != NIL ||
+		    rdmx__unpack_more(&sc_of(c)->fr)) {
 			live = 1;
 			continue;
 		}
@@ -738,6 +848,10 @@ static int group_once(struct rdmx__group *g, struct rdmx_msg *m)
 	pthread_mutex_lock(&g->lock);
 	if (!sh->made) {
 		rc = g->n ? NOTHING : rdmx__fail(-ENOTCONN, "no open connection on this listener");
+		goto unlock;
+	}
+	if (sh->fconn && rdmx__unpack_more(&sc_of(sh->fconn)->fr)) {
+		rdmx__unpack_next(sh->fconn, &sc_of(sh->fconn)->fr, m);
 		goto unlock;
 	}
 	if (sh->ghead == NIL)
@@ -848,7 +962,8 @@ uint8_t *rdmx__srq_credit_word(rdmx_conn *c)
 /* Registered per connection: its send slots (the SRQ is the listener's). */
 static uint64_t srq_mem_estimate(const rdmx_conn *c)
 {
-	uint64_t slot = ((uint64_t)c->max_msg + SLOT_ALIGN - 1) & ~(uint64_t)(SLOT_ALIGN - 1);
+	uint64_t slot = ((uint64_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
+			~(uint64_t)(SLOT_ALIGN - 1);
 
 	return slot * c->opts.send_depth;
 }
@@ -868,8 +983,8 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.hello_in = srq_hello_in,
 	.teardown = srq_teardown,
 	.msg_alloc = srq_msg_alloc,
-	.send = rdmx__sendpool_conn_send,
-	.send_more = rdmx__sendpool_conn_send_more,
+	.send = srq_send,
+	.send_more = srq_send_more,
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = srq_recv,

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sendpool.h"
 #include "srq_credit.h"
 
 #define AREA_BYTES 64
@@ -136,6 +137,17 @@ void rdmx__srq_credit_untake(struct srq_credit *cr)
 	cr->spent--;
 }
 
+int rdmx__srq_credit_send(rdmx_conn *c, struct rdmx__sendpool *sp,
+			  struct srq_credit *cr, struct rdmx_msg *m, int more)
+{
+	int64_t idx = rdmx__sendpool_slot(c, sp, m);
+	int rc = more ? rdmx__sendpool_conn_send_more(c, m) : rdmx__sendpool_conn_send(c, m);
+
+	if (!rc && idx >= 0 && sp->state[idx] == RDMX__SP_FREE) /* packed */
+		rdmx__srq_credit_untake(cr);
+	return rc;
+}
+
 /* ----------------------------------------------------------- receiving */
 
 /* Post one credit WRITE of the current grant (g->lock, a slot free). Its
@@ -225,11 +237,10 @@ void rdmx__srq_credit_top_up(rdmx_conn *c, struct srq_credit *cr,
 	credit_push(c, cr, owner);
 }
 
-void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr,
+void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr, uint32_t n,
 			    uint32_t share)
 {
-	if (cr->held)
-		cr->held--;
+	cr->held -= n < cr->held ? n : cr->held;
 	rdmx__srq_credit_top_up(c, cr, share, 1);
 }
 

@@ -8,6 +8,8 @@
 
 #include "core/internal.h"
 
+struct rdmx__sendpool;
+
 /* Send-queue slots (and send-CQ entries) the credit WRITEs take beside
  * the connection's send buffers and the core's keepalive/one-sided ones. */
 #define SRQ_CREDIT_WRS 2u
@@ -55,13 +57,18 @@ int rdmx__srq_credit_hello_in(struct srq_credit *cr, const uint8_t *b,
 int rdmx__srq_credit_take(rdmx_conn *c, struct srq_credit *cr,
 			  struct rdmx__deadline *d);
 void rdmx__srq_credit_untake(struct srq_credit *cr);
+/* rdmx_send (@more: RDMX_SEND_MORE) through @c's pool @sp: a message the
+ * pool packed into a held frame (its slot free at once) travels in the
+ * frame's SRQ buffer, so its credit goes back. */
+int rdmx__srq_credit_send(rdmx_conn *c, struct rdmx__sendpool *sp,
+			  struct srq_credit *cr, struct rdmx_msg *m, int more);
 
 /* Receiving, all under g->lock. A message of @c arrived (0, or -EPROTO
  * with @c down: it had no credit for it). */
 int rdmx__srq_credit_arrived(rdmx_conn *c, struct srq_credit *cr);
-/* One of @c's buffers went back to the SRQ: top it up to @share. The
+/* @n of @c's buffers went back to the SRQ: top it up to @share. The
  * caller holds c->lock (rdmx_msg_release). */
-void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr,
+void rdmx__srq_credit_freed(rdmx_conn *c, struct srq_credit *cr, uint32_t n,
 			    uint32_t share);
 /* Grant @c up to @share credits outstanding plus held, and send them;
  * @owner: the caller holds c->lock. */

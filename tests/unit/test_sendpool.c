@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The send pool's bursts (sendpool.h, issue 10) on the fake fabric, for
- * the protocols whose sends are its posts (send_recv, srq, read): a burst of
+ * the protocols whose sends are its posts (send_recv, srq, direct_write,
+ * read): a burst of
  * RDMX_SEND_MORE sends goes out in one doorbell with one signaled work
  * request per signal_every and its last one signaled; unbatched sends
  * keep a doorbell and a completion each; a burst longer than the pool
  * rings when an alloc would wait and retires unsignaled slots with the
  * signaled completion after them. The fake counts the doorbells and
  * signaled requests of the sender's QP (rdmx__fake_sq_counts); those
- * tests set coalesce OFF. With packing (send_recv, coalesce DEFAULT) a
+ * tests set coalesce OFF. With packing (send_recv and srq, coalesce DEFAULT) a
  * burst of small messages is one SEND, split back in order, mixed with
  * large ones, released in any order; a message whose immediate data is
  * the frame marker arrives as itself; and a hostile peer's malformed
@@ -28,10 +29,14 @@
 #include "core/sendpool.h"
 #include "harness.h"
 
-static const char *const protocols[] = { "send_recv", "srq", "read" };
+static const char *const protocols[] = { "send_recv", "srq", "direct_write", "read" };
+#define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
 /* read's sends complete when the receiver acknowledges them: the tests
- * that wait for completions in one thread run on the first two only. */
-#define N_SELF_COMPLETING 2
+ * that wait for completions in one thread run on the first three only. */
+#define N_SELF_COMPLETING 3
+/* The first two pack (direct_write WRITEs each message into a buffer of
+ * its own, read's receiver READs each). */
+#define N_PACKING 2
 
 struct counts {
 	unsigned long posts, signaled;
@@ -98,7 +103,7 @@ static void take(rdmx_conn *c, uint64_t seq, unsigned n)
 static void test_burst_one_doorbell(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < N_PROTOCOLS; i++) {
 		for (uint32_t every = 0; every <= 1; every++) {
 			struct th_pair p;
 			struct counts a, b;
@@ -121,7 +126,7 @@ static void test_burst_one_doorbell(void **state)
 static void test_unbatched_unchanged(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < N_PROTOCOLS; i++) {
 		struct th_pair p;
 		struct counts a, b;
 
@@ -239,13 +244,12 @@ static void take_mixed(rdmx_conn *c, uint64_t seq, unsigned n)
 }
 
 /* A burst of 17 small messages is one SEND with one completion. */
-static void test_pack_one_send(void **state)
+static void pack_one_send(const char *proto)
 {
 	struct th_pair p;
 	struct counts a, b;
 
-	(void)state;
-	open_opts(&p, "send_recv", 64, 0, RDMX_COALESCE_DEFAULT, 64);
+	open_opts(&p, proto, 64, 0, RDMX_COALESCE_DEFAULT, 64);
 	a = counts(&p);
 	burst(p.client, 0, 17, RDMX_SEND_MORE);
 	b = counts(&p);
@@ -256,17 +260,25 @@ static void test_pack_one_send(void **state)
 	th_pair_close(&p);
 }
 
+static void test_pack_one_send(void **state)
+{
+	(void)state;
+	for (int i = 0; i < N_PACKING; i++)
+		pack_one_send(protocols[i]);
+}
+
 /* Mixed sizes and immediate data in bursts of 1..24 through 4 receive
- * buffers: order, lengths, bytes and immediates survive packing, and
+ * buffers (srq: 16): order, lengths, bytes and immediates survive packing, and
  * every frame's buffer comes back (else the sender stalls). */
-static void test_pack_mixed(void **state)
+static void pack_mixed(const char *proto)
 {
 	const uint64_t n = th_count(3000);
 	struct th_pair p;
 	uint64_t seq = 0;
 
-	(void)state;
-	open_opts(&p, "send_recv", 32, 0, RDMX_COALESCE_ON, 4);
+	/* srq: a burst is sent whole before it is taken, and every SEND of
+	 * it (up to 11) needs a credit, one per receive buffer */
+	open_opts(&p, proto, 32, 0, RDMX_COALESCE_ON, strcmp(proto, "srq") ? 4 : 16);
 	for (unsigned b = 1; seq < n; b = b % 24 + 1) {
 		send_mixed(p.client, seq, b);
 		take_mixed(p.server, seq, b);
@@ -275,13 +287,19 @@ static void test_pack_mixed(void **state)
 	th_pair_close(&p);
 }
 
+static void test_pack_mixed(void **state)
+{
+	(void)state;
+	for (int i = 0; i < N_PACKING; i++)
+		pack_mixed(protocols[i]);
+}
+
 /* Immediate data equal to the frame marker: alone and in a burst. */
-static void test_pack_marker_imm(void **state)
+static void pack_marker_imm(const char *proto)
 {
 	struct th_pair p;
 
-	(void)state;
-	open_opts(&p, "send_recv", 16, 0, RDMX_COALESCE_DEFAULT, 16);
+	open_opts(&p, proto, 16, 0, RDMX_COALESCE_DEFAULT, 16);
 	for (unsigned n = 1; n <= 3; n += 2) {
 		for (unsigned i = 0; i < n; i++) {
 			struct rdmx_msg m;
@@ -307,6 +325,76 @@ static void test_pack_marker_imm(void **state)
 		}
 	}
 	th_pair_close(&p);
+}
+
+static void test_pack_marker_imm(void **state)
+{
+	(void)state;
+	for (int i = 0; i < N_PACKING; i++)
+		pack_marker_imm(protocols[i]);
+}
+
+/* srq: a frame takes one SRQ buffer and one credit, so a burst of 40
+ * through 4 buffers (4 credits) is one SEND and does not wait for credits;
+ * the listener hands its messages out in order, a member receive in the
+ * middle takes the next one of the same frame, and the buffer goes back
+ * once all are released (the next burst gets its credit). */
+static void test_pack_srq_credits(void **state)
+{
+	struct th_pair p;
+	struct counts a, b;
+
+	(void)state;
+	open_opts(&p, "srq", 16, 0, RDMX_COALESCE_DEFAULT, 4);
+	for (uint64_t seq = 0; seq < 120; seq += 40) {
+		a = counts(&p);
+		burst(p.client, seq, 40, RDMX_SEND_MORE);
+		b = counts(&p);
+		assert_int_equal(b.posts - a.posts, 1);
+		for (unsigned i = 0; i < 40; i++) {
+			struct rdmx_msg m;
+
+			if (i == 20)
+				assert_int_equal(rdmx_recv(p.server, &m, 5000), 0);
+			else
+				assert_int_equal(rdmx_listener_recv(p.lis, &m, 5000), 0);
+			assert_ptr_equal(rdmx_msg_conn(&m), p.server);
+			assert_int_equal(m.len, 64);
+			assert_int_equal(th_check(m.data, 64, seq + i), -1);
+			assert_int_equal(rdmx_msg_release(p.server, &m), 0);
+		}
+	}
+	th_pair_close(&p);
+}
+
+/* Receives are reposted in chains (core/repost.h): 32 messages, each
+ * released as soon as it is taken, cost a few receive doorbells, not 32
+ * (send_recv: a chain per 16; srq: per 16 or once its queue is drained). */
+static unsigned long server_rq_posts(const struct th_pair *p)
+{
+	unsigned long n;
+
+	rdmx__fake_rq_posts(p->server->ep, &n);
+	return n;
+}
+
+static void test_repost_chains(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_PACKING; i++) {
+		struct th_pair p;
+		unsigned long before;
+
+		open_pair(&p, protocols[i], 64, 0);
+		burst(p.client, 0, 32, RDMX_SEND_MORE);
+		before = server_rq_posts(&p);
+		take(p.server, 0, 32);
+		assert_in_range(server_rq_posts(&p) - before, 1, 4);
+		/* every buffer is back: another 64 go through */
+		burst(p.client, 32, 64, RDMX_SEND_MORE);
+		take(p.server, 32, 64);
+		th_pair_close(&p);
+	}
 }
 
 /* Post @len raw bytes as a packed frame from @c, as a hostile peer would. */
@@ -335,20 +423,19 @@ static void put32(uint8_t *p, uint32_t v)
 
 /* Malformed frames: each fails the connection it came on with -EPROTO;
  * a second pair, open all along, still works. */
-static void test_pack_hostile(void **state)
+static void pack_hostile(const char *proto)
 {
 	enum { ZERO, TOO_MANY, PAST_END, TOO_LONG, SHORT, NCASES };
 	struct th_pair other;
 
-	(void)state;
-	open_opts(&other, "send_recv", 16, 0, RDMX_COALESCE_DEFAULT, 16);
+	open_opts(&other, proto, 16, 0, RDMX_COALESCE_DEFAULT, 16);
 	for (int k = 0; k < NCASES; k++) {
 		uint8_t f[64] = { 0 };
 		uint32_t len = 32;
 		struct th_pair p;
 		struct rdmx_msg m;
 
-		open_opts(&p, "send_recv", 16, 0, RDMX_COALESCE_DEFAULT, 16);
+		open_opts(&p, proto, 16, 0, RDMX_COALESCE_DEFAULT, 16);
 		put32(f, 1);
 		put32(f + 8, 8); /* one message of 8 bytes: well formed */
 		switch (k) {
@@ -369,6 +456,13 @@ static void test_pack_hostile(void **state)
 	th_pair_close(&other);
 }
 
+static void test_pack_hostile(void **state)
+{
+	(void)state;
+	for (int i = 0; i < N_PACKING; i++)
+		pack_hostile(protocols[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +470,8 @@ int main(void)
 		cmocka_unit_test(test_pack_mixed),
 		cmocka_unit_test(test_pack_marker_imm),
 		cmocka_unit_test(test_pack_hostile),
+		cmocka_unit_test(test_pack_srq_credits),
+		cmocka_unit_test(test_repost_chains),
 		cmocka_unit_test(test_burst_one_doorbell),
 		cmocka_unit_test(test_unbatched_unchanged),
 		cmocka_unit_test(test_burst_longer_than_pool),
