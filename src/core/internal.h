@@ -560,8 +560,13 @@ int rdmx__conn_down_reason(rdmx_conn *c);
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* rdmx__keep() onto c->err under c->down_lock: 0 or @rc. */
-int rdmx__conn_keep(rdmx_conn *c, int rc);
+/* rdmx__keep() onto c->err under c->down_lock: 0 or @rc. Inline: every
+ * data-path call ends in it, and the success case is one compare. */
+int rdmx__conn_keep_err(rdmx_conn *c, int rc);
+static inline int rdmx__conn_keep(rdmx_conn *c, int rc)
+{
+	return rc >= 0 ? rc : rdmx__conn_keep_err(c, rc);
+}
 
 /* Turn an error completion into the connection going down. */
 int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,

@@ -252,7 +252,7 @@ static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m, uint32_t *ent)
 /* ------------------------------------------------------------- receives */
 
 /* Hand out the next message of the frame being handed out. */
-static int frame_next(rdmx_conn *c, struct rdmx_msg *m)
+static void frame_next(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
 	const struct rdmx__pack_ent *e = &p->fent[p->fnext];
@@ -264,7 +264,6 @@ static int frame_next(rdmx_conn *c, struct rdmx_msg *m)
 	m->flags = e->has_imm ? RDMX_MSG_IMM : 0;
 	rdmx__msg_set(m, c, RDMX__MSG_RECV, p->fidx | (uint64_t)p->fnext << 32);
 	p->fnext++;
-	return 0;
 }
 
 /* A packed frame arrived in buffer @idx: parse it (read once, checked)
@@ -281,7 +280,8 @@ static int frame_in(rdmx_conn *c, uint32_t idx, uint32_t len, struct rdmx_msg *m
 	p->fidx = idx;
 	p->fcount = (uint32_t)n;
 	p->fnext = 0;
-	return frame_next(c, m);
+	frame_next(c, m);
+	return 0;
 }
 
 static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
@@ -306,55 +306,79 @@ static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
 	return 0;
 }
 
-static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+/* One look for a message: 1 with it in @m, 0 none yet, or -errno. */
+static int take_one(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
-	struct rdmx__deadline d;
 	int rc;
 
+	if (p->fnext < p->fcount) {
+		frame_next(c, m);
+		return 1;
+	}
+	if (p->wc_i == p->wc_n) {
+		rc = c->f->poll_cq(p->rcq, p->wc, WC_BATCH);
+		if (rc < 0)
+			return rdmx__conn_down(c, rc, "polling receive completions: %s",
+					       rdmx__last());
+		p->wc_n = rc;
+		p->wc_i = 0;
+	}
+	if (p->wc_i == p->wc_n)
+		return 0;
+	rc = deliver(c, &p->wc[p->wc_i++], m);
+	return rc ? rc : 1;
+}
+
+/* The deadline starts at the first look that found nothing: a message
+ * already in costs no clock and no deadline (bench/profile). */
+static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+{
+	struct rdmx__deadline d;
+	int rc = take_one(c, m);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		if (p->fnext < p->fcount)
-			return frame_next(c, m);
-		if (p->wc_i == p->wc_n) {
-			rc = c->f->poll_cq(p->rcq, p->wc, WC_BATCH);
-			if (rc < 0)
-				return rdmx__conn_down(c, rc, "polling receive completions: %s",
-						       rdmx__last());
-			p->wc_n = rc;
-			p->wc_i = 0;
-		}
-		if (p->wc_i < p->wc_n)
-			return deliver(c, &p->wc[p->wc_i++], m);
 		if ((rc = repost_flush(c)) || (rc = rdmx__recv_idle(c, &d)))
 			return rc;
+		rc = take_one(c, m);
+		if (rc)
+			return rc < 0 ? rc : 0;
 	}
 }
 
+/* Every message of receive buffer @idx was released: repost it. */
+static int recv_done(rdmx_conn *c, uint32_t idx)
+{
+	struct sr *p = sr_of(c);
+
+	if (c->state == RDMX__CONN_DOWN) {
+		p->rstate[idx] = SLOT_FREE;
+		return 0;
+	}
+	p->rstate[idx] = SLOT_POSTED;
+	p->repost[p->nrepost++] = recv_wr(p, idx);
+	return p->nrepost == p->repost_max ? repost_flush(c) : 0;
+}
+
+/* A received message first: the common release. */
 static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
 	uint32_t ent = 0;
-	int64_t idx;
+	int64_t idx = recv_slot(c, m, &ent);
 	int rc;
 
-	if (!rdmx__sendpool_release(c, &p->sp, m))
-		return 0;
-	if ((idx = recv_slot(c, m, &ent)) >= 0) {
-		p->rmask[idx] &= ~(UINT64_C(1) << ent);
-		if (p->rmask[idx]) {
-			/* other messages of its frame still out */
-		} else if (c->state == RDMX__CONN_DOWN) {
-			p->rstate[idx] = SLOT_FREE;
-		} else {
-			p->rstate[idx] = SLOT_POSTED;
-			p->repost[p->nrepost++] = recv_wr(p, (uint32_t)idx);
-			if (p->nrepost == p->repost_max && (rc = repost_flush(c)))
-				return rc;
-		}
-	} else {
+	if (idx < 0) {
+		if (!rdmx__sendpool_release(c, &p->sp, m))
+			return 0;
 		return rdmx__fail(-EINVAL, "send_recv: message not held on this connection");
 	}
+	p->rmask[idx] &= ~(UINT64_C(1) << ent);
+	if (!p->rmask[idx] && (rc = recv_done(c, (uint32_t)idx)))
+		return rc; /* other messages of its frame may still be out */
 	rdmx__msg_spend(m);
 	return 0;
 }
