@@ -131,9 +131,12 @@ static void fill_msg(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
 	rdmx__msg_set(m, c, RDMX__MSG_SEND, idx);
 }
 
-/* A free slot (and room) within @timeout_ms, in @m. */
-static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
-			  struct rdmx_msg *m, int timeout_ms)
+/* A free slot (and room) within @timeout_ms, in @m: the way with a wait,
+ * apart so the way without one sets up no deadline (bench/profile). */
+static __attribute__((noinline)) int pool_alloc_wait(rdmx_conn *c,
+						     struct rdmx__sendpool *sp,
+						     struct rdmx_msg *m,
+						     int timeout_ms)
 {
 	int rc = may_alloc(c, sp);
 
@@ -143,6 +146,15 @@ static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
 		return rc;
 	if (!rc && (rc = pool_wait(c, sp, timeout_ms, may_alloc)))
 		return rc;
+	fill_msg(c, sp, sp->free_stack[--sp->nfree], m);
+	return 0;
+}
+
+static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
+			  struct rdmx_msg *m, int timeout_ms)
+{
+	if (!sp->nfree || sp->ops->room)
+		return pool_alloc_wait(c, sp, m, timeout_ms);
 	fill_msg(c, sp, sp->free_stack[--sp->nfree], m);
 	return 0;
 }
@@ -198,16 +210,6 @@ int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms)
 	return pool_flush(c, c->priv, timeout_ms);
 }
 
-/* A chained request goes inline on its own (rdmx__post_send inlines a
- * single one only). */
-static void chain_inline(const rdmx_conn *c, struct rdmx__wr *w)
-{
-	if (w->len && w->len <= c->max_inline &&
-	    (w->op == RDMX__OP_SEND || w->op == RDMX__OP_SEND_IMM ||
-	     w->op == RDMX__OP_WRITE || w->op == RDMX__OP_WRITE_IMM))
-		w->flags |= RDMX__WR_INLINE;
-}
-
 /*
  * Ring the chain: one work request in sp->every signaled, and the last
  * (sendpool.h: the send queue's tail is always signaled); the slots enter
@@ -221,7 +223,9 @@ int rdmx__sendpool_push(rdmx_conn *c, struct rdmx__sendpool *sp)
 	if (!n)
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
-		chain_inline(c, &sp->held[i]);
+		if (rdmx__wr_may_inline(c, &sp->held[i])) /* rdmx__post_send
+							  * inlines a lone one */
+			sp->held[i].flags |= RDMX__WR_INLINE;
 		if ((i + 1) % sp->every == 0 || i + 1 == n)
 			sp->held[i].flags |= RDMX__WR_SIGNALED;
 		rdmx__sendpool_fifo_push(sp, (uint32_t)sp->held[i].wr_id);
