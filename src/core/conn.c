@@ -140,20 +140,13 @@ int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps)
 	return rc;
 }
 
-static int goes_inline(const rdmx_conn *c, const struct rdmx__wr *wr)
-{
-	return wr->len && wr->len <= c->max_inline && !(wr->flags & RDMX__WR_INLINE) &&
-	       (wr->op == RDMX__OP_SEND || wr->op == RDMX__OP_SEND_IMM ||
-		wr->op == RDMX__OP_WRITE || wr->op == RDMX__OP_WRITE_IMM);
-}
-
 int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n)
 {
 	struct rdmx__wr w;
 
 	for (int i = 0; i < n; i++)
 		c->posted[wr[i].op]++;
-	if (n != 1 || !goes_inline(c, wr))
+	if (n != 1 || !rdmx__wr_may_inline(c, wr))
 		return c->f->post_send(c->ep, wr, n);
 	w = *wr;
 	w.flags |= RDMX__WR_INLINE;

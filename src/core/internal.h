@@ -560,8 +560,13 @@ int rdmx__conn_down_reason(rdmx_conn *c);
 int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* rdmx__keep() onto c->err under c->down_lock: 0 or @rc. */
-int rdmx__conn_keep(rdmx_conn *c, int rc);
+/* rdmx__keep() onto c->err under c->down_lock: 0 or @rc. Inline: every
+ * data-path call ends in it, and the success case is one compare. */
+int rdmx__conn_keep_err(rdmx_conn *c, int rc);
+static inline int rdmx__conn_keep(rdmx_conn *c, int rc)
+{
+	return rc >= 0 ? rc : rdmx__conn_keep_err(c, rc);
+}
 
 /* Turn an error completion into the connection going down. */
 int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
@@ -577,6 +582,16 @@ int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps);
 /* Post @n send work requests; a lone SEND or WRITE of at most
  * c->max_inline bytes goes inline (the device copies it at post time). */
 int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n);
+/* @wr, not yet inline, may go inline: a SEND or WRITE of 1..max_inline
+ * bytes. A caller that sets RDMX__WR_INLINE itself spares
+ * rdmx__post_send its copy of a lone request. */
+static inline int rdmx__wr_may_inline(const rdmx_conn *c,
+				      const struct rdmx__wr *wr)
+{
+	return !(wr->flags & RDMX__WR_INLINE) && wr->len && wr->len <= c->max_inline &&
+	       (wr->op == RDMX__OP_SEND || wr->op == RDMX__OP_SEND_IMM ||
+		wr->op == RDMX__OP_WRITE || wr->op == RDMX__OP_WRITE_IMM);
+}
 int rdmx__post_recv(rdmx_conn *c, const struct rdmx__wr *wr, int n);
 
 /* group.c: listener groups. */

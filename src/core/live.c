@@ -258,10 +258,8 @@ int rdmx__conn_down(rdmx_conn *c, int rc, const char *fmt, ...)
 	return rc;
 }
 
-int rdmx__conn_keep(rdmx_conn *c, int rc)
+int rdmx__conn_keep_err(rdmx_conn *c, int rc)
 {
-	if (rc >= 0)
-		return rc;
 	pthread_mutex_lock(&c->down_lock);
 	rdmx__keep(&c->err, rc);
 	pthread_mutex_unlock(&c->down_lock);

@@ -20,8 +20,10 @@
 #ifndef RDMX_CORE_PACK_H
 #define RDMX_CORE_PACK_H
 
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RDMX__PACK_IMM 0x7061636bu  /* "pack" */
 #define RDMX__PACK_HAS_IMM (1u << 31)
@@ -55,15 +57,39 @@ int rdmx__pack_parse(const uint8_t *buf, uint32_t len, uint32_t max_msg,
 uint32_t rdmx__pack_start(uint8_t *slot, uint32_t len, int has_imm,
 			  uint32_t imm);
 
-/* Append a message to the frame of @flen bytes at @slot: its new length.
- * The caller checked it fits (rdmx__pack_room). */
-uint32_t rdmx__pack_add(uint8_t *slot, uint32_t flen, const void *data,
-			uint32_t len, int has_imm, uint32_t imm);
-
 /* The frame length after a message of @len is added to one of @flen. */
 static inline uint32_t rdmx__pack_grown(uint32_t flen, uint32_t len)
 {
 	return flen + RDMX__PACK_ENT + rdmx__pack_pad(len);
+}
+
+/* Little-endian u32 at any alignment. Inline, as rdmx__pack_add is: it
+ * runs once per packed message (bench/profile-burst). */
+static inline uint32_t rdmx__pack_get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static inline void rdmx__pack_put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+/* Append a message to the frame of @flen bytes at @slot: its new length.
+ * The caller checked it fits (rdmx__pack_grown against its cap). */
+static inline uint32_t rdmx__pack_add(uint8_t *slot, uint32_t flen,
+				      const void *data, uint32_t len,
+				      int has_imm, uint32_t imm)
+{
+	rdmx__pack_put32(slot, rdmx__pack_get32(slot) + 1);
+	rdmx__pack_put32(slot + flen, len | (has_imm ? RDMX__PACK_HAS_IMM : 0));
+	rdmx__pack_put32(slot + flen + 4, has_imm ? imm : 0);
+	memcpy(slot + flen + RDMX__PACK_ENT, data, len);
+	return rdmx__pack_grown(flen, len);
 }
 
 #endif /* RDMX_CORE_PACK_H */

@@ -131,9 +131,12 @@ static void fill_msg(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
 	rdmx__msg_set(m, c, RDMX__MSG_SEND, idx);
 }
 
-/* A free slot (and room) within @timeout_ms, in @m. */
-static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
-			  struct rdmx_msg *m, int timeout_ms)
+/* A free slot (and room) within @timeout_ms, in @m: the way with a wait,
+ * apart so the way without one sets up no deadline (bench/profile). */
+static __attribute__((noinline)) int pool_alloc_wait(rdmx_conn *c,
+						     struct rdmx__sendpool *sp,
+						     struct rdmx_msg *m,
+						     int timeout_ms)
 {
 	int rc = may_alloc(c, sp);
 
@@ -143,6 +146,15 @@ static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
 		return rc;
 	if (!rc && (rc = pool_wait(c, sp, timeout_ms, may_alloc)))
 		return rc;
+	fill_msg(c, sp, sp->free_stack[--sp->nfree], m);
+	return 0;
+}
+
+static int pool_alloc_msg(rdmx_conn *c, struct rdmx__sendpool *sp,
+			  struct rdmx_msg *m, int timeout_ms)
+{
+	if (!sp->nfree || sp->ops->room)
+		return pool_alloc_wait(c, sp, m, timeout_ms);
 	fill_msg(c, sp, sp->free_stack[--sp->nfree], m);
 	return 0;
 }
@@ -198,16 +210,6 @@ int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms)
 	return pool_flush(c, c->priv, timeout_ms);
 }
 
-/* A chained request goes inline on its own (rdmx__post_send inlines a
- * single one only). */
-static void chain_inline(const rdmx_conn *c, struct rdmx__wr *w)
-{
-	if (w->len && w->len <= c->max_inline &&
-	    (w->op == RDMX__OP_SEND || w->op == RDMX__OP_SEND_IMM ||
-	     w->op == RDMX__OP_WRITE || w->op == RDMX__OP_WRITE_IMM))
-		w->flags |= RDMX__WR_INLINE;
-}
-
 /*
  * Ring the chain: one work request in sp->every signaled, and the last
  * (sendpool.h: the send queue's tail is always signaled); the slots enter
@@ -221,7 +223,9 @@ int rdmx__sendpool_push(rdmx_conn *c, struct rdmx__sendpool *sp)
 	if (!n)
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
-		chain_inline(c, &sp->held[i]);
+		if (rdmx__wr_may_inline(c, &sp->held[i])) /* rdmx__post_send
+							  * inlines a lone one */
+			sp->held[i].flags |= RDMX__WR_INLINE;
 		if ((i + 1) % sp->every == 0 || i + 1 == n)
 			sp->held[i].flags |= RDMX__WR_SIGNALED;
 		rdmx__sendpool_fifo_push(sp, (uint32_t)sp->held[i].wr_id);
@@ -237,27 +241,39 @@ static int held_frame(const struct rdmx__wr *w)
 	return w->op == RDMX__OP_SEND_IMM && w->imm == RDMX__PACK_IMM;
 }
 
+/* The length held send @w would have as a frame, or 0 when it cannot be
+ * one (too large, not a SEND). */
+static uint32_t frame_len(const struct rdmx__sendpool *sp,
+			  const struct rdmx__wr *w)
+{
+	if (held_frame(w))
+		return w->len;
+	if (w->len > sp->pack_small || (w->op != RDMX__OP_SEND && w->op != RDMX__OP_SEND_IMM))
+		return 0;
+	return RDMX__PACK_OVERHEAD + rdmx__pack_pad(w->len);
+}
+
 /*
  * Pack @m (slot @idx, ALLOC) into the last held send, making it a frame
  * if it is not one: 1 when packed (@idx free again, @m spent), 0 when it
  * does not fit (too large, no held send, frame full).
  */
-static int pack_held(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
+static int pack_held(struct rdmx__sendpool *sp, uint32_t idx,
 		     struct rdmx_msg *m)
 {
 	uint32_t len = (uint32_t)m->len, fidx, flen;
+	int has_imm = !!(m->flags & RDMX_MSG_IMM);
 	struct rdmx__wr *w;
 	uint8_t *f;
 
 	if (len > sp->pack_small || !sp->nheld ||
-	    ((m->flags & RDMX_MSG_IMM) && m->imm == RDMX__PACK_IMM)) /* framed */
+	    (has_imm && m->imm == RDMX__PACK_IMM)) /* framed */
 		return 0;
 	w = &sp->held[sp->nheld - 1];
 	fidx = (uint32_t)w->wr_id;
-	flen = held_frame(w) ? w->len : RDMX__PACK_OVERHEAD + rdmx__pack_pad(w->len);
-	if ((!held_frame(w) && (w->len > sp->pack_small ||
-				(w->op != RDMX__OP_SEND && w->op != RDMX__OP_SEND_IMM))) ||
-	    sp->nmsg[fidx] >= RDMX__PACK_MAX || rdmx__pack_grown(flen, len) > sp->pack_cap)
+	flen = frame_len(sp, w);
+	if (!flen || sp->nmsg[fidx] >= RDMX__PACK_MAX ||
+	    rdmx__pack_grown(flen, len) > sp->pack_cap)
 		return 0;
 	f = rdmx__sendpool_at(sp, fidx);
 	if (!held_frame(w)) {
@@ -265,26 +281,29 @@ static int pack_held(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
 		w->op = RDMX__OP_SEND_IMM;
 		w->imm = RDMX__PACK_IMM;
 	}
-	w->len = rdmx__pack_add(f, w->len, m->data, len, !!(m->flags & RDMX_MSG_IMM), m->imm);
+	w->len = rdmx__pack_add(f, w->len, m->data, len, has_imm, m->imm);
 	rdmx__sendpool_put(sp, idx);
 	sp->nalloc--;
 	sp->inflight++;
 	sp->nmsg[fidx]++;
-	(void)c;
 	rdmx__msg_spend(m);
 	return 1;
 }
 
-int rdmx__sendpool_post_chain(rdmx_conn *c, struct rdmx__sendpool *sp,
-			      uint32_t idx, const struct rdmx__wr *wr,
-			      struct rdmx_msg *m, int more)
+/* @m was packed: ring the chain unless more may follow. */
+static int packed(rdmx_conn *c, struct rdmx__sendpool *sp, int more)
 {
-	struct rdmx__wr *w;
+	return more && sp->nheld < sp->held_max ? 0 : rdmx__sendpool_push(c, sp);
+}
+
+/* Hold @wr (slot @idx, which @m names) in the chain; ring it unless
+ * more may follow. */
+static int chain_add(rdmx_conn *c, struct rdmx__sendpool *sp, uint32_t idx,
+		     const struct rdmx__wr *wr, struct rdmx_msg *m, int more)
+{
+	struct rdmx__wr *w = &sp->held[sp->nheld++];
 	int rc;
 
-	if (sp->pack_small && pack_held(c, sp, idx, m))
-		return more && sp->nheld < sp->held_max ? 0 : rdmx__sendpool_push(c, sp);
-	w = &sp->held[sp->nheld++];
 	*w = *wr;
 	w->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
 	w->flags &= ~(unsigned)(RDMX__WR_SIGNALED | RDMX__WR_INLINE);
@@ -303,26 +322,45 @@ int rdmx__sendpool_post_chain(rdmx_conn *c, struct rdmx__sendpool *sp,
 	return 0;
 }
 
+int rdmx__sendpool_post_chain(rdmx_conn *c, struct rdmx__sendpool *sp,
+			      uint32_t idx, const struct rdmx__wr *wr,
+			      struct rdmx_msg *m, int more)
+{
+	if (sp->pack_small && pack_held(sp, idx, m))
+		return packed(c, sp, more);
+	return chain_add(c, sp, idx, wr, m, more);
+}
+
+/*
+ * The two-sided send. A small message of a burst is packed into the held
+ * frame first, before any work request is made for it: that is most
+ * messages of a burst (bench/profile-burst).
+ */
 static int conn_send(rdmx_conn *c, struct rdmx_msg *m, int more)
 {
 	struct rdmx__sendpool *sp = c->priv;
 	int64_t idx = rdmx__sendpool_slot(c, sp, m);
-	struct rdmx__wr wr = {
-		.op = RDMX__OP_SEND,
-		.len = (uint32_t)m->len,
-	};
+	struct rdmx__wr wr;
 
 	if (idx < 0)
 		return rdmx__fail(-EINVAL, "%s: not a message from rdmx_msg_alloc on this connection",
 				  sp->who);
-	wr.addr = rdmx__sendpool_at(sp, (uint32_t)idx);
+	if (sp->nheld && sp->pack_small && pack_held(sp, (uint32_t)idx, m))
+		return packed(c, sp, more);
+	wr = (struct rdmx__wr){
+		.op = RDMX__OP_SEND,
+		.len = (uint32_t)m->len,
+		.addr = rdmx__sendpool_at(sp, (uint32_t)idx),
+	};
 	if (m->flags & RDMX_MSG_IMM) {
 		wr.op = RDMX__OP_SEND_IMM;
 		wr.imm = m->imm;
 		if (m->imm == RDMX__PACK_IMM && sp->pack_cap) /* a frame of one */
 			wr.len = rdmx__pack_start(wr.addr, wr.len, 1, m->imm);
 	}
-	return rdmx__sendpool_post_more(c, sp, (uint32_t)idx, &wr, m, more);
+	if (more || sp->nheld)
+		return chain_add(c, sp, (uint32_t)idx, &wr, m, more);
+	return rdmx__sendpool_post_more(c, sp, (uint32_t)idx, &wr, m, 0);
 }
 
 int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m)

@@ -254,6 +254,8 @@ static inline int rdmx__sendpool_post_more(rdmx_conn *c,
 		return rdmx__sendpool_post_chain(c, sp, idx, wr, m, more);
 	wr->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
 	wr->flags |= RDMX__WR_SIGNALED;
+	if (rdmx__wr_may_inline(c, wr)) /* spares rdmx__post_send a copy */
+		wr->flags |= RDMX__WR_INLINE;
 	wr->lkey = sp->mr->lkey;
 	rc = rdmx__post_send(c, wr, 1);
 	if (rc)

@@ -257,60 +257,82 @@ static int deliver(rdmx_conn *c, const struct rdmx__wc *wc, struct rdmx_msg *m)
 	return 0;
 }
 
+/* One look for a message: 1 with it in @m, 0 none yet, or -errno. */
+static int take_one(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct sr *p = sr_of(c);
+	int rc;
+
+	if (rdmx__unpack_more(&p->fr)) {
+		rdmx__unpack_next(c, &p->fr, m);
+		return 1;
+	}
+	if (p->wc_i == p->wc_n) {
+		rc = c->f->poll_cq(p->rcq, p->wc, WC_BATCH);
+		if (rc < 0)
+			return rdmx__conn_down(c, rc, "polling receive completions: %s",
+					       rdmx__last());
+		p->wc_n = rc;
+		p->wc_i = 0;
+	}
+	if (p->wc_i == p->wc_n)
+		return 0;
+	rc = deliver(c, &p->wc[p->wc_i++], m);
+	return rc ? rc : 1;
+}
+
+/* The deadline starts at the first look that found nothing: a message
+ * already in costs no clock and no deadline (bench/profile). */
 static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 {
 	struct sr *p = sr_of(c);
 	struct rdmx__deadline d;
-	int rc;
+	int rc = take_one(c, m);
 
+	if (rc)
+		return rc < 0 ? rc : 0;
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		if (rdmx__unpack_more(&p->fr)) {
-			rdmx__unpack_next(c, &p->fr, m);
-			return 0;
-		}
-		if (p->wc_i == p->wc_n) {
-			rc = c->f->poll_cq(p->rcq, p->wc, WC_BATCH);
-			if (rc < 0)
-				return rdmx__conn_down(c, rc, "polling receive completions: %s",
-						       rdmx__last());
-			p->wc_n = rc;
-			p->wc_i = 0;
-		}
-		if (p->wc_i < p->wc_n)
-			return deliver(c, &p->wc[p->wc_i++], m);
 		if ((rc = rdmx__repost_flush(c, &p->rp, NULL)) ||
 		    (rc = rdmx__recv_idle(c, &d)))
 			return rc;
+		rc = take_one(c, m);
+		if (rc)
+			return rc < 0 ? rc : 0;
 	}
 }
 
+/* Every message of receive buffer @idx was released: repost it. */
+static int recv_done(rdmx_conn *c, uint32_t idx)
+{
+	struct sr *p = sr_of(c);
+	struct rdmx__wr wr;
+
+	if (c->state == RDMX__CONN_DOWN) {
+		p->rstate[idx] = SLOT_FREE;
+		return 0;
+	}
+	p->rstate[idx] = SLOT_POSTED;
+	wr = recv_wr(p, idx);
+	return rdmx__repost_add(&p->rp, &wr) ? rdmx__repost_flush(c, &p->rp, NULL) : 0;
+}
+
+/* A received message first: the common release. */
 static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
 	uint32_t ent = 0;
-	int64_t idx;
+	int64_t idx = recv_slot(c, m, &ent);
 	int rc;
 
-	if (!rdmx__sendpool_release(c, &p->sp, m))
-		return 0;
-	if ((idx = recv_slot(c, m, &ent)) >= 0) {
-		p->rmask[idx] &= ~(UINT64_C(1) << ent);
-		if (p->rmask[idx]) {
-			/* other messages of its frame still out */
-		} else if (c->state == RDMX__CONN_DOWN) {
-			p->rstate[idx] = SLOT_FREE;
-		} else {
-			struct rdmx__wr wr = recv_wr(p, (uint32_t)idx);
-
-			p->rstate[idx] = SLOT_POSTED;
-			if (rdmx__repost_add(&p->rp, &wr) &&
-			    (rc = rdmx__repost_flush(c, &p->rp, NULL)))
-				return rc;
-		}
-	} else {
+	if (idx < 0) {
+		if (!rdmx__sendpool_release(c, &p->sp, m))
+			return 0;
 		return rdmx__fail(-EINVAL, "send_recv: message not held on this connection");
 	}
+	p->rmask[idx] &= ~(UINT64_C(1) << ent);
+	if (!p->rmask[idx] && (rc = recv_done(c, (uint32_t)idx)))
+		return rc; /* other messages of its frame may still be out */
 	rdmx__msg_spend(m);
 	return 0;
 }
