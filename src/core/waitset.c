@@ -23,13 +23,16 @@
  *     keepalives, shutdown - run at least that often).
  * The next arm takes the notification that woke it (and acknowledges it).
  *
- * A receiver that polls memory (write_simplex/magic with notify POLL,
- * direct_write) gets no completion for a message: before sleeping, the
- * park has the protocol publish the sleep (ops->sleep_announce; the peer
- * then adds a doorbell SEND) and polls once more. Protocols that name no
- * receive CQ (write_duplex, write_atomic, buffered_read) keep timed parks (rdmx__wait_park: 16 us
- * doubling to 4 ms), see enum rdmx_wait_mode in rdmx.h; so does a wait
- * on memory the peer writes (srq's credits: d->timed). Adaptive waits
+ * A receiver that polls memory (the ring protocols with notify POLL, OFF
+ * or REV, direct_write) gets no completion for a message: before
+ * sleeping, the park has the protocol publish the sleep
+ * (ops->sleep_announce; the peer then adds a doorbell SEND) and polls
+ * once more; so does a zero-timeout poll of rdmx_conn_fd's user
+ * (rdmx__conn_once), whose fd the doorbell's completion makes readable.
+ * Protocols that name no receive CQ (write_atomic, buffered_read) keep
+ * timed parks (rdmx__wait_park: 16 us doubling to 4 ms), see enum
+ * rdmx_wait_mode in rdmx.h; so does a wait on memory the peer writes
+ * (srq's credits, a ring sender's room with ack READ: d->timed). Adaptive waits
  * make their first park a timed one (the wake-lateness measure).
  */
 #include <errno.h>
@@ -66,8 +69,6 @@ void rdmx__conn_watch(rdmx_conn *c, struct rdmx__cq *cq, unsigned flags)
 
 	if (flags & RDMX__WATCH_RECV)
 		w->recv_cq = 1;
-	if (flags & RDMX__WATCH_DOORBELL)
-		w->doorbell = 1;
 	for (int i = 0; i < w->ncq; i++)
 		if (w->cq[i] == cq)
 			return;
@@ -248,11 +249,10 @@ int rdmx_conn_fd(rdmx_conn *c)
 
 	if (!c)
 		return rdmx__fail(-EINVAL, "rdmx_conn_fd: connection is required");
-	if (!c->ws.recv_cq || !c->f->cq_arm || c->ws.doorbell)
+	if (!c->ws.recv_cq || !c->f->cq_arm)
 		return rdmx__failo(&c->err, -EOPNOTSUPP,
-				   "%s: the receiver polls memory; no fd turns readable for sure "
-				   "when a message lands (write_simplex/magic: use notify IMM)",
-				   c->proto->name);
+				   "%s: no completion wakes this connection's receiver "
+				   "(it polls memory without a doorbell)", c->proto->name);
 	fd = ws_fd(c);
 	if (fd < 0)
 		return rdmx__keep(&c->err, fd);

@@ -33,9 +33,9 @@
  * Sleeping receivers: with IMM a record is a completion. With POLL, OFF
  * and REV a record makes none, so a receiver about to sleep publishes it
  * and the sender adds a doorbell (a 0-byte SEND) after its next record;
- * the doorbell lands in the receives that ack SEND keeps posted, so with
- * ack READ there is no doorbell and blocked waits park in timed steps
- * (write_ring.c, "Sleeping receivers").
+ * the doorbell lands in the receives that ack SEND keeps posted for
+ * updates, or, with ack READ, in N_CTRL receives posted for doorbells
+ * alone (write_ring.c, "Sleeping receivers").
  */
 #include <errno.h>
 #include <stddef.h>
@@ -210,10 +210,12 @@ int rdmx__wring_peek(rdmx_conn *c, struct rdmx__ring_rec_view *v)
 
 /* ------------------------------------------------------------ doorbell */
 
-/* Does the peer's receiver sleep on a doorbell (notify not IMM, ack SEND)? */
+/* Does the peer's receiver sleep on a doorbell (notify not IMM)? With ack
+ * SEND it lands in the N_CTRL receives kept for updates, with ack READ
+ * in the N_CTRL posted for doorbells alone (rdmx__wring_setup). */
 static int has_doorbell(const struct wring *p)
 {
-	return !p->imm && !p->ack_read;
+	return !p->imm;
 }
 
 /* The peer published a sleep we did not ring for: post a 0-byte SEND
@@ -222,7 +224,7 @@ static int has_doorbell(const struct wring *p)
 int rdmx__wring_ring_if_asleep(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	uint64_t g = __atomic_load_n(&p->ctl->sleep_gen, __ATOMIC_ACQUIRE);
+	uint64_t g = __atomic_load_n(&p->ctl->sleep_gen, __ATOMIC_SEQ_CST);
 	struct rdmx__wr wr = {
 		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
 		.op = RDMX__OP_SEND,
@@ -238,14 +240,21 @@ int rdmx__wring_ring_if_asleep(rdmx_conn *c)
 	return rc ? rdmx__conn_down(c, rc, "posting a doorbell: %s", rdmx__last()) : 0;
 }
 
-/* ops->sleep_announce (a receiver with a doorbell): WRITE our next sleep
- * count into the peer's sleep_gen, once per sleep; 1 when it was
- * published now (the caller polls the ring once more before sleeping). */
+/*
+ * ops->sleep_announce (a receiver with a doorbell): WRITE our next sleep
+ * count into the peer's sleep_gen, once per sleep. 0 while that WRITE is
+ * in flight (sleep: its completion, on the armed send CQ, wakes us), 1
+ * once it completed - it is in the peer's memory - for the last poll of
+ * the ring (the caller polls once more), then 0 (sleep). A record the
+ * peer's WRITE placed after that last poll completes at the peer after
+ * our count is there, and its reap rings (write_ring.c, "Sleeping
+ * receivers"): no record is missed by a sleep.
+ */
 int rdmx__wring_sleep_announce(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
 	struct rdmx__wr wr = {
-		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
+		.wr_id = TAG_ASK << TAG_SHIFT | SUB_GEN,
 		.op = RDMX__OP_WRITE,
 		.flags = RDMX__WR_SIGNALED,
 		.addr = &p->ctl->gen_src,
@@ -256,12 +265,22 @@ int rdmx__wring_sleep_announce(rdmx_conn *c)
 	};
 	int rc;
 
-	if (p->announced || !has_doorbell(p) || c->state != RDMX__CONN_UP)
+	if (!has_doorbell(p) || c->state != RDMX__CONN_UP)
 		return 0;
+	rc = rdmx__wring_progress(c); /* takes our count's completion */
+	if (rc < 0)
+		return rc;
+	if (p->announced == ANN_PLACED || p->gen_out)
+		return 0;
+	if (p->announced == ANN_POSTED) {
+		p->announced = ANN_PLACED;
+		return 1; /* the last poll before the sleep */
+	}
 	p->ctl->gen_src = ++p->gen;
 	rc = rdmx__post_send(c, &wr, 1);
 	if (rc)
 		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
-	p->announced = 1;
-	return 1;
+	p->gen_out = 1;
+	p->announced = ANN_POSTED;
+	return 0;
 }
