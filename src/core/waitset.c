@@ -29,10 +29,10 @@
  * (ops->sleep_announce; the peer then adds a doorbell SEND) and polls
  * once more; so does a zero-timeout poll of rdmx_conn_fd's user
  * (rdmx__conn_once), whose fd the doorbell's completion makes readable.
- * Protocols that name no receive CQ (write_atomic, buffered_read) keep
- * timed parks (rdmx__wait_park: 16 us doubling to 4 ms), see enum
- * rdmx_wait_mode in rdmx.h; so does a wait on memory the peer writes
- * (srq's credits, a ring sender's room with ack READ: d->timed). Adaptive waits
+ * A wait on memory the peer writes or that is READ (srq's credits, the
+ * room of a sender with ack READ, write_atomic's and buffered_read's
+ * senders: d->timed) parks in timed steps (rdmx__wait_park: 16 us
+ * doubling to 4 ms), see enum rdmx_wait_mode in rdmx.h. Adaptive waits
  * make their first park a timed one (the wake-lateness measure).
  */
 #include <errno.h>
@@ -176,6 +176,17 @@ static int ws_arm(rdmx_conn *c)
 	return fresh;
 }
 
+/* After ws_arm() said @fresh: have a receiver that polls memory publish
+ * its sleep - even after a fresh arm: a protocol whose poll posts a verb
+ * (buffered_read's tail READ) fires its CQ at every poll and stops
+ * polling once it published. 1: poll again, 0: sleep, -errno. */
+static int arm_announce(rdmx_conn *c, int fresh)
+{
+	int rc = c->proto->sleep_announce ? c->proto->sleep_announce(c) : 0;
+
+	return rc < 0 ? rc : fresh | rc;
+}
+
 /* 1 if a park of @d on @c may sleep on the wait set. */
 static int ws_sleeps(const rdmx_conn *c, const struct rdmx__deadline *d)
 {
@@ -213,8 +224,7 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 		rdmx__wait_park(d);
 		return;
 	}
-	if (rc == 0 && c->proto->sleep_announce)
-		rc = c->proto->sleep_announce(c);
+	rc = arm_announce(c, rc);
 	if (rc == 0)
 		(void)poll(&p, 1, rdmx__wait_sleep_bound_ms(d));
 	if (rc == 0)
@@ -233,8 +243,8 @@ int rdmx__conn_once(rdmx_conn *c)
 	if (!__atomic_exchange_n(&c->ws.sleeping, 1, __ATOMIC_SEQ_CST))
 		return 0; /* kicks are sent from now on: poll once more */
 	rc = ws_arm(c);
-	if (rc == 0 && c->proto->sleep_announce)
-		rc = c->proto->sleep_announce(c);
+	if (rc >= 0)
+		rc = arm_announce(c, rc);
 	if (rc < 0) /* down: the caller's next poll reports it */
 		return c->state == RDMX__CONN_DOWN ? 0 : rdmx__again();
 	return rc ? 0 : rdmx__again();
@@ -392,10 +402,7 @@ static int member_arm_locked(int gfd, rdmx_conn *c)
 	rc = ws_arm(c);
 	if (rc < 0)
 		return rc;
-	fresh |= rc;
-	if (!fresh && c->proto->sleep_announce)
-		fresh = c->proto->sleep_announce(c);
-	return fresh;
+	return arm_announce(c, fresh | rc);
 }
 
 int rdmx__group_arm(struct rdmx__group *g, rdmx_conn *c)

@@ -426,7 +426,7 @@ static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
 		return 0;
 	case TAG_ASK:
 		if (wc->wr_id & SUB_GEN)
-			p->gen_out = 0;
+			rdmx__bell_gen_done(&p->bell);
 		else if (!(wc->wr_id & SUB_WAKE))
 			p->ask_out = 0;
 		return 0;
@@ -464,7 +464,7 @@ static int recv_done(rdmx_conn *c, const struct rdmx__wc *wc)
 		p->imm_ready++;
 	} else if (!wc->byte_len) {
 		p->st.doorbells_recv++; /* woke us: the ring has news */
-		p->announced = 0; /* it spent our count: a later sleep is new */
+		rdmx__bell_woke(&p->bell); /* it spent our count */
 	} else {
 		p->st.updates_recv++;
 		rc = apply_acked(c, rdmx__get_u64((uint8_t *)p->ctl->rbuf[idx]));
@@ -947,7 +947,7 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EPROTO, "peer overran the window of %u messages",
 				  p->win_in);
 	fill_recv_msg(c, &v, (uint64_t)seq, m);
-	p->announced = 0; /* a later sleep is a new one */
+	rdmx__bell_woke(&p->bell); /* a later sleep is a new one */
 	p->rd += v.size;
 	p->imm_ready -= p->imm ? 1 : 0;
 	p->st.records_in++;

@@ -220,40 +220,35 @@ static int has_doorbell(const struct wring *p)
 
 /* The peer published a sleep we did not ring for: post a 0-byte SEND
  * after what we wrote (RC order: it completes at the peer after the
- * WRITEs before it are placed). sleep_gen is peer-written: read once. */
+ * WRITEs before it are placed); core/doorbell.h. */
 int rdmx__wring_ring_if_asleep(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	uint64_t g = __atomic_load_n(&p->ctl->sleep_gen, __ATOMIC_SEQ_CST);
-	struct rdmx__wr wr = {
+	const struct rdmx__wr wr = {
 		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
 		.op = RDMX__OP_SEND,
 		.flags = RDMX__WR_SIGNALED,
 	};
 	int rc;
 
-	if (g == p->rung || !has_doorbell(p))
+	if (!has_doorbell(p))
 		return 0;
-	p->rung = g;
-	p->st.doorbells_sent++;
-	rc = rdmx__post_send(c, &wr, 1);
-	return rc ? rdmx__conn_down(c, rc, "posting a doorbell: %s", rdmx__last()) : 0;
+	rc = rdmx__bell_ring(c, &p->bell, &p->ctl->sleep_gen, &wr);
+	p->st.doorbells_sent += rc > 0;
+	return rc < 0 ? rc : 0;
 }
 
 /*
  * ops->sleep_announce (a receiver with a doorbell): WRITE our next sleep
- * count into the peer's sleep_gen, once per sleep. 0 while that WRITE is
- * in flight (sleep: its completion, on the armed send CQ, wakes us), 1
- * once it completed - it is in the peer's memory - for the last poll of
- * the ring (the caller polls once more), then 0 (sleep). A record the
- * peer's WRITE placed after that last poll completes at the peer after
- * our count is there, and its reap rings (write_ring.c, "Sleeping
- * receivers"): no record is missed by a sleep.
+ * count into the peer's sleep_gen, once per sleep (core/doorbell.h). A
+ * record the peer's WRITE placed after our last look completes at the
+ * peer after our count is there, and its reap rings (write_ring.c,
+ * "Sleeping receivers"): no record is missed by a sleep.
  */
 int rdmx__wring_sleep_announce(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	struct rdmx__wr wr = {
+	const struct rdmx__wr wr = {
 		.wr_id = TAG_ASK << TAG_SHIFT | SUB_GEN,
 		.op = RDMX__OP_WRITE,
 		.flags = RDMX__WR_SIGNALED,
@@ -268,19 +263,5 @@ int rdmx__wring_sleep_announce(rdmx_conn *c)
 	if (!has_doorbell(p) || c->state != RDMX__CONN_UP)
 		return 0;
 	rc = rdmx__wring_progress(c); /* takes our count's completion */
-	if (rc < 0)
-		return rc;
-	if (p->announced == ANN_PLACED || p->gen_out)
-		return 0;
-	if (p->announced == ANN_POSTED) {
-		p->announced = ANN_PLACED;
-		return 1; /* the last poll before the sleep */
-	}
-	p->ctl->gen_src = ++p->gen;
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
-	p->gen_out = 1;
-	p->announced = ANN_POSTED;
-	return 0;
+	return rc < 0 ? rc : rdmx__bell_announce(c, &p->bell, &p->ctl->gen_src, &wr);
 }

@@ -8,6 +8,7 @@
 #ifndef RDMX_PROTOCOLS_WRITE_RING_PRIV_H
 #define RDMX_PROTOCOLS_WRITE_RING_PRIV_H
 
+#include "core/doorbell.h"
 #include "core/ring.h"
 #include "write_ring.h"
 #include "write_ring_burst.h"
@@ -23,8 +24,6 @@
 #define TAG_READ 3ull
 #define SUB_WAKE (1ull << 61) /* under TAG_ASK: a doorbell SEND */
 #define SUB_GEN (1ull << 60)  /* under TAG_ASK: our sleep_gen WRITE */
-#define ANN_POSTED 1          /* wring.announced: our count's WRITE posted */
-#define ANN_PLACED 2          /* ... and completed (in the peer's memory) */
 
 /* Most work requests one record posts: notify REV's pre-clear, pad,
  * pre-clear, record; OFF's pad, record, tail word. */
@@ -76,11 +75,7 @@ struct wring {
 	uint64_t reported, reported_head;
 	int upd_out;
 	uint32_t imm_ready;       /* IMM completions not matched to records */
-	uint64_t gen;             /* sleeps published (wring_sleep_announce) */
-	int announced;            /* gen is current: no record taken since;
-				   * ANN_POSTED, then ANN_PLACED, 0: not */
-	int gen_out;              /* our sleep_gen WRITE is in flight */
-	uint64_t rung;            /* sender: the peer's sleep_gen we rang for */
+	struct rdmx__bell bell;    /* our sleeps, the peer's we rang for */
 	struct rdmx__wburst burst; /* held records (write_ring_burst.h) */
 	struct rdmx__wring_stats st;
 };
