@@ -8,9 +8,9 @@
  * pattern for each fd: call the library with timeout 0 until it says
  * -EAGAIN (that re-arms the fd), then wait for the fd again.
  *
- * Every protocol but write_atomic and buffered_read has an fd (theirs
- * say -EOPNOTSUPP): the ring protocols' and direct_write's receivers
- * poll memory, and their fd turns readable by the peer's doorbell. As
+ * Every protocol has an fd: the ring protocols', direct_write's and
+ * buffered_read's receivers poll memory, and their fd turns readable by
+ * the peer's doorbell. As
  * echo_server.c it starts
  * CLIENTS client threads in the same process (echo_clients.c), each
  * sending ROUNDS numbered messages and checking the echoes; it ends when

@@ -173,12 +173,14 @@ struct rdmx_ctx_opts {
  * after its next record, or when a record it wrote completes
  * (src/protocols/write_ring.c); the sender pays one read of a word per
  * record. direct_write does the same both ways (a receiver polls its
- * buffers' footers, a sender out of descriptors its descriptor ring).
- * A ring sender out of room with ack READ, and write_atomic and
- * buffered_read receivers, sleep in timed steps instead, doubling from
- * 16 us to 4 ms and polling again (a message is seen up to ~4 ms late;
- * an idle wait wakes ~250 times a second); write_atomic and
- * buffered_read connections have no fd.
+ * buffers' footers, a sender out of descriptors its descriptor ring),
+ * and buffered_read's receiver, whose sender posts nothing: the sender
+ * reads one word per send and posts the doorbell only to a receiver that
+ * published a sleep. write_atomic receivers take a completion per
+ * message. Senders that wait for room they learn of by an RDMA READ (a
+ * ring with ack READ, write_atomic, buffered_read, also its rdmx_flush)
+ * sleep in timed steps instead, doubling from 16 us to 4 ms and READing
+ * again (room is seen up to ~4 ms late).
  * rdmx_listener_next and rdmx_listener_recv sleep on one epoll set of
  * every member's wait set (and, for rdmx_listener_next, the listener's
  * rdma_cm channel): as a connection's wait does, unless a member sleeps
@@ -643,12 +645,12 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  * or waits in a call on it, or watches its own rdmx_conn_fd by these
  * rules, until its sends complete (rdmx_flush() does that); a sender
  * that posts and then never calls again may leave its last message
- * unannounced until its next call.
+ * unannounced until its next call (buffered_read's sender rings in
+ * rdmx_send itself: no such condition).
  * The fd belongs to @conn (closed by rdmx_conn_close): do not close it;
  * remove it from your epoll set before closing the connection. Returns
- * the fd (>= 0), -EOPNOTSUPP for write_atomic and buffered_read (their
- * receivers poll memory and have no doorbell yet: their waits sleep in
- * timed steps), or -errno.
+ * the fd (>= 0), -EOPNOTSUPP on a fabric without completion channels, or
+ * -errno.
  */
 int rdmx_conn_fd(rdmx_conn *conn);
 

@@ -8,8 +8,8 @@
  *  - the wait options are checked;
  *  - rdmx_conn_fd() turns readable when a message arrives and not before
  *    (after at most two spurious wakes of a receiver that publishes its
- *    sleep), on every protocol but write_atomic and buffered_read (which
- *    say -EOPNOTSUPP); rdmx_listener_fd() when a connection request comes;
+ *    sleep), on every protocol; rdmx_listener_fd() when a connection
+ *    request comes;
  *  - a receiver blocked in BLOCK mode is woken by a message, and by its
  *    peer's leaving, well before the sleep's backstop (raised to 30 s
  *    here: a wake that only came from the backstop fails the test);
@@ -17,7 +17,7 @@
  *    ping-pong through it; idle, it sleeps as rdmx_recv does;
  *  - a direct_write sender blocked for room by the receiver's release;
  *  - a blocked ring receiver of every notify x ack that polls memory, by
- *    the sender's doorbell (both ends count it).
+ *    the sender's doorbell (both ends count it), and a buffered_read one.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "protocols/buffered_read.h"
 #include "protocols/write_ring.h"
 
 #define IDLE_CPU_MAX_PCT 20.0
@@ -174,6 +175,8 @@ static void test_idle_block_sleeps(void **state)
 	/* a CQ receiver and a receiver polling ring memory */
 	assert_true(idle_recv_pct("send_recv", RDMX_WAIT_BLOCK, 0, 2000) < IDLE_CPU_MAX_PCT);
 	assert_true(idle_recv_pct("write_magic", RDMX_WAIT_BLOCK, 0, 2000) < IDLE_CPU_MAX_PCT);
+	/* a receiver whose poll is a READ: asleep, it posts none */
+	assert_true(idle_recv_pct("buffered_read", RDMX_WAIT_BLOCK, 0, 1000) < IDLE_CPU_MAX_PCT);
 }
 
 /* An idle rdmx_listener_next of @ms on @proto in @mode: its share of a core. */
@@ -294,13 +297,8 @@ static void fd_readiness_opts(const struct rdmx_conn_opts *o)
 
 	open_pair(&p, o);
 	fd = rdmx_conn_fd(p.server);
-	if (fd == -EOPNOTSUPP) {
-		/* the receiver polls memory and has no doorbell yet */
-		assert_true(!strcmp(proto, "write_atomic") || !strcmp(proto, "buffered_read"));
-		th_pair_close(&p);
-		return;
-	}
-	assert_true(fd >= 0);
+	if (fd < 0)
+		fail_msg("%s: no fd: %s (%s)", proto, rdmx_strerror(fd), rdmx_last_error());
 	for (int round = 0; round < 3; round++) {
 		settle(p.server, fd, proto);
 		send_one(p.client, "ping");
@@ -542,6 +540,29 @@ static void test_block_wakes(void **state)
 	}
 }
 
+/*
+ * A blocked buffered_read receiver (the sender posts nothing) is woken by
+ * the sender's doorbell, both ends count it; a blocked ping-pong too.
+ */
+static void test_buffered_read_doorbell(void **state)
+{
+	struct rdmx_conn_opts o = opts("buffered_read", RDMX_WAIT_BLOCK);
+	uint64_t sent, recv, unused;
+	struct th_pair p;
+
+	(void)state;
+	open_pair(&p, &o);
+	assert_true(pair_blocked_wake(&p, o.protocol, 0) < WAKE_MAX_MS);
+	rdmx__br_bells(p.client, &sent, &unused);
+	rdmx__br_bells(p.server, &unused, &recv);
+	print_message("buffered_read: %llu doorbell(s) sent, %llu received\n",
+		      (unsigned long long)sent, (unsigned long long)recv);
+	assert_true(sent >= 1);
+	assert_true(recv >= 1);
+	rt_check(&p, 0, o.protocol);
+	th_pair_close(&p);
+}
+
 /* The ring variants whose receiver polls memory, with each ack. */
 static const struct ring_variant {
 	const char *proto;
@@ -727,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_listener_next_wakes),
 		cmocka_unit_test(test_sender_wakes_for_room),
 		cmocka_unit_test(test_ring_doorbells),
+		cmocka_unit_test(test_buffered_read_doorbell),
 	};
 
 	return cmocka_run_group_tests(tests, raise_backstop, restore_backstop);
