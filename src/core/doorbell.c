@@ -9,8 +9,10 @@ int rdmx__bell_announce(rdmx_conn *c, struct rdmx__bell *b, uint64_t *src,
 {
 	int rc;
 
-	if (c->state != RDMX__CONN_UP || b->announced == RDMX__BELL_PLACED || b->gen_out)
+	if (c->state != RDMX__CONN_UP || b->announced == RDMX__BELL_PLACED)
 		return 0;
+	if (b->gen_out) /* a round trip: poll on rather than sleep twice */
+		return 1;
 	if (b->announced == RDMX__BELL_POSTED) {
 		b->announced = RDMX__BELL_PLACED;
 		return 1; /* the last look before the sleep */

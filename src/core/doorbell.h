@@ -37,10 +37,11 @@ struct rdmx__bell {
 };
 
 /*
- * Sleeper, one step of publishing a sleep: 0 while the count's WRITE is
- * in flight (sleep: its completion, on the armed send CQ, wakes the wait)
- * or once the last look was done, 1 right after the WRITE completed (look
- * once more), -errno (the connection down). @wr WRITEs *@src (8 bytes,
+ * Sleeper, one step of publishing a sleep: 1 while the count's WRITE is
+ * in flight (poll on: a round trip, then one sleep rather than a sleep
+ * for the completion and another for the doorbell) and right after it
+ * completed (the last look), 0 once the last look was done (sleep),
+ * -errno (the connection down). @wr WRITEs *@src (8 bytes,
  * signaled) into the peer's sleep word; the protocol calls
  * rdmx__bell_gen_done() when it completes and rdmx__bell_woke() when a
  * message is taken or a doorbell came (a later sleep is a new one). The
