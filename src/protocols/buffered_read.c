@@ -564,6 +564,11 @@ static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		 * past the caller's timeout) */
 		if (rc > 0 && i % BUSY_TURNS)
 			continue;
+		/* a READ of ours completes within a round trip: nap (as
+		 * short as a park goes) rather than sleep on the wait set and
+		 * pay a wake-up for it; nothing out: sleep, a doorbell wakes */
+		d.timed = rc > 0;
+		d.park_us = 0;
 		if ((rc = rdmx__recv_idle(c, &d)))
 			return rc;
 	}
