@@ -167,9 +167,11 @@ struct rdmx_ctx_opts {
  * of an idle wait. send_recv, srq and read receive completions, and so do
  * the ring protocols with notify IMM. With notify POLL, OFF or REV (any
  * ack) the receiver polls ring memory that the sender's RDMA WRITE fills
- * without a completion: before sleeping it publishes it to the sender
- * (an 8-byte WRITE, once per sleep, and a last look at the ring once
- * that WRITE completed), and the sender adds a doorbell (a 0-byte SEND)
+ * without a completion: it naps in timed steps for its first ~0.25 ms
+ * (16 us doubling: a reply that comes soon costs no doorbell), then
+ * publishes its sleep to the sender (an 8-byte WRITE, once per sleep,
+ * and a last look at the ring once that WRITE completed) and sleeps on
+ * the fd; the sender adds a doorbell (a 0-byte SEND)
  * after its next record, or when a record it wrote completes
  * (src/protocols/write_ring.c); the sender pays one read of a word per
  * record. direct_write does the same both ways (a receiver polls its

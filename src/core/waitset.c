@@ -47,6 +47,12 @@
 
 int rdmx__wait_backstop_ms = RDMX__WAIT_BACKSTOP_MS;
 
+/* A receiver that polls memory naps (timed parks: 16, 32, 64, 128 us)
+ * before it publishes a sleep: publishing costs it a round trip and the
+ * peer a doorbell and a wake-up, which a message that comes within a
+ * quarter millisecond (a ping-pong's reply) does not need. */
+#define NAP_BEFORE_ANNOUNCE_US 128
+
 void rdmx__ws_init(struct rdmx__waitset *w)
 {
 	memset(w, 0, sizeof(*w));
@@ -212,7 +218,8 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 	 * the measure of how late sleeps wake (the spin budget, wait.c)
 	 * current; without it the spin would shrink to spin_us on a
 	 * platform that wakes late, and a ping-pong would sleep every time */
-	if (!ws_sleeps(c, d) || (d->mode == RDMX_WAIT_ADAPTIVE && !d->park_us)) {
+	if (!ws_sleeps(c, d) || (d->mode == RDMX_WAIT_ADAPTIVE && !d->park_us) ||
+	    (c->proto->sleep_announce && d->park_us < NAP_BEFORE_ANNOUNCE_US)) {
 		rdmx__wait_park(d);
 		return;
 	}

@@ -543,6 +543,23 @@ static int progress(rdmx_conn *c)
 	return rc ? rc : reap(c);
 }
 
+/* The wait step with a READ of ours out: it completes within a round
+ * trip, so nap as short as a park goes rather than sleep on the wait set
+ * and pay a wake-up for it (nothing out: the idle step sleeps, a doorbell
+ * wakes it); the naps do not lengthen the idle step's parks. */
+static int nap(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	unsigned park_us = d->park_us;
+	int rc;
+
+	d->timed = 1;
+	d->park_us = 0;
+	rc = rdmx__recv_idle(c, d);
+	d->timed = 0;
+	d->park_us = park_us;
+	return rc;
+}
+
 static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 {
 	struct rdmx__deadline d;
@@ -564,12 +581,7 @@ static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		 * past the caller's timeout) */
 		if (rc > 0 && i % BUSY_TURNS)
 			continue;
-		/* a READ of ours completes within a round trip: nap (as
-		 * short as a park goes) rather than sleep on the wait set and
-		 * pay a wake-up for it; nothing out: sleep, a doorbell wakes */
-		d.timed = rc > 0;
-		d.park_us = 0;
-		if ((rc = rdmx__recv_idle(c, &d)))
+		if ((rc = rc > 0 ? nap(c, &d) : rdmx__recv_idle(c, &d)))
 			return rc;
 	}
 }
