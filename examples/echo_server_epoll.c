@@ -8,9 +8,10 @@
  * pattern for each fd: call the library with timeout 0 until it says
  * -EAGAIN (that re-arms the fd), then wait for the fd again.
  *
- * The fds are for protocols whose messages arrive as completions
- * (send_recv, srq, read); the ring protocols' receivers poll memory and
- * have none (rdmx_conn_fd says -EOPNOTSUPP). As echo_server.c it starts
+ * Every protocol has an fd: the ring protocols', direct_write's and
+ * buffered_read's receivers poll memory, and their fd turns readable by
+ * the peer's doorbell. As
+ * echo_server.c it starts
  * CLIENTS client threads in the same process (echo_clients.c), each
  * sending ROUNDS numbered messages and checking the echoes; it ends when
  * all have left.

@@ -165,20 +165,24 @@ struct rdmx_ctx_opts {
  * and its rdma_cm channel - the fd rdmx_conn_fd() hands out - woken by a
  * completion or a disconnect; a 100 ms backstop runs the liveness checks
  * of an idle wait. send_recv, srq and read receive completions, and so do
- * the ring protocols with notify IMM. With notify POLL, OFF or REV and
- * ack SEND (write_simplex's and write_magic's default) the receiver polls
- * ring memory that the sender's RDMA WRITE fills without a completion:
- * before sleeping it publishes it to the sender, which adds a doorbell (a
- * 0-byte SEND) after its next record; a record that crosses the
- * publication in flight is seen at the next record or the backstop
- * (src/protocols/write_ring.c). direct_write does the same both ways (a
- * receiver polls its buffers' footers, a sender out of descriptors its
- * descriptor ring). Ring receivers with ack READ (write_duplex's default;
- * they post no receive for a doorbell), write_atomic and buffered_read
- * receivers sleep in timed steps instead, doubling from 16 us to 4 ms and
- * polling again (a message is seen up to ~4 ms late; an idle wait wakes
- * ~250 times a second). Ring connections whose notify is not IMM and
- * direct_write connections have no fd.
+ * the ring protocols with notify IMM. With notify POLL, OFF or REV (any
+ * ack) the receiver polls ring memory that the sender's RDMA WRITE fills
+ * without a completion: it naps in timed steps for its first ~0.25 ms
+ * (16 us doubling: a reply that comes soon costs no doorbell), then
+ * publishes its sleep to the sender (an 8-byte WRITE, once per sleep,
+ * and a last look at the ring once that WRITE completed) and sleeps on
+ * the fd; the sender adds a doorbell (a 0-byte SEND)
+ * after its next record, or when a record it wrote completes
+ * (src/protocols/write_ring.c); the sender pays one read of a word per
+ * record. direct_write does the same both ways (a receiver polls its
+ * buffers' footers, a sender out of descriptors its descriptor ring),
+ * and buffered_read's receiver, whose sender posts nothing: the sender
+ * reads one word per send and posts the doorbell only to a receiver that
+ * published a sleep. write_atomic receivers take a completion per
+ * message. Senders that wait for room they learn of by an RDMA READ (a
+ * ring with ack READ, write_atomic, buffered_read, also its rdmx_flush)
+ * sleep in timed steps instead, doubling from 16 us to 4 ms and READing
+ * again (room is seen up to ~4 ms late).
  * rdmx_listener_next and rdmx_listener_recv sleep on one epoll set of
  * every member's wait set (and, for rdmx_listener_next, the listener's
  * rdma_cm channel): as a connection's wait does, unless a member sleeps
@@ -323,9 +327,11 @@ enum rdmx_ack {
 			       * the doorbell that wakes a blocked receiver */
 	RDMX_ACK_READ = 2,    /* the sender RDMA-READs the receiver's count
 			       * when short of room: the receiver posts no
-			       * verb at all (its blocked waits are timed
-			       * parks: no doorbell), the sender pays a READ
-			       * round trip when its cached room runs out */
+			       * verb per message (16 receives stay posted
+			       * for the doorbell that wakes it when
+			       * blocked), the sender pays a READ round
+			       * trip when its cached room runs out (and
+			       * waits for room in timed steps) */
 };
 
 /** rdmx_conn_opts_init - fill @opts with the defaults listed above. */
@@ -629,18 +635,23 @@ int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
  *     close the connection) - an -EAGAIN return re-arms the fd;
  *  2. wait for the fd to be readable (EPOLLIN, level- or edge-triggered),
  *     never read from it; go to 1.
- * Readiness is a hint: the fd may be readable and rdmx_recv still say
- * -EAGAIN (a send completion, an event taken by another call); it is
- * never unreadable while a message waits that an -EAGAIN return saw
- * coming. The fd belongs to @conn (closed by rdmx_conn_close): do not
- * close it; remove it from your epoll set before closing the connection.
- * Returns the fd (>= 0), or -EOPNOTSUPP for the protocols whose receiver
- * polls memory: the ring protocols with notify POLL, OFF or REV and
- * direct_write (the doorbell of enum rdmx_wait_mode can miss a record in
- * flight, which a blocked wait recovers by its backstop and an fd could
- * not; with ack READ there is no doorbell at all) - a ring connection
- * with notify IMM has one, its receiver takes a completion per message -,
- * buffered_read (no doorbell yet: its waits sleep in timed steps), or
+ * Readiness is a hint, level or edge alike: the fd may be readable and
+ * rdmx_recv still say -EAGAIN (a send completion, an event taken by
+ * another call, and on the protocols whose receiver polls memory the
+ * completion of its sleep's publication: expect a spurious wake after
+ * most -EAGAINs there); it is never unreadable while a message waits
+ * that an -EAGAIN return saw coming. On the ring protocols with notify
+ * POLL, OFF or REV and on direct_write a message announces itself by a
+ * doorbell the sending side rings from its own calls: the guarantee
+ * holds while the sender keeps calling the library on its connection,
+ * or waits in a call on it, or watches its own rdmx_conn_fd by these
+ * rules, until its sends complete (rdmx_flush() does that); a sender
+ * that posts and then never calls again may leave its last message
+ * unannounced until its next call (buffered_read's sender rings in
+ * rdmx_send itself: no such condition).
+ * The fd belongs to @conn (closed by rdmx_conn_close): do not close it;
+ * remove it from your epoll set before closing the connection. Returns
+ * the fd (>= 0), -EOPNOTSUPP on a fabric without completion channels, or
  * -errno.
  */
 int rdmx_conn_fd(rdmx_conn *conn);

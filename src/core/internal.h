@@ -78,8 +78,6 @@ struct rdmx__pending; /* below */
  */
 #define RDMX__WATCH_MAX 4
 #define RDMX__WATCH_RECV 1u
-#define RDMX__WATCH_DOORBELL 2u /* receives wake by a doorbell that can miss
-				 * a record (sleep_announce): no user fd */
 struct rdmx__waitset {
 	struct rdmx__cq *cq[RDMX__WATCH_MAX];
 	int ncq;
@@ -87,7 +85,6 @@ struct rdmx__waitset {
 	int epfd;
 	int user;
 	int kick;      /* an eventfd in epfd: rdmx__conn_kick() */
-	int doorbell;  /* RDMX__WATCH_DOORBELL was given */
 	int sleeping;  /* a wait armed the CQs and did not wake since */
 	int in_group;  /* epfd is in the listener group's (rdmx__group_park) */
 };

@@ -23,13 +23,16 @@
  *     keepalives, shutdown - run at least that often).
  * The next arm takes the notification that woke it (and acknowledges it).
  *
- * A receiver that polls memory (write_simplex/magic with notify POLL,
- * direct_write) gets no completion for a message: before sleeping, the
- * park has the protocol publish the sleep (ops->sleep_announce; the peer
- * then adds a doorbell SEND) and polls once more. Protocols that name no
- * receive CQ (write_duplex, write_atomic, buffered_read) keep timed parks (rdmx__wait_park: 16 us
- * doubling to 4 ms), see enum rdmx_wait_mode in rdmx.h; so does a wait
- * on memory the peer writes (srq's credits: d->timed). Adaptive waits
+ * A receiver that polls memory (the ring protocols with notify POLL, OFF
+ * or REV, direct_write) gets no completion for a message: before
+ * sleeping, the park has the protocol publish the sleep
+ * (ops->sleep_announce; the peer then adds a doorbell SEND) and polls
+ * once more; so does a zero-timeout poll of rdmx_conn_fd's user
+ * (rdmx__conn_once), whose fd the doorbell's completion makes readable.
+ * A wait on memory the peer writes or that is READ (srq's credits, the
+ * room of a sender with ack READ, write_atomic's and buffered_read's
+ * senders: d->timed) parks in timed steps (rdmx__wait_park: 16 us
+ * doubling to 4 ms), see enum rdmx_wait_mode in rdmx.h. Adaptive waits
  * make their first park a timed one (the wake-lateness measure).
  */
 #include <errno.h>
@@ -43,6 +46,12 @@
 #include "internal.h"
 
 int rdmx__wait_backstop_ms = RDMX__WAIT_BACKSTOP_MS;
+
+/* A receiver that polls memory naps (timed parks: 16, 32, 64, 128 us)
+ * before it publishes a sleep: publishing costs it a round trip and the
+ * peer a doorbell and a wake-up, which a message that comes within a
+ * quarter millisecond (a ping-pong's reply) does not need. */
+#define NAP_BEFORE_ANNOUNCE_US 128
 
 void rdmx__ws_init(struct rdmx__waitset *w)
 {
@@ -66,8 +75,6 @@ void rdmx__conn_watch(rdmx_conn *c, struct rdmx__cq *cq, unsigned flags)
 
 	if (flags & RDMX__WATCH_RECV)
 		w->recv_cq = 1;
-	if (flags & RDMX__WATCH_DOORBELL)
-		w->doorbell = 1;
 	for (int i = 0; i < w->ncq; i++)
 		if (w->cq[i] == cq)
 			return;
@@ -175,6 +182,17 @@ static int ws_arm(rdmx_conn *c)
 	return fresh;
 }
 
+/* After ws_arm() said @fresh: have a receiver that polls memory publish
+ * its sleep - even after a fresh arm: a protocol whose poll posts a verb
+ * (buffered_read's tail READ) fires its CQ at every poll and stops
+ * polling once it published. 1: poll again, 0: sleep, -errno. */
+static int arm_announce(rdmx_conn *c, int fresh)
+{
+	int rc = c->proto->sleep_announce ? c->proto->sleep_announce(c) : 0;
+
+	return rc < 0 ? rc : fresh | rc;
+}
+
 /* 1 if a park of @d on @c may sleep on the wait set. */
 static int ws_sleeps(const rdmx_conn *c, const struct rdmx__deadline *d)
 {
@@ -200,7 +218,8 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 	 * the measure of how late sleeps wake (the spin budget, wait.c)
 	 * current; without it the spin would shrink to spin_us on a
 	 * platform that wakes late, and a ping-pong would sleep every time */
-	if (!ws_sleeps(c, d) || (d->mode == RDMX_WAIT_ADAPTIVE && !d->park_us)) {
+	if (!ws_sleeps(c, d) || (d->mode == RDMX_WAIT_ADAPTIVE && !d->park_us) ||
+	    (c->proto->sleep_announce && d->park_us < NAP_BEFORE_ANNOUNCE_US)) {
 		rdmx__wait_park(d);
 		return;
 	}
@@ -212,8 +231,7 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 		rdmx__wait_park(d);
 		return;
 	}
-	if (rc == 0 && c->proto->sleep_announce)
-		rc = c->proto->sleep_announce(c);
+	rc = arm_announce(c, rc);
 	if (rc == 0)
 		(void)poll(&p, 1, rdmx__wait_sleep_bound_ms(d));
 	if (rc == 0)
@@ -232,8 +250,8 @@ int rdmx__conn_once(rdmx_conn *c)
 	if (!__atomic_exchange_n(&c->ws.sleeping, 1, __ATOMIC_SEQ_CST))
 		return 0; /* kicks are sent from now on: poll once more */
 	rc = ws_arm(c);
-	if (rc == 0 && c->proto->sleep_announce)
-		rc = c->proto->sleep_announce(c);
+	if (rc >= 0)
+		rc = arm_announce(c, rc);
 	if (rc < 0) /* down: the caller's next poll reports it */
 		return c->state == RDMX__CONN_DOWN ? 0 : rdmx__again();
 	return rc ? 0 : rdmx__again();
@@ -248,11 +266,10 @@ int rdmx_conn_fd(rdmx_conn *c)
 
 	if (!c)
 		return rdmx__fail(-EINVAL, "rdmx_conn_fd: connection is required");
-	if (!c->ws.recv_cq || !c->f->cq_arm || c->ws.doorbell)
+	if (!c->ws.recv_cq || !c->f->cq_arm)
 		return rdmx__failo(&c->err, -EOPNOTSUPP,
-				   "%s: the receiver polls memory; no fd turns readable for sure "
-				   "when a message lands (write_simplex/magic: use notify IMM)",
-				   c->proto->name);
+				   "%s: no completion wakes this connection's receiver "
+				   "(it polls memory without a doorbell)", c->proto->name);
 	fd = ws_fd(c);
 	if (fd < 0)
 		return rdmx__keep(&c->err, fd);
@@ -392,10 +409,7 @@ static int member_arm_locked(int gfd, rdmx_conn *c)
 	rc = ws_arm(c);
 	if (rc < 0)
 		return rc;
-	fresh |= rc;
-	if (!fresh && c->proto->sleep_announce)
-		fresh = c->proto->sleep_announce(c);
-	return fresh;
+	return arm_announce(c, fresh | rc);
 }
 
 int rdmx__group_arm(struct rdmx__group *g, rdmx_conn *c)

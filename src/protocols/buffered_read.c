@@ -32,6 +32,19 @@
  * words carry their complement (buffered_read.h): a torn copy is not
  * taken, and a count behind what the sender knew is ignored.
  *
+ * Sleeping receivers. The sender posts nothing, so a receiver that sleeps
+ * on its wait set (wait modes block and adaptive, rdmx_conn_fd) is woken
+ * by a doorbell (core/doorbell.h): before it sleeps it WRITEs its sleep
+ * count into the sender's control block and, once that completed, READs
+ * the tail once more; the sender, after its release store of a new tail,
+ * reads that word once (a full fence between) and posts a 0-byte SEND
+ * into one of the RDMX__BR_BELLS receives the receiver keeps posted when
+ * it holds a count not rung for. The tail store comes before the read and
+ * the count's placement before the receiver's last tail READ, so either
+ * that READ sees the tail or the sender sees the count; the sender need
+ * not call again. A sender waiting for room or for rdmx_flush READs the
+ * receiver's progress in timed steps (nothing rings for it).
+ *
  * Costs: receiving pays a READ round trip (two READs when something is
  * there) where the push protocols pay none: small-message latency is the
  * worst of the set. Many small messages go out with no work request at
@@ -44,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/doorbell.h"
 #include "core/internal.h"
 #include "core/ring.h"
 #include "core/wire.h"
@@ -57,8 +71,11 @@
 #define K_DATA 2u
 #define K_REP 3u
 #define K_PUB 4u
-#define N_WRS (4 + RDMX__BR_REPS) /* tail READ, two data READs, a
-				   * progress READ, reports */
+#define K_BELL 5u
+#define K_GEN 6u
+#define N_WRS (5 + RDMX__BR_REPS + RDMX__BR_BELLS) /* tail READ, two data
+				   * READs, a progress READ, reports, our
+				   * count's WRITE, doorbells */
 
 enum { RD_IDLE, RD_TAIL, RD_DATA };
 
@@ -76,6 +93,10 @@ struct br {
 	uint64_t p_fetched, p_head, p_released; /* the peer's last report */
 	uint32_t win_out;                 /* the peer's recv_depth */
 	struct rdmx__one_buf ob;          /* the buffer rdmx_msg_alloc handed out */
+	uint32_t bells_out;               /* our doorbell SENDs in flight */
+	uint64_t bells_sent, bells_recv;  /* rdmx__br_bells() */
+	int looked;                       /* the last look of a sleep is out */
+	struct rdmx__bell bell;           /* our sleeps, the peer's we rang for */
 	/* receiver */
 	struct rdmx__ring_geo pgeo;       /* the peer's ring */
 	uint64_t pseed, peer_ring, peer_ctl;
@@ -118,12 +139,27 @@ static int map_rings(rdmx_conn *c, struct br *p)
 	return rc;
 }
 
+/* A receive for one doorbell SEND (0 bytes; a landing of 8). */
+static int post_bell_recv(rdmx_conn *c, uint32_t i)
+{
+	struct br *p = br_of(c);
+	struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_BELL << 32 | i,
+		.op = RDMX__OP_RECV,
+		.addr = &p->ctl->bell[i],
+		.len = sizeof(uint64_t),
+		.lkey = p->ctl_mr->lkey,
+	};
+
+	return rdmx__post_recv(c, &wr, 1);
+}
+
 static int create_queues(rdmx_conn *c)
 {
 	struct br *p = br_of(c);
 	struct rdmx__qp_caps caps = {
 		.max_send_wr = N_WRS,
-		.max_recv_wr = 1,
+		.max_recv_wr = RDMX__BR_BELLS,
 		.rnr_retry = c->opts.rnr_retry,
 		.retry_count = c->opts.retry_count,
 	};
@@ -131,12 +167,17 @@ static int create_queues(rdmx_conn *c)
 
 	rc = c->f->create_cq(c->ep, N_WRS + RDMX__KA_WRS, &p->scq);
 	if (!rc)
-		rc = c->f->create_cq(c->ep, 1, &p->rcq);
+		rc = c->f->create_cq(c->ep, RDMX__BR_BELLS, &p->rcq);
 	if (rc)
 		return rc;
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
-	return rdmx__conn_create_qp(c, &caps);
+	rdmx__conn_watch(c, p->scq, 0);
+	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV); /* the doorbells */
+	rc = rdmx__conn_create_qp(c, &caps);
+	for (uint32_t i = 0; !rc && i < RDMX__BR_BELLS; i++)
+		rc = post_bell_recv(c, i);
+	return rc;
 }
 
 static void br_teardown(rdmx_conn *c)
@@ -344,6 +385,56 @@ static int on_tail(rdmx_conn *c)
 	return t > p->fetched ? read_section(c, t) : 0;
 }
 
+/* A doorbell came or a record was taken: pull again, a later sleep is a
+ * new one. */
+static void woke(struct br *p)
+{
+	rdmx__bell_woke(&p->bell);
+	p->looked = 0;
+}
+
+static int repost_bell(rdmx_conn *c, uint64_t wr_id)
+{
+	return post_bell_recv(c, (uint32_t)wr_id % RDMX__BR_BELLS);
+}
+
+/* Take in the doorbells that came and repost their receives: 0 or
+ * -errno (connection down). */
+static int reap_bells(rdmx_conn *c)
+{
+	struct br *p = br_of(c);
+	int n = rdmx__bell_reap(c, &p->bell, p->rcq, repost_bell);
+
+	if (n > 0) {
+		woke(p);
+		p->bells_recv += (uint64_t)n;
+	}
+	return n < 0 ? n : 0;
+}
+
+/* ops->sleep_announce: publish our sleep (core/doorbell.h). The last look
+ * is a tail READ posted after our count completed: with a READ of ours
+ * out, sleep (its completion wakes us) and decide after it. */
+static int br_sleep_announce(rdmx_conn *c)
+{
+	struct br *p = br_of(c);
+	const struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_GEN << 32,
+		.op = RDMX__OP_WRITE,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->ctl->gen_src,
+		.len = sizeof(uint64_t),
+		.lkey = p->ctl_mr->lkey,
+		.remote_addr = p->peer_ctl + offsetof(struct rdmx__br_ctl, sleep),
+		.rkey = p->peer_ctl_rkey,
+	};
+	int rc = reap(c);
+
+	if (rc < 0 || p->rd_state != RD_IDLE)
+		return rc < 0 ? rc : 0;
+	return rdmx__bell_announce(c, &p->bell, &p->ctl->gen_src, &wr);
+}
+
 /* Take in the send CQ; 1 if a section came in (something to take) or a
  * READ of ours is still out (its completion comes without the sender:
  * poll again rather than sleep), 0 when the tail showed nothing new (the
@@ -376,18 +467,31 @@ static int reap(rdmx_conn *c)
 		} else if (kind == K_REP) {
 			p->rep_out--;
 			rc = p->rep_again ? report(c) : 0;
+		} else if (kind == K_BELL) {
+			p->bells_out--;
+		} else if (kind == K_GEN) {
+			rdmx__bell_gen_done(&p->bell);
 		}
 	}
+	if (!rc)
+		rc = reap_bells(c);
 	return rc < 0 ? rc : got || p->rd_state != RD_IDLE;
 }
 
-/* Read the peer's tail once nothing fetched is left to take. */
+/* Read the peer's tail once nothing fetched is left to take. Once our
+ * sleep is published, only once: the last look after our count is in
+ * the peer's memory (core/doorbell.h); then the doorbell says when. */
 static int pull(rdmx_conn *c)
 {
 	struct br *p = br_of(c);
 
 	if (p->rd_state != RD_IDLE || p->rd < p->fetched)
 		return 0;
+	if (p->bell.announced) {
+		if (p->bell.announced != RDMX__BELL_PLACED || p->looked)
+			return 0;
+		p->looked = 1;
+	}
 	p->rd_state = RD_TAIL;
 	return post(c, K_TAIL, RDMX__OP_READ, &p->ctl->rd_tail, p->ctl_mr->lkey, 8,
 		    p->peer_ctl + offsetof(struct rdmx__br_ctl, tail), p->peer_ctl_rkey);
@@ -427,6 +531,7 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 	m->flags = (v.flags & RDMX__RING_REC_IMM) ? RDMX_MSG_IMM : 0;
 	rdmx__msg_set(m, c, RDMX__MSG_RECV, (uint64_t)seq);
 	p->rd += v.size;
+	woke(p); /* a later sleep is a new one */
 	return 1;
 }
 
@@ -436,6 +541,23 @@ static int progress(rdmx_conn *c)
 	int rc = pull(c);
 
 	return rc ? rc : reap(c);
+}
+
+/* The wait step with a READ of ours out: it completes within a round
+ * trip, so nap as short as a park goes rather than sleep on the wait set
+ * and pay a wake-up for it (nothing out: the idle step sleeps, a doorbell
+ * wakes it); the naps do not lengthen the idle step's parks. */
+static int nap(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	unsigned park_us = d->park_us;
+	int rc;
+
+	d->timed = 1;
+	d->park_us = 0;
+	rc = rdmx__recv_idle(c, d);
+	d->timed = 0;
+	d->park_us = park_us;
+	return rc;
 }
 
 static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
@@ -459,7 +581,7 @@ static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		 * past the caller's timeout) */
 		if (rc > 0 && i % BUSY_TURNS)
 			continue;
-		if ((rc = rdmx__recv_idle(c, &d)))
+		if ((rc = rc > 0 ? nap(c, &d) : rdmx__recv_idle(c, &d)))
 			return rc;
 	}
 }
@@ -543,6 +665,7 @@ static int wait_for(rdmx_conn *c, uint64_t rsize, int timeout_ms,
 	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
+	d.timed = 1; /* progress is READ: no completion announces it */
 	for (;;) {
 		refresh(p);
 		if (until(p, rsize))
@@ -582,6 +705,28 @@ static int live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
 	return rdmx__one_buf_is(c, &br_of(c)->ob, m);
 }
 
+/* The receiver published a sleep we did not ring for: a doorbell. With
+ * every doorbell in flight even after a reap, the next send rings. */
+static int ring_if_asleep(rdmx_conn *c)
+{
+	struct br *p = br_of(c);
+	const struct rdmx__wr wr = {
+		.wr_id = (uint64_t)K_BELL << 32,
+		.op = RDMX__OP_SEND,
+		.flags = RDMX__WR_SIGNALED,
+	};
+	int rc;
+
+	if (p->bells_out >= RDMX__BR_BELLS && (rc = reap(c)) < 0)
+		return rc;
+	if (p->bells_out >= RDMX__BR_BELLS)
+		return 0;
+	rc = rdmx__bell_ring(c, &p->bell, &p->ctl->sleep, &wr);
+	p->bells_out += rc > 0;
+	p->bells_sent += rc > 0;
+	return rc < 0 ? rc : 0;
+}
+
 static int br_send(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct br *p = br_of(c);
@@ -600,8 +745,10 @@ static int br_send(rdmx_conn *c, struct rdmx_msg *m)
 	p->tail = start + rdmx__ring_rec_size(m->len);
 	p->sent++;
 	p->ob.live = 0;
-	__atomic_store_n(&p->ctl->tail, p->tail, __ATOMIC_RELEASE);
+	/* seq_cst: the tail is visible before we read the sleep word */
+	__atomic_store_n(&p->ctl->tail, p->tail, __ATOMIC_SEQ_CST);
 	rdmx__msg_spend(m);
+	(void)ring_if_asleep(c); /* down on failure: the next call says */
 	return 0;
 }
 
@@ -661,6 +808,12 @@ struct rdmx__br_ctl *rdmx__br_ctl_of(rdmx_conn *c)
 	return br_of(c)->ctl;
 }
 
+void rdmx__br_bells(rdmx_conn *c, uint64_t *sent, uint64_t *recv)
+{
+	*sent = br_of(c)->bells_sent;
+	*recv = br_of(c)->bells_recv;
+}
+
 uint8_t *rdmx__br_ring(rdmx_conn *c, uint64_t *seed)
 {
 	*seed = br_of(c)->seed;
@@ -689,4 +842,5 @@ const struct rdmx_protocol_ops rdmx__proto_buffered_read = {
 	.mem_estimate = br_mem_estimate,
 	.check_opts = br_check_opts,
 	.sends_done = br_sends_done,
+	.sleep_announce = br_sleep_announce,
 };

@@ -7,6 +7,8 @@
 
 /* Report WRITEs a receiver may have in flight. */
 #define RDMX__BR_REPS 4
+/* Doorbell receives a receiver keeps posted. */
+#define RDMX__BR_BELLS 4
 
 /*
  * A receiver's progress word: a 32-bit count (of bytes fetched, bytes
@@ -31,6 +33,10 @@ struct rdmx__br_ctl {
 	uint64_t rd_tail;    /* our READ of the peer's tail lands here */
 	uint64_t rep_src[RDMX__BR_REPS][3]; /* sources of our report WRITEs
 					     * (one each in flight) */
+	uint64_t sleep;      /* the peer's sleep count (core/doorbell.h):
+			      * written by the peer, read once */
+	uint64_t gen_src;    /* source of our count's WRITE */
+	uint64_t bell[RDMX__BR_BELLS]; /* where doorbell SENDs land */
 };
 
 struct rdmx_conn;
@@ -38,5 +44,7 @@ struct rdmx_conn;
  * seed of its records' stamps. */
 struct rdmx__br_ctl *rdmx__br_ctl_of(struct rdmx_conn *c);
 uint8_t *rdmx__br_ring(struct rdmx_conn *c, uint64_t *seed);
+/* Doorbells @c rang (as sender) and received (as receiver). */
+void rdmx__br_bells(struct rdmx_conn *c, uint64_t *sent, uint64_t *recv);
 
 #endif /* RDMX_PROTOCOLS_BUFFERED_READ_H */

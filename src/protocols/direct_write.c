@@ -59,8 +59,9 @@
  * is in ours - so either the last poll sees that WRITE or the peer sees
  * the count. A peer that posts and never calls again rings only at post
  * time, which can miss; the sleeper then wakes at its next WRITE or the
- * wait set's backstop (RDMX__WAIT_BACKSTOP_MS), so this connection has no
- * rdmx_conn_fd (RDMX__WATCH_DOORBELL).
+ * wait set's backstop (RDMX__WAIT_BACKSTOP_MS). rdmx_conn_fd's contract
+ * (rdmx.h) asks the sending side to keep calling, or waiting, on its
+ * connection while its sends complete.
  *
  *   tail (after dn + nrecv descriptors)  | offset | written by
  *   sleep word: the peer's sleep count   |  0     | the peer (read once)
@@ -232,7 +233,7 @@ static int create_queues(rdmx_conn *c)
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
 	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL);
+	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV);
 	rc = rdmx__conn_create_qp(c, &caps);
 	for (uint32_t i = 0; !rc && i < N_BELL; i++)
 		rc = post_bell_recv(c);

@@ -222,6 +222,11 @@ static int create_tx(rdmx_conn *c)
 		return rc;
 	caps.send_cq = p->cq;
 	caps.recv_cq = p->rx->rcq;
+	/* every record is announced by a receive completion on the ring's
+	 * CQ (shared by a listener's members: who takes another member's
+	 * announcement kicks it, write_atomic_ring.c park()) */
+	rdmx__conn_watch(c, p->cq, 0);
+	rdmx__conn_watch(c, p->rx->rcq, RDMX__WATCH_RECV);
 	return rdmx__conn_create_qp(c, &caps);
 }
 
@@ -505,6 +510,7 @@ static int recover_stale(rdmx_conn *c, uint64_t add, uint64_t *v)
 	int rc;
 
 	rdmx__deadline_start(&d, STALE_WAIT_MS);
+	d.timed = 1; /* the tail is READ: no completion announces it */
 	for (;;) {
 		rc = read_word(c, p->r_tail, p->r_tail_rkey, &tail);
 		if (rc)
@@ -612,6 +618,7 @@ static int wait_space(rdmx_conn *c, uint64_t v, uint64_t len)
 	int rc;
 
 	rdmx__deadline_start(&d, (int)c->opts.liveness_ms);
+	d.timed = 1; /* the head is READ: no completion announces room */
 	while (!wa_fits(v, len, p->cached_head, p->r_size)) {
 		rc = read_head(c);
 		if (!rc && p->cached_head > v)

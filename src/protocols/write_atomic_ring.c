@@ -345,8 +345,12 @@ static void deliver(struct wa_ring *r, rdmx_conn *c, uint64_t v,
 /* Park the record at @v for @owner (another member). Locked. */
 static int park(struct wa_ring *r, rdmx_conn *owner, uint64_t v)
 {
+	int rc;
+
 	rec_set_flags(r, v, rec_flags(r, v) | WA_F_PARKED);
-	return rdmx__wa_vq_push(&wa_of(owner)->parked, v);
+	rc = rdmx__wa_vq_push(&wa_of(owner)->parked, v);
+	rdmx__conn_kick(owner); /* it may sleep on the CQ whose event we took */
+	return rc;
 }
 
 /* One poll for @c's next message. 1: got one, 0: none, <0: error. */
@@ -600,6 +604,6 @@ int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 			rc = rdmx__group_shut(g);
 		if (rc)
 			return rc;
-		rdmx__wait_park(&d); /* after group_idle's checks, unlocked */
+		rdmx__group_park(g, -1, &d); /* after group_idle's checks, unlocked */
 	}
 }

@@ -48,27 +48,29 @@
  * releasing, a blocked sender is always answered; if it holds messages,
  * the sender waits for exactly those and times out cleanly.
  *
- * Sleeping receivers (ack SEND, notify POLL, OFF or REV). A record lands in the
+ * Sleeping receivers (notify POLL, OFF or REV). A record lands in the
  * ring by RDMA WRITE and makes no completion at the receiver, so a wait
  * that sleeps in the kernel (wait modes block and adaptive) must be woken
  * by the sender. Before it sleeps on its wait set, the receiver WRITEs
  * its sleep count (gen, +1 per sleep) into the sender's ctl.sleep_gen
- * (ops->sleep_announce) and polls its ring once more; the sender, after
- * every record WRITE and every ask, reads sleep_gen once, and when it
- * holds a count it has not rung for, posts a 0-byte SEND (the doorbell):
- * it lands in one of the receiver's N_CTRL receives, after the WRITEs
- * before it (RC order), and its completion wakes the receiver, which
- * reposts it. One doorbell per sleep at most; a doorbell for a sleep that
- * ended is a spurious wake. The race: the sender may read sleep_gen while
- * the receiver's WRITE of it is still in flight, with its own record in
- * flight too, and the receiver's last poll may miss that record. The
- * receiver then sleeps until the next record (the sender sees the new
- * count then) or the wait set's backstop (RDMX__WAIT_BACKSTOP_MS, 100
- * ms): the worst case for one message, in a window of a network round
- * trip. An fd has no backstop, so rdmx_conn_fd() refuses these
- * connections (RDMX__WATCH_DOORBELL). With ack READ (write_duplex's
- * default) the receiver posts no receives and keeps timed parks. The
- * doorbell itself is write_ring_notify.c's.
+ * (ops->sleep_announce), waits for that WRITE to complete (it is then in
+ * the sender's memory) and polls its ring once more; the sender reads
+ * sleep_gen once after every record WRITE and every ask it posts, and
+ * again when a record WRITE completes (it is then in the receiver's
+ * memory), and when it holds a count it has not rung for, posts a 0-byte
+ * SEND (the doorbell): it lands in one of the receiver's N_CTRL receives
+ * (posted for updates with ack SEND, for doorbells alone with ack READ),
+ * after the WRITEs before it (RC order), and its completion wakes the
+ * receiver, which reposts it. One doorbell per sleep at most; a doorbell
+ * for a sleep that ended is a spurious wake. No record is missed: either
+ * the record was placed before the count (the last poll sees it) or the
+ * sender's read at the record's completion sees the count - as long as
+ * the sender takes that completion, i.e. keeps calling or waiting on its
+ * connection (a wait of its own sleeps on the send CQ too), which
+ * rdmx_conn_fd's contract asks of it. Otherwise the receiver wakes at the
+ * next record or the wait set's backstop (RDMX__WAIT_BACKSTOP_MS). With
+ * ack READ, a sender out of room READs the head in timed parks (no
+ * completion tells it of a release). The doorbell is write_ring_notify.c's.
  *
  * Bursts (rdmx_send_flags RDMX_SEND_MORE, notify POLL): place() stages a
  * record as send does, push_held() posts what is staged in one WRITE (the
@@ -230,12 +232,10 @@ static int create_queues(rdmx_conn *c)
 	caps.send_cq = p->scq;
 	caps.recv_cq = p->rcq;
 	/* a receive completion wakes a sleeping receiver: with notify IMM
-	 * one per record; with POLL, OFF or REV and ack SEND the doorbell of
-	 * "Sleeping receivers" above. With ack READ no receive is posted:
-	 * parks stay timed (see rdmx_wait_mode in rdmx.h) */
+	 * one per record; with POLL, OFF or REV the doorbell of "Sleeping
+	 * receivers" above */
 	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, p->imm ? RDMX__WATCH_RECV :
-			 !p->ack_read ? RDMX__WATCH_RECV | RDMX__WATCH_DOORBELL : 0);
+	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV);
 	return rdmx__conn_create_qp(c, &caps);
 }
 
@@ -264,7 +264,7 @@ int rdmx__wring_setup(rdmx_conn *c)
 	p->notify = rdmx__wring_notify_of(&c->opts);
 	p->imm = p->notify == RDMX_NOTIFY_IMM;
 	p->rseed = rdmx__ring_seed();
-	p->nrecv = p->ack_read ? 0 : N_CTRL;
+	p->nrecv = N_CTRL; /* updates (ack SEND) and doorbells */
 	if (p->imm) /* one receive per message of the window */
 		p->nrecv += c->opts.recv_depth;
 	rc = make_rings(c);
@@ -418,12 +418,16 @@ static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
 		p->done = wc->wr_id;
 		p->data_out--;
 		rdmx__wburst_done(&p->burst);
-		return 0;
+		/* the record is in the peer's memory: a sleep it published
+		 * before its last poll is in ours now ("Sleeping receivers") */
+		return rdmx__wring_ring_if_asleep(c);
 	case TAG_UPD:
 		p->upd_out = 0;
 		return 0;
 	case TAG_ASK:
-		if (!(wc->wr_id & SUB_WAKE))
+		if (wc->wr_id & SUB_GEN)
+			rdmx__bell_gen_done(&p->bell);
+		else if (!(wc->wr_id & SUB_WAKE))
 			p->ask_out = 0;
 		return 0;
 	default:
@@ -460,6 +464,7 @@ static int recv_done(rdmx_conn *c, const struct rdmx__wc *wc)
 		p->imm_ready++;
 	} else if (!wc->byte_len) {
 		p->st.doorbells_recv++; /* woke us: the ring has news */
+		rdmx__bell_woke(&p->bell); /* it spent our count */
 	} else {
 		p->st.updates_recv++;
 		rc = apply_acked(c, rdmx__get_u64((uint8_t *)p->ctl->rbuf[idx]));
@@ -577,7 +582,7 @@ static int take(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EPROTO, "peer overran the window of %u messages",
 				  p->win_in);
 	fill_recv_msg(c, &v, (uint64_t)seq, m);
-	p->announced = 0; /* a later sleep is a new one */
+	rdmx__bell_woke(&p->bell); /* a later sleep is a new one */
 	p->rd += v.size;
 	p->imm_ready -= p->imm ? 1 : 0;
 	p->st.records_in++;
@@ -595,7 +600,7 @@ static int recv_timed_out(rdmx_conn *c, int timeout_ms)
 			  rdmx__wring_notify_name(p->notify),
 			  (unsigned long long)p->tail_seen,
 			  (unsigned long long)p->st.doorbells_recv,
-			  (unsigned long long)p->gen,
+			  (unsigned long long)p->bell.gen,
 			  (unsigned long long)p->st.updates_sent);
 }
 
@@ -610,7 +615,7 @@ int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		/* Polling mode finds records without the CQs: poll those (and
 		 * answer the peer) every few spins only. A failure marks the
 		 * connection down. */
-		if (p->imm || !(i % 16) || c->state == RDMX__CONN_DOWN)
+		if (p->imm || !(i % 16) || d.parking || c->state == RDMX__CONN_DOWN)
 			rdmx__wring_progress(c);
 		rc = take(c, m);
 		if (rc > 0)

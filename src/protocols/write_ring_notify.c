@@ -33,9 +33,9 @@
  * Sleeping receivers: with IMM a record is a completion. With POLL, OFF
  * and REV a record makes none, so a receiver about to sleep publishes it
  * and the sender adds a doorbell (a 0-byte SEND) after its next record;
- * the doorbell lands in the receives that ack SEND keeps posted, so with
- * ack READ there is no doorbell and blocked waits park in timed steps
- * (write_ring.c, "Sleeping receivers").
+ * the doorbell lands in the receives that ack SEND keeps posted for
+ * updates, or, with ack READ, in N_CTRL receives posted for doorbells
+ * alone (write_ring.c, "Sleeping receivers").
  */
 #include <errno.h>
 #include <stddef.h>
@@ -210,42 +210,46 @@ int rdmx__wring_peek(rdmx_conn *c, struct rdmx__ring_rec_view *v)
 
 /* ------------------------------------------------------------ doorbell */
 
-/* Does the peer's receiver sleep on a doorbell (notify not IMM, ack SEND)? */
+/* Does the peer's receiver sleep on a doorbell (notify not IMM)? With ack
+ * SEND it lands in the N_CTRL receives kept for updates, with ack READ
+ * in the N_CTRL posted for doorbells alone (rdmx__wring_setup). */
 static int has_doorbell(const struct wring *p)
 {
-	return !p->imm && !p->ack_read;
+	return !p->imm;
 }
 
 /* The peer published a sleep we did not ring for: post a 0-byte SEND
  * after what we wrote (RC order: it completes at the peer after the
- * WRITEs before it are placed). sleep_gen is peer-written: read once. */
+ * WRITEs before it are placed); core/doorbell.h. */
 int rdmx__wring_ring_if_asleep(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	uint64_t g = __atomic_load_n(&p->ctl->sleep_gen, __ATOMIC_ACQUIRE);
-	struct rdmx__wr wr = {
+	const struct rdmx__wr wr = {
 		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
 		.op = RDMX__OP_SEND,
 		.flags = RDMX__WR_SIGNALED,
 	};
 	int rc;
 
-	if (g == p->rung || !has_doorbell(p))
+	if (!has_doorbell(p))
 		return 0;
-	p->rung = g;
-	p->st.doorbells_sent++;
-	rc = rdmx__post_send(c, &wr, 1);
-	return rc ? rdmx__conn_down(c, rc, "posting a doorbell: %s", rdmx__last()) : 0;
+	rc = rdmx__bell_ring(c, &p->bell, &p->ctl->sleep_gen, &wr);
+	p->st.doorbells_sent += rc > 0;
+	return rc < 0 ? rc : 0;
 }
 
-/* ops->sleep_announce (a receiver with a doorbell): WRITE our next sleep
- * count into the peer's sleep_gen, once per sleep; 1 when it was
- * published now (the caller polls the ring once more before sleeping). */
+/*
+ * ops->sleep_announce (a receiver with a doorbell): WRITE our next sleep
+ * count into the peer's sleep_gen, once per sleep (core/doorbell.h). A
+ * record the peer's WRITE placed after our last look completes at the
+ * peer after our count is there, and its reap rings (write_ring.c,
+ * "Sleeping receivers"): no record is missed by a sleep.
+ */
 int rdmx__wring_sleep_announce(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	struct rdmx__wr wr = {
-		.wr_id = TAG_ASK << TAG_SHIFT | SUB_WAKE,
+	const struct rdmx__wr wr = {
+		.wr_id = TAG_ASK << TAG_SHIFT | SUB_GEN,
 		.op = RDMX__OP_WRITE,
 		.flags = RDMX__WR_SIGNALED,
 		.addr = &p->ctl->gen_src,
@@ -256,12 +260,8 @@ int rdmx__wring_sleep_announce(rdmx_conn *c)
 	};
 	int rc;
 
-	if (p->announced || !has_doorbell(p) || c->state != RDMX__CONN_UP)
+	if (!has_doorbell(p) || c->state != RDMX__CONN_UP)
 		return 0;
-	p->ctl->gen_src = ++p->gen;
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
-	p->announced = 1;
-	return 1;
+	rc = rdmx__wring_progress(c); /* takes our count's completion */
+	return rc < 0 ? rc : rdmx__bell_announce(c, &p->bell, &p->ctl->gen_src, &wr);
 }

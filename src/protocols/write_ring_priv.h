@@ -9,6 +9,7 @@
 #ifndef RDMX_PROTOCOLS_WRITE_RING_PRIV_H
 #define RDMX_PROTOCOLS_WRITE_RING_PRIV_H
 
+#include "core/doorbell.h"
 #include "core/ring.h"
 #include "write_ring.h"
 #include "write_ring_burst.h"
@@ -22,7 +23,8 @@
 #define TAG_UPD 1ull
 #define TAG_ASK 2ull
 #define TAG_READ 3ull
-#define SUB_WAKE (1ull << 61) /* under TAG_ASK: a sleep_gen WRITE, a doorbell */
+#define SUB_WAKE (1ull << 61) /* under TAG_ASK: a doorbell SEND */
+#define SUB_GEN (1ull << 60)  /* under TAG_ASK: our sleep_gen WRITE */
 
 /* Most work requests one record posts: notify REV's pre-clear, pad,
  * pre-clear, record; OFF's pad, record, tail word. */
@@ -74,9 +76,7 @@ struct wring {
 	uint64_t reported, reported_head;
 	int upd_out;
 	uint32_t imm_ready;       /* IMM completions not matched to records */
-	uint64_t gen;             /* sleeps published (wring_sleep_announce) */
-	int announced;            /* gen is current: no record taken since */
-	uint64_t rung;            /* sender: the peer's sleep_gen we rang for */
+	struct rdmx__bell bell;    /* our sleeps, the peer's we rang for */
 	struct rdmx__wburst burst; /* held records (write_ring_burst.h) */
 	struct rdmx__wring_stats st;
 };
@@ -133,5 +133,9 @@ int rdmx__wring_announced(rdmx_conn *c);
 int rdmx__wring_peek(rdmx_conn *c, struct rdmx__ring_rec_view *v);
 /* Sender: ring the peer's doorbell if it published a sleep. */
 int rdmx__wring_ring_if_asleep(rdmx_conn *c);
+
+/* write_ring.c: poll both CQs and answer the peer; > 0 if anything
+ * happened, 0, -errno (the connection down). */
+int rdmx__wring_progress(rdmx_conn *c);
 
 #endif /* RDMX_PROTOCOLS_WRITE_RING_PRIV_H */

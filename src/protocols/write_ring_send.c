@@ -141,6 +141,7 @@ static int wait_room(rdmx_conn *c, uint64_t rsize, int timeout_ms)
 	int rc, counted = 0;
 
 	rdmx__deadline_start(&d, timeout_ms);
+	d.timed = p->ack_read; /* room is READ: no completion announces it */
 	for (;;) {
 		rc = rdmx__wring_progress(c);
 		if (rc < 0)
