@@ -46,7 +46,7 @@
 #define SPIN_CLOCK_EVERY 64u  /* adaptive: polls between two clock reads */
 #define PARK_MIN_US 16u
 #define PARK_MAX_US 4096u
-#define SPIN_WAKE_MAX_US 250u /* adaptive: the lateness counted at most */
+#define SPIN_WAKE_MAX_US 2000u /* adaptive: the lateness counted at most */
 
 /*
  * How late a park wakes beyond the time it asked for (timer slack, a
