@@ -176,7 +176,9 @@ const void *rdmx_rpc_req_data(const rdmx_rpc_req *req, size_t *len);
 
 /** rdmx_rpc_req_resp - the response buffer, the request's own (it holds
  * no send buffer while a response is deferred; rdmx_rpc_respond copies it
- * once into one); its capacity (the method's max_resp) in *@cap. */
+ * once into one); its capacity (the method's max_resp) in *@cap. Buffers
+ * are reused and not cleared: what it holds before the handler writes is
+ * undefined, as malloc's memory is; respond with the bytes written. */
 void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap);
 
 /**

@@ -420,6 +420,7 @@ struct rdmx__deadline {
 	int64_t spin_from_us;      /* adaptive: the first empty poll */
 	unsigned park_us;          /* the last park's length, 0: none yet */
 	int parking;               /* past the spin phase: park when idle */
+	int yielding;              /* adaptive: spun spin_us; yields from now */
 	int timed;                 /* waits on peer-written memory: timed
 				    * parks only (waitset.c) */
 };

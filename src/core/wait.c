@@ -18,7 +18,12 @@
  *    cores the spinner stops delaying the thread it waits for);
  *  - block: park from the first empty poll;
  *  - adaptive (the default): spin for spin_us microseconds (or twice
- *    the platform's wake lateness, see wake_late_us), then park.
+ *    the platform's wake lateness, see wake_late_us), then park; past
+ *    spin_us the spin yields every SPIN_YIELD_EVERY polls: the lateness
+ *    stretches the spin to milliseconds where sleeps wake late (a VM), and
+ *    a spinner that keeps its core that long, on a machine with more
+ *    waiting threads than cores, holds off the thread it waits for (the
+ *    2-connection rows of rdmx bench: 4 threads on 2 vCPUs).
  * A park sleeps in the kernel, PARK_MIN_US at first, doubling up to
  * PARK_MAX_US while nothing comes, and then polls again: an idle waiter
  * wakes PARK_MAX_US apart, whatever the protocol, for any poll target
@@ -76,6 +81,7 @@ void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
 	d->spin_us = RDMX__SPIN_US_DEFAULT;
 	d->park_us = 0;
 	d->parking = 0;
+	d->yielding = 0;
 	d->timed = 0;
 }
 
@@ -151,14 +157,20 @@ static int64_t spin_budget_us(const struct rdmx__deadline *d)
 }
 
 /* Adaptive: 1 once the spin phase (since the first empty poll) is over.
- * The clock is read every SPIN_CLOCK_EVERY polls. */
+ * The clock is read every SPIN_CLOCK_EVERY polls; past spin_us the spin
+ * yields (see rdmx__wait_idle). */
 static int spin_over(struct rdmx__deadline *d)
 {
+	int64_t spun;
+
 	if (d->spins == 1)
 		d->spin_from_us = now_us();
 	if (d->spins % SPIN_CLOCK_EVERY)
 		return 0;
-	return now_us() - d->spin_from_us >= spin_budget_us(d);
+	spun = now_us() - d->spin_from_us;
+	if (spun >= d->spin_us)
+		d->yielding = 1;
+	return spun >= spin_budget_us(d);
 }
 
 /* Sleep in the kernel; every park twice as long as the last, up to the
@@ -195,7 +207,7 @@ int rdmx__wait_idle(struct rdmx__deadline *d)
 		d->parking = 1;
 		return 1;
 	}
-	if (d->spins > SPIN_FREE && !(d->spins & (SPIN_YIELD_EVERY - 1)))
+	if ((d->spins > SPIN_FREE || d->yielding) && !(d->spins & (SPIN_YIELD_EVERY - 1)))
 		sched_yield();
 	return !(d->spins % RDMX__WAIT_CHECK_EVERY);
 }

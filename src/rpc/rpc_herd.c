@@ -762,6 +762,9 @@ static int herd_recv(void *t, struct rpc_rx *rx, int timeout_ms)
 	struct rdmx__deadline d;
 
 	rdmx__deadline_start(&d, timeout_ms);
+	/* timed parks only: the UD responses' CQ is not in the control
+	 * connection's wait set, a sleep there would last the backstop */
+	d.timed = h->udq != NULL;
 	for (;;) {
 		int rc = h->udq ? ud_take(h, rx) : 0;
 

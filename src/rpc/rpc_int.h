@@ -217,9 +217,9 @@ struct rdmx_rpc_req {
 	const struct rpc_method *m;
 	struct rpc_hdr h;      /* the request's validated header copy */
 	struct rpc_rx rx;
-	struct rdmx_rpc_req *next;          /* a worker's queue */
+	struct rdmx_rpc_req *next;          /* a worker's queue, the spares */
 	struct rdmx_rpc_req *oprev, *onext; /* the server's outstanding */
-	unsigned char resp[];               /* the response, m->max_resp bytes */
+	unsigned char resp[];               /* the response, k.max_resp bytes */
 };
 
 struct rpc_worker {
@@ -248,6 +248,8 @@ struct rdmx_rpc_server {
 	pthread_mutex_t lock;         /* conns, pending, closing, stats */
 	struct rpc_sconn *conns, *to_close;
 	struct rdmx_rpc_req *outstanding; /* handed out, not answered */
+	struct rdmx_rpc_req *spare;   /* answered requests kept for reuse */
+	unsigned spares, spares_max;
 	struct rdmx_rpc_server_stats st;
 	uint64_t wr_closed;           /* work requests of closed connections */
 	atomic_int stop;
