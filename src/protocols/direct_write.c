@@ -42,7 +42,8 @@
  * Sleeping waits. Both ends poll memory the peer WRITEs without a
  * completion here: the receiver a footer, a sender out of descriptors
  * its descriptor ring. A wait that sleeps in the kernel (wait modes block
- * and adaptive) is woken by a doorbell, as write_ring.c's receivers are:
+ * and adaptive) is woken by a doorbell (core/doorbell.h, the one
+ * mechanism), as write_ring.c's receivers are:
  * before it sleeps on its wait set (ops->sleep_announce) a side WRITEs
  * its sleep count (gen, +1 per sleep) into the peer's sleep word and polls
  * once more; a side that posted a message or a descriptor reads its own
@@ -81,6 +82,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/doorbell.h"
 #include "core/internal.h"
 #include "core/sendpool.h"
 #include "core/wire.h"
@@ -99,8 +101,6 @@
 #define K_GEN 3u             /* of our sleep count's WRITE */
 #define N_BELL 4u            /* doorbell receives posted */
 #define TAIL 24u             /* sleep word, its source, the bells' landing */
-#define ANN_POSTED 1
-#define ANN_PLACED 2
 
 enum { BUF_ADV, BUF_HELD, BUF_FREE }; /* receive buffers */
 
@@ -134,12 +134,7 @@ struct dw {
 	size_t peer_rslot;
 	/* sleeping (the tail) */
 	uint64_t *tail;            /* sleep word, gen source, landing */
-	uint64_t gen;              /* our sleeps published */
-	int announced;             /* gen is current (no doorbell since):
-				    * ANN_POSTED, then ANN_PLACED once its
-				    * WRITE completed; 0: not published */
-	int gen_out;               /* our count's WRITE is in flight */
-	uint64_t rung;             /* the peer's count we rang for */
+	struct rdmx__bell bell;    /* our sleeps, the peer's we rang for */
 	uint32_t bells_out;        /* our doorbell SENDs in flight */
 };
 RDMX__SENDPOOL_FIRST(struct dw, sp);
@@ -399,38 +394,21 @@ static int post_pending(rdmx_conn *c)
 	return 0;
 }
 
-/* Take in the doorbells that came (each ends a published sleep) and
- * repost their receives: 0 or -errno (connection down). */
-static int reap_bells(rdmx_conn *c)
+/* rdmx__bell_reap's repost: a doorbell receive again. */
+static int repost_bell(rdmx_conn *c, uint64_t wr_id)
 {
-	struct dw *p = dw_of(c);
-	struct rdmx__wc wc[N_BELL];
-	int n = c->f->poll_cq(p->rcq, wc, N_BELL);
-
-	if (n < 0)
-		return rdmx__conn_down(c, n, "polling doorbells: %s", rdmx__last());
-	for (int i = 0; i < n; i++) {
-		if (wc[i].status == RDMX__WC_FLUSHED)
-			return rdmx__conn_flushed(c);
-		if (wc[i].status != RDMX__WC_OK)
-			return rdmx__conn_wc_error(c, &wc[i], "doorbell receive");
-		p->announced = 0; /* a later sleep is a new one */
-		if (post_bell_recv(c))
-			return rdmx__conn_down(c, -EIO, "reposting a doorbell receive: %s",
-					       rdmx__last());
-	}
-	return 0;
+	(void)wr_id;
+	return post_bell_recv(c);
 }
 
 /* The peer published a sleep we did not ring for: post a 0-byte SEND
  * after what we wrote (RC order: it completes at the peer after the
- * WRITEs before it are placed). The sleep word is peer-written: read
- * once. A doorbell that finds every slot in flight, even after a poll
- * of the send CQ, waits for the next WRITE (rung stays). */
+ * WRITEs before it are placed; core/doorbell.h). A doorbell that finds
+ * every slot in flight, even after a poll of the send CQ, waits for the
+ * next WRITE (the sleep word is read then). */
 static int ring_if_asleep(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
-	uint64_t g = __atomic_load_n(&p->tail[0], __ATOMIC_ACQUIRE);
 	struct rdmx__wr wr = {
 		.wr_id = (uint64_t)K_BELL << 32,
 		.op = RDMX__OP_SEND,
@@ -438,25 +416,22 @@ static int ring_if_asleep(rdmx_conn *c)
 	};
 	int placed = 0, rc;
 
-	if (g == p->rung)
-		return 0;
 	/* every doorbell slot in flight: take their completions (a side
 	 * that finds its messages waiting never reaps otherwise) */
 	if (p->bells_out >= N_BELL && (rc = take_sends(c, &placed)) < 0)
 		return rc;
 	if (p->bells_out >= N_BELL)
 		return 0;
-	p->rung = g;
-	p->bells_out++;
-	rc = rdmx__post_send(c, &wr, 1);
-	return rc ? rdmx__conn_down(c, rc, "posting a doorbell: %s", rdmx__last()) : 0;
+	rc = rdmx__bell_ring(c, &p->bell, &p->tail[0], &wr);
+	if (rc > 0)
+		p->bells_out++;
+	return rc < 0 ? rc : 0;
 }
 
-/* ops->sleep_announce: WRITE our next sleep count into the peer's sleep
- * word, once per sleep, and have the caller poll again (1) until that
- * WRITE completed (it is in the peer's memory) and once after: then a
- * message the peer's WRITE placed after our last poll completes there
- * after our count is in place, and its reap rings. 0: sleep. */
+/* ops->sleep_announce: publish our sleep in the peer's sleep word
+ * (rdmx__bell_announce, core/doorbell.h): a message the peer's WRITE
+ * placed after our last poll completes there after our count is in
+ * place, and its reap rings. 0: sleep. */
 static int dw_sleep_announce(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
@@ -477,21 +452,7 @@ static int dw_sleep_announce(rdmx_conn *c)
 	rc = reap(c);
 	if (rc)
 		return rc;
-	if (p->announced == ANN_PLACED)
-		return 0;
-	if (p->gen_out)
-		return 1; /* ours (or an older one) is on its way */
-	if (p->announced == ANN_POSTED) {
-		p->announced = ANN_PLACED;
-		return 1; /* the last poll before the sleep */
-	}
-	p->tail[1] = ++p->gen;
-	rc = rdmx__post_send(c, &wr, 1);
-	if (rc)
-		return rdmx__conn_down(c, rc, "publishing a sleep: %s", rdmx__last());
-	p->gen_out = 1;
-	p->announced = ANN_POSTED;
-	return 1;
+	return rdmx__bell_announce(c, &p->bell, &p->tail[1], &wr);
 }
 
 /* Take in the send completions: data WRITEs to the pool, descriptor
@@ -521,7 +482,7 @@ static int take_sends(rdmx_conn *c, int *placed)
 		else if (kind == K_BELL)
 			p->bells_out--;
 		else if (kind == K_GEN)
-			p->gen_out = 0;
+			rdmx__bell_gen_done(&p->bell);
 		else
 			rdmx__sendpool_sent(&p->sp, (uint32_t)wc[i].wr_id);
 	}
@@ -539,7 +500,7 @@ static int reap(rdmx_conn *c)
 	 * before its last poll is in ours now (dw_sleep_announce) */
 	rc = placed ? ring_if_asleep(c) : 0;
 	if (!rc)
-		rc = reap_bells(c);
+		rc = rdmx__bell_reap(c, &p->bell, p->rcq, repost_bell);
 	if (rc < 0)
 		return rc;
 	if (p->pend_n && (rc = post_pending(c)))
