@@ -16,9 +16,16 @@
  *        word (struct ctl.tail), which carries the signal; the receiver
  *        polls that one word and takes every record below it (footers not
  *        checked: RC places the tail WRITE after the record's). The word
- *        is peer-written: read once, it must not go back, run more than
- *        a ring ahead of what was taken, or be unaligned, and a record it
- *        promises must be there and end within it (-EPROTO otherwise).
+ *        is the tail's low 32 bits and their complement: RDMA does not
+ *        place a WRITE's bytes at once (rxe copies them with memcpy), so a
+ *        load can see some bytes of the new tail and some of the old - a
+ *        torn word fails the complement and is read again (one that stays
+ *        torn for RDMX__WRING_TORN_MS is a forgery: -EPROTO). The receiver
+ *        takes the full offset from its own: the tail is at most a ring
+ *        ahead of it. The word is peer-written: read once, it must not go
+ *        back, run more than a ring ahead of what was taken, or be
+ *        unaligned, and a record it promises must be there and end within
+ *        it (-EPROTO otherwise).
  *  REV   reverse records (src/core/ring.h): the ring fills from its top
  *        down, a record's valid byte is its last byte, and an inline
  *        1-byte WRITE posted before each record clears the valid byte of
@@ -39,6 +46,8 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
+#include <time.h>
 
 #include "write_ring_priv.h"
 
@@ -145,7 +154,7 @@ int rdmx__wring_notify_post(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr,
 
 	if (p->notify != RDMX_NOTIFY_OFF)
 		return 0;
-	p->ctl->tail_src = end; /* inline: copied when posted */
+	p->ctl->tail_src = rdmx__wring_tail_word(end); /* inline: copied when posted */
 	ctl_write(c, &p->ctl->tail_src, sizeof(uint64_t),
 		  p->peer_ctl + offsetof(struct ctl, tail), p->peer_ctl_rkey, &wr[n]);
 	wr[n].wr_id = wr[n - 1].wr_id; /* its completion completes the record */
@@ -154,21 +163,62 @@ int rdmx__wring_notify_post(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr,
 	return 1;
 }
 
+int rdmx__wring_torn_ms = RDMX__WRING_TORN_MS;
+
+uint64_t rdmx__wring_tail_word(uint64_t tail)
+{
+	uint8_t b[8];
+	uint64_t w;
+
+	rdmx__put_u32(b, (uint32_t)tail);
+	rdmx__put_u32(b + 4, ~(uint32_t)tail);
+	memcpy(&w, b, sizeof(w));
+	return w;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A tail word whose halves disagree: torn by a WRITE landing now (read
+ * again), unless the same bytes stay for rdmx__wring_torn_ms. */
+static int torn_word(struct wring *p, uint64_t w)
+{
+	if (w != p->torn) {
+		p->torn = w;
+		p->torn_since = now_ms();
+		return 0;
+	}
+	if (now_ms() - p->torn_since < rdmx__wring_torn_ms)
+		return 0;
+	return rdmx__fail(-EPROTO, "peer's tail word %016llx fails its check (low half, complement) for %d ms",
+			  (unsigned long long)w, rdmx__wring_torn_ms);
+}
+
 /* OFF: read the peer's tail word once when every record below the last
  * one seen was taken; check it against what it may say. */
 static int tail_word(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	uint64_t t;
+	uint64_t w, t;
+	uint32_t lo;
 
 	if (p->rd < p->tail_seen)
 		return 1;
-	t = __atomic_load_n(&p->ctl->tail, __ATOMIC_ACQUIRE);
+	w = __atomic_load_n(&p->ctl->tail, __ATOMIC_ACQUIRE);
+	lo = rdmx__get_u32((const uint8_t *)&w);
+	if (rdmx__get_u32((const uint8_t *)&w + 4) != ~lo)
+		return torn_word(p, w);
+	t = p->rd + (uint32_t)(lo - (uint32_t)p->rd); /* at most a ring ahead */
 	if (t == p->tail_seen)
 		return 0;
 	if (t < p->tail_seen || t - p->rd > p->rgeo.size || t % RDMX__RING_ALIGN)
 		return rdmx__fail(-EPROTO, "peer's tail word %llu is not in %llu..%llu (or unaligned)",
-				  (unsigned long long)t, (unsigned long long)p->rd,
+				  (unsigned long long)t, (unsigned long long)p->tail_seen,
 				  (unsigned long long)(p->rd + p->rgeo.size));
 	p->tail_seen = t;
 	return 1;

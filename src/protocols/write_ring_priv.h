@@ -72,6 +72,8 @@ struct wring {
 	/* receiver */
 	uint64_t rd;              /* offset of the next record to take */
 	uint64_t tail_seen;       /* notify OFF: the peer's tail word, checked */
+	uint64_t torn;            /* ... its last word that failed the check */
+	int64_t torn_since;       /* ... since when (ms) */
 	struct rdmx__ring_rel rel;
 	uint64_t reported, reported_head;
 	int upd_out;
@@ -126,6 +128,12 @@ int rdmx__wring_notify_pre(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr);
  * the signal); returns how many were added at @wr + @n. */
 int rdmx__wring_notify_post(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr,
 			    int n);
+/* OFF's tail word for @tail: its low 32 bits, their complement. */
+uint64_t rdmx__wring_tail_word(uint64_t tail);
+/* How long a tail word may fail its check before it is a forgery (torn
+ * by a WRITE landing, it is whole again within microseconds). */
+#define RDMX__WRING_TORN_MS 1000
+extern int rdmx__wring_torn_ms; /* tests lower it */
 /* Receiver: 1 when a record may be at rd (IMM: a completion; OFF: the
  * tail word, read once and checked), 0 none yet, -EPROTO. */
 int rdmx__wring_announced(rdmx_conn *c);

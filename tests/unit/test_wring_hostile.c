@@ -89,8 +89,8 @@ static struct wring *wr(rdmx_conn *c)
 	return c->priv;
 }
 
-/* One OFF forgery: after one honest message, @tail is written into the
- * victim receiver's tail word. */
+/* One OFF forgery: after one honest message, the word @forge makes is
+ * written into the victim receiver's tail word. */
 static void off_case(const char *proto, uint64_t (*forge)(struct wring *p),
 		     const char *why)
 {
@@ -112,22 +112,28 @@ static void off_case(const char *proto, uint64_t (*forge)(struct wring *p),
 
 static uint64_t tail_back(struct wring *p)
 {
-	return p->rd - 16;
+	return rdmx__wring_tail_word(p->rd - 16);
 }
 
 static uint64_t tail_far(struct wring *p)
 {
-	return p->rd + RING + 16;
+	return rdmx__wring_tail_word(p->rd + RING + 16);
 }
 
 static uint64_t tail_odd(struct wring *p)
 {
-	return p->rd + 8;
+	return rdmx__wring_tail_word(p->rd + 8);
 }
 
 static uint64_t tail_empty(struct wring *p) /* no record behind it */
 {
-	return p->rd + 64;
+	return rdmx__wring_tail_word(p->rd + 64);
+}
+
+/* Halves that disagree, and stay so: not a WRITE landing, a forgery. */
+static uint64_t tail_torn(struct wring *p)
+{
+	return rdmx__wring_tail_word(p->rd + 64) ^ 0x0000ff0000000000ull;
 }
 
 static uint64_t tail_short(struct wring *p) /* a record ending past it */
@@ -138,7 +144,7 @@ static uint64_t tail_short(struct wring *p) /* a record ending past it */
 	memset(rec + RDMX__RING_HDR, 0, 200);
 	rdmx__ring_put_rec(rec, p->rseed, p->rd, 200, 0, 0);
 	assert_int_equal(rdmx__ring_peek(&p->rgeo, rec, p->rseed, p->rd, 2048, 1, &v), 1);
-	return p->rd + 32;
+	return rdmx__wring_tail_word(p->rd + 32);
 }
 
 static void test_off_tail_word(void **state)
@@ -146,13 +152,43 @@ static void test_off_tail_word(void **state)
 	static const char *const protos[] = { "write_simplex", "write_magic", "write_duplex" };
 
 	(void)state;
+	rdmx__wring_torn_ms = 50;
 	for (int i = 0; i < 3; i++) {
+		off_case(protos[i], tail_torn, "fails its check");
 		off_case(protos[i], tail_back, "tail word");
 		off_case(protos[i], tail_far, "tail word");
 		off_case(protos[i], tail_odd, "tail word");
 		off_case(protos[i], tail_empty, "tail word without a record");
 		off_case(protos[i], tail_short, "ends past the tail word");
 	}
+	rdmx__wring_torn_ms = RDMX__WRING_TORN_MS;
+}
+
+/* A tail word caught half written (rxe places a WRITE's bytes with
+ * memcpy: some new, some old) is neither a record nor an error: the
+ * receive finds nothing, and the next whole word delivers. */
+static void test_off_torn_word_read_again(void **state)
+{
+	struct rdmx_conn_opts o = ring_opts("write_magic", RDMX_NOTIFY_OFF);
+	struct th_pair v;
+	struct rdmx_msg m;
+	struct wring *p;
+	uint64_t was;
+
+	(void)state;
+	open_pair(&v, &o);
+	send_one(v.client, 100, 1);
+	recv_one(v.server, 100, 1);
+	p = wr(v.server);
+	was = p->ctl->tail;
+	/* the low half of the next tail, the high half still the last one's */
+	__atomic_store_n(&p->ctl->tail, (rdmx__wring_tail_word(p->rd + 160) & 0xffffffffull) |
+			 (was & 0xffffffff00000000ull), __ATOMIC_RELEASE);
+	assert_int_equal(rdmx_recv(v.server, &m, 0), -EAGAIN);
+	assert_int_equal(rdmx_recv(v.server, &m, 20), -ETIMEDOUT);
+	send_one(v.client, 100, 2); /* its tail WRITE makes the word whole */
+	recv_one(v.server, 100, 2);
+	th_pair_close(&v);
 }
 
 /* One REV forgery: a trailer with @len, @size, @valid, @flags at the top
@@ -258,6 +294,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_off_tail_word),
+		cmocka_unit_test(test_off_torn_word_read_again),
 		cmocka_unit_test(test_rev_records),
 		cmocka_unit_test(test_rev_pad_at_lap_start),
 		cmocka_unit_test(test_variant_mismatch),
