@@ -21,13 +21,18 @@
  * receiving application calling in.
  *
  * Trust. The tail, the records and the progress words are written by the
- * peer and read once. A tail is only a hint of how much to READ: rxe
- * reads memory with a byte copy, so a tail READ racing the sender's store
- * can return a value mixing old and new bytes; every record is therefore
- * taken only when its stamps (a hash of its offset and the sender's seed)
- * match, and a record that does not match below the tail makes the
- * receiver read the tail again from that record on. A tail beyond what the
- * ring can hold is clamped to it. A record with a length above max_msg, or
+ * peer and read once. rxe reads memory with a byte copy, so a tail READ
+ * racing the sender's store can return a value mixing old and new bytes:
+ * the tail word carries its complement, as the progress words do
+ * (buffered_read.h), and a torn one is read again - never taken, as a
+ * mixed value can run past what was written, and the receiver would
+ * report as fetched records it read before they were there (the sender's
+ * rdmx_flush would return and a close lose them). The receiver widens the
+ * low 32 bits against what it fetched. A tail is still only a hint of how
+ * much to READ: every record is taken only when its stamps (a hash of its
+ * offset and the sender's seed) match, and a record that does not match
+ * below the tail makes the receiver read the tail again from that record
+ * on. A tail beyond what the ring can hold is clamped to it. A record with a length above max_msg, or
  * more records unreleased than the window, fails the connection. Progress
  * words carry their complement (buffered_read.h): a torn copy is not
  * taken, and a count behind what the sender knew is ignored.
@@ -212,6 +217,7 @@ static int br_setup(rdmx_conn *c)
 	p->ctl = rdmx__alloc_buf(sizeof(*p->ctl));
 	if (!p->ctl || rdmx__ring_rel_init(&p->rel, c->opts.recv_depth))
 		return rdmx__fail(-ENOMEM, "buffered_read: out of memory");
+	p->ctl->tail = rdmx__br_word(0);
 	rc = map_rings(c, p);
 	if (!rc)
 		rc = rdmx__ring_geo_init(&p->geo, c->opts.ring_size, p->ring_magic);
@@ -375,13 +381,16 @@ static int read_section(rdmx_conn *c, uint64_t t)
 static int on_tail(rdmx_conn *c)
 {
 	struct br *p = br_of(c);
-	uint64_t t = __atomic_load_n(&p->ctl->rd_tail, __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(&p->ctl->rd_tail, __ATOMIC_ACQUIRE), t;
 	uint64_t lim = p->rel.head + p->pgeo.size;
 
+	p->rd_state = RD_IDLE;
+	if ((uint32_t)(w >> 32) != (uint32_t)~(uint32_t)w)
+		return 0; /* torn: read again (the next pull) */
+	t = p->fetched + (uint32_t)((uint32_t)w - (uint32_t)p->fetched);
 	t &= ~(uint64_t)(RDMX__RING_ALIGN - 1);
 	if (t > lim)
 		t = lim; /* torn or hostile: the records will tell */
-	p->rd_state = RD_IDLE;
 	return t > p->fetched ? read_section(c, t) : 0;
 }
 
@@ -746,7 +755,7 @@ static int br_send(rdmx_conn *c, struct rdmx_msg *m)
 	p->sent++;
 	p->ob.live = 0;
 	/* seq_cst: the tail is visible before we read the sleep word */
-	__atomic_store_n(&p->ctl->tail, p->tail, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&p->ctl->tail, rdmx__br_word(p->tail), __ATOMIC_SEQ_CST);
 	rdmx__msg_spend(m);
 	(void)ring_if_asleep(c); /* down on failure: the next call says */
 	return 0;

@@ -25,7 +25,7 @@ static inline uint64_t rdmx__br_word(uint64_t v)
 
 /* One per connection, registered for the peer's READ and WRITE. */
 struct rdmx__br_ctl {
-	uint64_t tail;       /* our ring's published tail (the peer READs it) */
+	uint64_t tail;       /* our ring's published tail, rdmx__br_word (the peer READs it) */
 	uint64_t pub[3];     /* ours, as receiver: fetched, head, released
 			      * (progress words; the peer READs them) */
 	uint64_t rep[3];     /* the peer's report WRITEs land here */
