@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RDMX__WIRE_MAGIC 0x584d4452u
 #define RDMX__WIRE_VERSION 1
@@ -87,5 +88,35 @@ void rdmx__put_u64(uint8_t *p, uint64_t v);
 uint16_t rdmx__get_u16(const uint8_t *p);
 uint32_t rdmx__get_u32(const uint8_t *p);
 uint64_t rdmx__get_u64(const uint8_t *p);
+
+/*
+ * A checked word: a 32-bit value and its complement in one 8-byte word
+ * (little-endian), kept in memory a peer WRITEs or RDMA-READs. RDMA
+ * places a copy's bytes one by one (rxe copies with memcpy), so a copy
+ * taken while the word changes can mix old and new bytes; its halves then
+ * disagree and it is not taken (read it again). The reader widens the
+ * value against a 64-bit count of its own. Used by srq's credit word,
+ * notify OFF's tail word and buffered_read's tail and progress words.
+ */
+static inline uint64_t rdmx__cword(uint32_t v)
+{
+	uint8_t b[8];
+	uint64_t w;
+
+	rdmx__put_u32(b, v);
+	rdmx__put_u32(b + 4, ~v);
+	memcpy(&w, b, sizeof(w));
+	return w;
+}
+
+/* 0 with the value of @w (loaded once, whole) in *@v; -1: torn. */
+static inline int rdmx__cword_get(uint64_t w, uint32_t *v)
+{
+	uint8_t b[8];
+
+	memcpy(b, &w, sizeof(b));
+	*v = rdmx__get_u32(b);
+	return rdmx__get_u32(b + 4) == ~*v ? 0 : -1;
+}
 
 #endif /* RDMX_CORE_WIRE_H */

@@ -217,7 +217,7 @@ static int br_setup(rdmx_conn *c)
 	p->ctl = rdmx__alloc_buf(sizeof(*p->ctl));
 	if (!p->ctl || rdmx__ring_rel_init(&p->rel, c->opts.recv_depth))
 		return rdmx__fail(-ENOMEM, "buffered_read: out of memory");
-	p->ctl->tail = rdmx__br_word(0);
+	p->ctl->tail = rdmx__cword((uint32_t)0);
 	rc = map_rings(c, p);
 	if (!rc)
 		rc = rdmx__ring_geo_init(&p->geo, c->opts.ring_size, p->ring_magic);
@@ -334,9 +334,9 @@ static int report(rdmx_conn *c)
 	}
 	src = (uint8_t *)p->ctl->rep_src[p->rep_next];
 	p->rep_next = (p->rep_next + 1) % RDMX__BR_REPS;
-	rdmx__put_u64(src, rdmx__br_word(p->fetched));
-	rdmx__put_u64(src + 8, rdmx__br_word(p->rel.head));
-	rdmx__put_u64(src + 16, rdmx__br_word(p->rel.released));
+	rdmx__put_u64(src, rdmx__cword((uint32_t)p->fetched));
+	rdmx__put_u64(src + 8, rdmx__cword((uint32_t)p->rel.head));
+	rdmx__put_u64(src + 16, rdmx__cword((uint32_t)p->rel.released));
 	p->rep_head = p->rel.head;
 	p->rep_released = p->rel.released;
 	p->rep_again = 0;
@@ -348,9 +348,9 @@ static int report(rdmx_conn *c)
 /* Our progress where the sender READs it. */
 static void publish(struct br *p)
 {
-	__atomic_store_n(&p->ctl->pub[0], rdmx__br_word(p->fetched), __ATOMIC_RELEASE);
-	__atomic_store_n(&p->ctl->pub[1], rdmx__br_word(p->rel.head), __ATOMIC_RELEASE);
-	__atomic_store_n(&p->ctl->pub[2], rdmx__br_word(p->rel.released), __ATOMIC_RELEASE);
+	__atomic_store_n(&p->ctl->pub[0], rdmx__cword((uint32_t)p->fetched), __ATOMIC_RELEASE);
+	__atomic_store_n(&p->ctl->pub[1], rdmx__cword((uint32_t)p->rel.head), __ATOMIC_RELEASE);
+	__atomic_store_n(&p->ctl->pub[2], rdmx__cword((uint32_t)p->rel.released), __ATOMIC_RELEASE);
 }
 
 /* READ the section [fetched, t) into the mirror: one READ, or two where
@@ -383,11 +383,12 @@ static int on_tail(rdmx_conn *c)
 	struct br *p = br_of(c);
 	uint64_t w = __atomic_load_n(&p->ctl->rd_tail, __ATOMIC_ACQUIRE), t;
 	uint64_t lim = p->rel.head + p->pgeo.size;
+	uint32_t lo;
 
 	p->rd_state = RD_IDLE;
-	if ((uint32_t)(w >> 32) != (uint32_t)~(uint32_t)w)
+	if (rdmx__cword_get(w, &lo))
 		return 0; /* torn: read again (the next pull) */
-	t = p->fetched + (uint32_t)((uint32_t)w - (uint32_t)p->fetched);
+	t = p->fetched + (uint32_t)(lo - (uint32_t)p->fetched);
 	t &= ~(uint64_t)(RDMX__RING_ALIGN - 1);
 	if (t > lim)
 		t = lim; /* torn or hostile: the records will tell */
@@ -614,10 +615,10 @@ static int maybe_report(rdmx_conn *c)
  * when torn (halves disagree) or behind what we knew. */
 static void widen(uint64_t w, uint64_t ours, uint64_t *v)
 {
-	uint32_t n = (uint32_t)w, behind;
+	uint32_t n, behind;
 	uint64_t full;
 
-	if ((uint32_t)(w >> 32) != (uint32_t)~n)
+	if (rdmx__cword_get(w, &n))
 		return;
 	behind = (uint32_t)ours - n;
 	if (behind > UINT32_MAX / 2)
@@ -755,7 +756,7 @@ static int br_send(rdmx_conn *c, struct rdmx_msg *m)
 	p->sent++;
 	p->ob.live = 0;
 	/* seq_cst: the tail is visible before we read the sleep word */
-	__atomic_store_n(&p->ctl->tail, rdmx__br_word(p->tail), __ATOMIC_SEQ_CST);
+	__atomic_store_n(&p->ctl->tail, rdmx__cword((uint32_t)p->tail), __ATOMIC_SEQ_CST);
 	rdmx__msg_spend(m);
 	(void)ring_if_asleep(c); /* down on failure: the next call says */
 	return 0;

@@ -5,27 +5,23 @@
 
 #include <stdint.h>
 
+#include "core/wire.h"
+
 /* Report WRITEs a receiver may have in flight. */
 #define RDMX__BR_REPS 4
 /* Doorbell receives a receiver keeps posted. */
 #define RDMX__BR_BELLS 4
 
 /*
- * A receiver's progress word: a 32-bit count (of bytes fetched, bytes
- * released, or records released) in the low half, its complement in the
- * high half, stored with one 8-byte store. A READ or WRITE that copies it
- * byte by byte while it changes shows halves that disagree: not taken.
- * The sender widens the count against its own 64-bit totals (a receiver
- * is never more than 2^31 behind them).
+ * A receiver's progress words and a sender's tail word are checked words
+ * (rdmx__cword, core/wire.h): a 32-bit count (of bytes fetched, bytes
+ * released, records released; the tail's bytes) and its complement. The
+ * reader widens the count against its own 64-bit totals (a receiver is
+ * never more than 2^31 behind them).
  */
-static inline uint64_t rdmx__br_word(uint64_t v)
-{
-	return (uint32_t)v | (uint64_t)(uint32_t)~(uint32_t)v << 32;
-}
-
 /* One per connection, registered for the peer's READ and WRITE. */
 struct rdmx__br_ctl {
-	uint64_t tail;       /* our ring's published tail, rdmx__br_word (the peer READs it) */
+	uint64_t tail;       /* our ring's published tail, rdmx__cword (the peer READs it) */
 	uint64_t pub[3];     /* ours, as receiver: fetched, head, released
 			      * (progress words; the peer READs them) */
 	uint64_t rep[3];     /* the peer's report WRITEs land here */

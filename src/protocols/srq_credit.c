@@ -88,12 +88,9 @@ int rdmx__srq_credit_hello_in(struct srq_credit *cr, const uint8_t *b,
 static int credit_read(rdmx_conn *c, struct srq_credit *cr)
 {
 	uint64_t raw = __atomic_load_n((uint64_t *)(void *)cr->w, __ATOMIC_ACQUIRE);
-	uint8_t b[8];
 	uint32_t v, total;
 
-	memcpy(b, &raw, sizeof(b));
-	v = rdmx__get_u32(b);
-	if (rdmx__get_u32(b + 4) != ~v)
+	if (rdmx__cword_get(raw, &v))
 		return 0; /* not written yet, or torn: no news */
 	total = cr->base + v;
 	if (total == cr->granted)
@@ -169,8 +166,7 @@ static void credit_post(rdmx_conn *c, struct srq_credit *cr)
 	};
 	int rc;
 
-	rdmx__put_u32((uint8_t *)src, v);
-	rdmx__put_u32((uint8_t *)(src + 1), ~v);
+	__atomic_store_n((uint64_t *)(void *)src, rdmx__cword(v), __ATOMIC_RELAXED);
 	rc = c->f->post_send(c->ep, &wr, 1);
 	if (rc) {
 		rdmx__conn_down(c, rc, "srq: posting a credit write: %s", rdmx__last());

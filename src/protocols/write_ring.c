@@ -208,7 +208,7 @@ static int make_ctl(rdmx_conn *c)
 	if (!p->ctl)
 		return rdmx__fail(-ENOMEM, "%s: out of memory for control words",
 				  c->proto->name);
-	p->ctl->tail = rdmx__wring_tail_word(0); /* notify OFF: nothing yet */
+	p->ctl->tail = rdmx__cword(0); /* notify OFF: nothing yet */
 	return c->f->reg_mr(c->ep, p->ctl, p->ctl_len,
 			    RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE |
 			    RDMX__ACCESS_READ, &p->ctl_mr);

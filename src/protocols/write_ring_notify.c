@@ -16,7 +16,7 @@
  *        word (struct ctl.tail), which carries the signal; the receiver
  *        polls that one word and takes every record below it (footers not
  *        checked: RC places the tail WRITE after the record's). The word
- *        is the tail's low 32 bits and their complement: RDMA does not
+ *        is a checked word (rdmx__cword, core/wire.h): RDMA does not
  *        place a WRITE's bytes at once (rxe copies them with memcpy), so a
  *        load can see some bytes of the new tail and some of the old - a
  *        torn word fails the complement and is read again (one that stays
@@ -46,7 +46,6 @@
  */
 #include <errno.h>
 #include <stddef.h>
-#include <string.h>
 #include <time.h>
 
 #include "write_ring_priv.h"
@@ -154,7 +153,7 @@ int rdmx__wring_notify_post(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr,
 
 	if (p->notify != RDMX_NOTIFY_OFF)
 		return 0;
-	p->ctl->tail_src = rdmx__wring_tail_word(end); /* inline: copied when posted */
+	p->ctl->tail_src = rdmx__cword((uint32_t)end); /* inline: copied when posted */
 	ctl_write(c, &p->ctl->tail_src, sizeof(uint64_t),
 		  p->peer_ctl + offsetof(struct ctl, tail), p->peer_ctl_rkey, &wr[n]);
 	wr[n].wr_id = wr[n - 1].wr_id; /* its completion completes the record */
@@ -164,17 +163,6 @@ int rdmx__wring_notify_post(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr,
 }
 
 int rdmx__wring_torn_ms = RDMX__WRING_TORN_MS;
-
-uint64_t rdmx__wring_tail_word(uint64_t tail)
-{
-	uint8_t b[8];
-	uint64_t w;
-
-	rdmx__put_u32(b, (uint32_t)tail);
-	rdmx__put_u32(b + 4, ~(uint32_t)tail);
-	memcpy(&w, b, sizeof(w));
-	return w;
-}
 
 static int64_t now_ms(void)
 {
@@ -210,8 +198,7 @@ static int tail_word(rdmx_conn *c)
 	if (p->rd < p->tail_seen)
 		return 1;
 	w = __atomic_load_n(&p->ctl->tail, __ATOMIC_ACQUIRE);
-	lo = rdmx__get_u32((const uint8_t *)&w);
-	if (rdmx__get_u32((const uint8_t *)&w + 4) != ~lo)
+	if (rdmx__cword_get(w, &lo))
 		return torn_word(p, w);
 	t = p->rd + (uint32_t)(lo - (uint32_t)p->rd); /* at most a ring ahead */
 	if (t == p->tail_seen)

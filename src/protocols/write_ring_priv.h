@@ -128,8 +128,6 @@ int rdmx__wring_notify_pre(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr);
  * the signal); returns how many were added at @wr + @n. */
 int rdmx__wring_notify_post(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr,
 			    int n);
-/* OFF's tail word for @tail: its low 32 bits, their complement. */
-uint64_t rdmx__wring_tail_word(uint64_t tail);
 /* How long a tail word may fail its check before it is a forgery (torn
  * by a WRITE landing, it is whole again within microseconds). */
 #define RDMX__WRING_TORN_MS 1000

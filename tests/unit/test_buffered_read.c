@@ -46,9 +46,9 @@ static void test_tail_is_a_hint(void **state)
 	(void)state;
 	open_br(&p, 8);
 	ctl = rdmx__br_ctl_of(p.client);
-	__atomic_store_n(&ctl->tail, rdmx__br_word(4096), __ATOMIC_RELEASE);
+	__atomic_store_n(&ctl->tail, rdmx__cword((uint32_t)4096), __ATOMIC_RELEASE);
 	assert_int_equal(rdmx_recv(p.server, &m, 50), -ETIMEDOUT);
-	__atomic_store_n(&ctl->tail, rdmx__br_word(0), __ATOMIC_RELEASE);
+	__atomic_store_n(&ctl->tail, rdmx__cword((uint32_t)0), __ATOMIC_RELEASE);
 	assert_int_equal(th_send_seq(p.client, 1, 100, 1000), 0);
 	expect(p.server, 1, 100);
 	th_pair_close(&p);
@@ -72,7 +72,7 @@ static void test_torn_tail_not_taken(void **state)
 	expect(p.server, 1, 100);
 	ctl = rdmx__br_ctl_of(p.client);
 	real = __atomic_load_n(&ctl->tail, __ATOMIC_ACQUIRE);
-	assert_int_equal(real, rdmx__br_word(rdmx__ring_rec_size(100)));
+	assert_int_equal(real, rdmx__cword((uint32_t)rdmx__ring_rec_size(100)));
 	/* the low half of a tail 4 KiB on, the high half of the real one */
 	__atomic_store_n(&ctl->tail, (real & 0xffffffff00000000ull) |
 			 (uint32_t)(rdmx__ring_rec_size(100) + 4096), __ATOMIC_RELEASE);
@@ -100,7 +100,7 @@ static void test_hostile_record(void **state)
 	ring = rdmx__br_ring(p.client, &seed);
 	rdmx__ring_put_rec(ring, seed, 0, 2000, 0, 0);
 	__atomic_store_n(&rdmx__br_ctl_of(p.client)->tail,
-			 rdmx__br_word(rdmx__ring_rec_size(2000)), __ATOMIC_RELEASE);
+			 rdmx__cword((uint32_t)rdmx__ring_rec_size(2000)), __ATOMIC_RELEASE);
 	assert_int_equal(rdmx_recv(p.server, &m, 5000), -EPROTO);
 	assert_int_equal(th_send_seq(q.client, 3, 64, 1000), 0);
 	expect(q.server, 3, 64);

@@ -112,28 +112,28 @@ static void off_case(const char *proto, uint64_t (*forge)(struct wring *p),
 
 static uint64_t tail_back(struct wring *p)
 {
-	return rdmx__wring_tail_word(p->rd - 16);
+	return rdmx__cword((uint32_t)p->rd - 16);
 }
 
 static uint64_t tail_far(struct wring *p)
 {
-	return rdmx__wring_tail_word(p->rd + RING + 16);
+	return rdmx__cword((uint32_t)p->rd + RING + 16);
 }
 
 static uint64_t tail_odd(struct wring *p)
 {
-	return rdmx__wring_tail_word(p->rd + 8);
+	return rdmx__cword((uint32_t)p->rd + 8);
 }
 
 static uint64_t tail_empty(struct wring *p) /* no record behind it */
 {
-	return rdmx__wring_tail_word(p->rd + 64);
+	return rdmx__cword((uint32_t)p->rd + 64);
 }
 
 /* Halves that disagree, and stay so: not a WRITE landing, a forgery. */
 static uint64_t tail_torn(struct wring *p)
 {
-	return rdmx__wring_tail_word(p->rd + 64) ^ 0x0000ff0000000000ull;
+	return rdmx__cword((uint32_t)p->rd + 64) ^ 0x0000ff0000000000ull;
 }
 
 static uint64_t tail_short(struct wring *p) /* a record ending past it */
@@ -144,7 +144,7 @@ static uint64_t tail_short(struct wring *p) /* a record ending past it */
 	memset(rec + RDMX__RING_HDR, 0, 200);
 	rdmx__ring_put_rec(rec, p->rseed, p->rd, 200, 0, 0);
 	assert_int_equal(rdmx__ring_peek(&p->rgeo, rec, p->rseed, p->rd, 2048, 1, &v), 1);
-	return rdmx__wring_tail_word(p->rd + 32);
+	return rdmx__cword((uint32_t)p->rd + 32);
 }
 
 static void test_off_tail_word(void **state)
@@ -182,7 +182,7 @@ static void test_off_torn_word_read_again(void **state)
 	p = wr(v.server);
 	was = p->ctl->tail;
 	/* the low half of the next tail, the high half still the last one's */
-	__atomic_store_n(&p->ctl->tail, (rdmx__wring_tail_word(p->rd + 160) & 0xffffffffull) |
+	__atomic_store_n(&p->ctl->tail, (rdmx__cword((uint32_t)p->rd + 160) & 0xffffffffull) |
 			 (was & 0xffffffff00000000ull), __ATOMIC_RELEASE);
 	assert_int_equal(rdmx_recv(v.server, &m, 0), -EAGAIN);
 	assert_int_equal(rdmx_recv(v.server, &m, 20), -ETIMEDOUT);
