@@ -12,7 +12,7 @@
 # A or B for two):
 #   ROLE.booted  stage 1 reached the run share (written by init)
 #   ROLE.rxe     rxe is ACTIVE; content "rxe0 NETDEV IPV4"
-#   A.ready      (two hosts) the server command has been started on A
+#   A.ready      (two hosts) the server command listens on A
 #   ROLE.cmd     CMD is about to run
 #   ROLE.status  CMD's exit status
 #   ROLE.error   a one-line reason when the guest gives up
@@ -109,13 +109,36 @@ with_env() {
 	"$@"
 }
 
+# The rdma_cm IDs in state LISTEN on this host.
+listening() { rdma res show cm_id 2>/dev/null | grep -c ' state LISTEN '; }
+
+# The client may dial as soon as the server listens: wait (bounded by
+# SERVER_WAIT) until it has an rdma_cm listener and their number held still
+# for SERVER_SETTLE (a server may listen on several ports, from several
+# processes), or it exited. A fixed sleep raced a slow start under load:
+# every dial of the run was refused.
+wait_listening() {
+	local deadline=$(($(now) + SERVER_WAIT)) n last=-1
+	while :; do
+		[ ! -e "$R/server.status" ] || { log "server command exited (status $(cat "$R/server.status"))"; return; }
+		n=$(listening)
+		if [ "$n" -gt 0 ] && [ "$n" = "$last" ]; then
+			log "server listening ($n rdma_cm listeners)"
+			return
+		fi
+		last=$n
+		[ "$(now)" -lt "$deadline" ] || { log "no stable rdma_cm listener after ${SERVER_WAIT}s ($n); going on"; return; }
+		sleep "$SERVER_SETTLE"
+	done
+}
+
 if [ -n "${SERVER_CMD:-}" ] && [ "$ROLE" != B ]; then
 	log "starting server command"
 	(
 		with_env sh -c "$SERVER_CMD" </dev/null >>"$R/server.log" 2>&1
 		echo $? >"$R/server.status"
 	) &
-	sleep "$SERVER_SETTLE"
+	wait_listening
 fi
 [ "$ROLE" != A ] || mark ready
 
