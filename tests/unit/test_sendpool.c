@@ -378,6 +378,61 @@ static void test_pack_srq_credits(void **state)
 	th_pair_close(&p);
 }
 
+/* write_atomic holds a burst unreserved (write_atomic.c, "Bursts"): 16
+ * small messages cost one FETCH_ADD and one chain of 16 WRITEs (2 posts,
+ * against 32 unbatched), arrive in order, and a send without the flag
+ * still goes out at once (its FETCH_ADD and WRITE). */
+static void test_wa_burst_one_reservation(void **state)
+{
+	struct th_pair p;
+	struct counts a, b;
+
+	(void)state;
+	open_sized(&p, "write_atomic", 4096, 64, 0, RDMX_COALESCE_DEFAULT, 64);
+	for (uint64_t seq = 0; seq < 48; seq += 16) {
+		a = counts(&p);
+		burst(p.client, seq, 16, RDMX_SEND_MORE);
+		b = counts(&p);
+		assert_int_equal(b.posts - a.posts, 2);
+		take(p.server, seq, 16);
+	}
+	a = counts(&p);
+	burst(p.client, 48, 1, 0);
+	b = counts(&p);
+	assert_int_equal(b.posts - a.posts, 2);
+	take(p.server, 48, 1);
+	assert_int_equal(rdmx_flush(p.client, 5000), 0);
+	th_pair_close(&p);
+}
+
+/* Bursts of 1..24 mixed messages (some with immediate data) through a
+ * 64 KiB ring, which they wrap a dozen times: a reservation of several
+ * records that crosses the ring's end is padded whole and made again;
+ * every message arrives whole and in order. */
+static void test_wa_burst_wrap(void **state)
+{
+	const uint64_t n = th_count(3000);
+	struct rdmx_conn_opts o;
+	struct th_pair p;
+	uint64_t seq = 0;
+
+	(void)state;
+	rdmx_conn_opts_init(&o);
+	o.protocol = "write_atomic";
+	o.max_msg_size = 1024;
+	o.ring_size = 65536;
+	o.send_depth = 32;
+	o.recv_depth = 64;
+	assert_int_equal(th_pair_open(&p, &o, &o), 0);
+	for (unsigned b = 1; seq < n; b = b % 24 + 1) {
+		send_mixed(p.client, seq, b);
+		take_mixed(p.server, seq, b);
+		seq += b;
+	}
+	assert_int_equal(rdmx_flush(p.client, 5000), 0);
+	th_pair_close(&p);
+}
+
 /* Receives are reposted in chains (core/repost.h): 32 messages, each
  * released as soon as it is taken, cost a few receive doorbells, not 32
  * (send_recv: a chain per 16; srq: per 16 or once its queue is drained). */
@@ -482,6 +537,8 @@ int main(void)
 		cmocka_unit_test(test_pack_marker_imm),
 		cmocka_unit_test(test_pack_hostile),
 		cmocka_unit_test(test_pack_srq_credits),
+		cmocka_unit_test(test_wa_burst_one_reservation),
+		cmocka_unit_test(test_wa_burst_wrap),
 		cmocka_unit_test(test_repost_chains),
 		cmocka_unit_test(test_burst_one_doorbell),
 		cmocka_unit_test(test_unbatched_unchanged),
