@@ -32,6 +32,10 @@
 #define RDMX__PACK_HDR 8            /* frame header */
 #define RDMX__PACK_ENT 8            /* entry header */
 #define RDMX__PACK_OVERHEAD (RDMX__PACK_HDR + RDMX__PACK_ENT)
+/* The smallest buffer of a side that splits frames: a burst of small
+ * messages packs whatever max_msg is (56 of 64 bytes). */
+#define RDMX__PACK_FRAME_MIN 4096
+#define RDMX__PACK_SLOT_ALIGN 64
 
 /* One message of a parsed frame. */
 struct rdmx__pack_ent {
@@ -44,6 +48,23 @@ struct rdmx__pack_ent {
 static inline uint32_t rdmx__pack_pad(uint32_t n)
 {
 	return (n + 7u) & ~7u;
+}
+
+/*
+ * The bytes between two buffers (send slots, receive buffers) of a
+ * two-sided protocol with @max_msg: a message and a frame's overhead, and
+ * at least RDMX__PACK_FRAME_MIN. Without that floor a small max_msg made
+ * frames of one message: rdmx bench --sizes 64 (max_msg 64) had buffers
+ * of 128 bytes, a frame of two 64-byte messages is 152, and send_recv and
+ * srq sent one message per SEND in every burst.
+ */
+static inline size_t rdmx__pack_slot(uint32_t max_msg)
+{
+	size_t b = (size_t)max_msg + RDMX__PACK_OVERHEAD;
+
+	if (b < RDMX__PACK_FRAME_MIN)
+		b = RDMX__PACK_FRAME_MIN;
+	return (b + RDMX__PACK_SLOT_ALIGN - 1) & ~(size_t)(RDMX__PACK_SLOT_ALIGN - 1);
 }
 
 /* Parse the frame of @len bytes at @buf (peer-written, read once) into

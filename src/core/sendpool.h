@@ -50,7 +50,9 @@
  * but nothing is rung. The chain goes out as one rdmx__post_send (one
  * doorbell) with the next post without @more, with rdmx__sendpool_push,
  * or once it is @held_max long; the pool pushes it itself before any wait
- * of its own (an alloc that would wait, flush) and from sends_done (a
+ * of its own (an alloc that would wait - but not one that waits for a
+ * slot while posted sends are out: their completions free one, and the
+ * burst keeps packing -, flush) and from sends_done (a
  * token wait: the pool does not know which send is waited for, so any
  * token wait rings what is held). srq pushes before it waits for a
  * credit (a held send holds one).

@@ -25,6 +25,11 @@ struct rdmx__sendpool;
 /* Hello flag (bit 0 of the protocol's flag byte): this side splits
  * packed frames. */
 #define RDMX__UNPACK_SPLITS 1u
+/* Hello flag (bit 1, send_recv, whose hello carries no buffer size): this
+ * side's receive buffers are rdmx__pack_slot(max_msg) bytes, at least
+ * RDMX__PACK_FRAME_MIN. Without it a peer's buffers are taken to hold
+ * max_msg and a frame's overhead (an rdmx before the floor). */
+#define RDMX__UNPACK_FRAME_MIN 2u
 
 /* The frame being handed out. */
 struct rdmx__unpack {

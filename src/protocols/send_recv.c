@@ -21,7 +21,9 @@
  * buffer goes back once all of them are released (@rmask). A malformed
  * frame fails this connection (-EPROTO). Buffers hold max_msg plus a
  * frame's overhead, so a message whose immediate data is the frame marker
- * travels as a frame of one.
+ * travels as a frame of one, and at least RDMX__PACK_FRAME_MIN bytes, so
+ * that a burst packs when max_msg is small (rdmx__pack_slot; the hello's
+ * bit 1 says so).
  *
  * Released receive buffers are reposted in chains of up to recv_depth / 4
  * (at most RDMX__REPOST_MAX, core/repost.h): one doorbell for several. A receiver never waits
@@ -39,7 +41,6 @@
 enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 
 #define WC_BATCH 16
-#define SLOT_ALIGN 64
 
 struct sr {
 	struct rdmx__sendpool sp; /* send buffers */
@@ -149,8 +150,7 @@ static int sr_setup(rdmx_conn *c)
 	struct sr *p = sr_of(c);
 	int rc;
 
-	p->slot = ((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
-		  ~(size_t)(SLOT_ALIGN - 1);
+	p->slot = rdmx__pack_slot(c->max_msg);
 	p->nrecv = c->opts.recv_depth;
 	rdmx__repost_init(&p->rp, p->nrecv);
 	p->sp = (struct rdmx__sendpool){
@@ -178,7 +178,7 @@ static int sr_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 	(void)c;
 	if (cap < 1)
 		return rdmx__fail(-EINVAL, "send_recv: no room for the protocol block");
-	block[0] = RDMX__UNPACK_SPLITS;
+	block[0] = RDMX__UNPACK_SPLITS | RDMX__UNPACK_FRAME_MIN;
 	*len = 1;
 	return 0;
 }
@@ -188,16 +188,19 @@ static int sr_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 static int sr_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 {
 	struct sr *p = sr_of(c);
+	size_t bytes;
 
 	if (len > 1)
 		return rdmx__fail(-EPROTO, "send_recv: unexpected %zu-byte protocol block", len);
 	if (!len || !(block[0] & RDMX__UNPACK_SPLITS))
 		return 0;
 	/* the peer's buffers hold the negotiated max_msg and a frame's
-	 * overhead (sr_setup ran with a max_msg at least as large here) */
-	rdmx__unpack_peer_splits(c, &p->sp,
-				 (uint32_t)(((size_t)c->max_msg + RDMX__PACK_OVERHEAD +
-					     SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1)));
+	 * overhead (its sr_setup ran with a max_msg at least as large), and
+	 * with RDMX__UNPACK_FRAME_MIN at least RDMX__PACK_FRAME_MIN */
+	bytes = (size_t)c->max_msg + RDMX__PACK_OVERHEAD;
+	if (block[0] & RDMX__UNPACK_FRAME_MIN)
+		bytes = rdmx__pack_slot(c->max_msg);
+	rdmx__unpack_peer_splits(c, &p->sp, (uint32_t)bytes);
 	return 0;
 }
 
@@ -337,13 +340,12 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 	return 0;
 }
 
-/* Registered per connection: send_depth + recv_depth slots of max_msg. */
+/* Registered per connection: send_depth + recv_depth slots of max_msg
+ * (at least a frame's worth, rdmx__pack_slot). */
 static uint64_t sr_mem_estimate(const rdmx_conn *c)
 {
-	uint64_t slot = ((uint64_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
-			~(uint64_t)(SLOT_ALIGN - 1);
-
-	return slot * ((uint64_t)c->opts.send_depth + c->opts.recv_depth);
+	return (uint64_t)rdmx__pack_slot(c->max_msg) *
+	       ((uint64_t)c->opts.send_depth + c->opts.recv_depth);
 }
 
 const struct rdmx_protocol_ops rdmx__proto_send_recv = {

@@ -2,7 +2,8 @@
 /*
  * srq: two-sided messaging into a shared receive queue. The connections
  * accepted on one listener share one SRQ of recv_depth receive buffers of
- * max_msg bytes and one receive CQ (c->group->shared); a dialed connection
+ * max_msg bytes (and a frame's overhead, at least RDMX__PACK_FRAME_MIN:
+ * core/pack.h) and one receive CQ (c->group->shared); a dialed connection
  * has an SRQ of its own (a group of one, same code). Every message is one
  * SEND (SEND_WITH_IMM with immediate data) from one of send_depth
  * registered send buffers per connection (the core's send pool,
@@ -98,7 +99,6 @@
 enum { BUF_POSTED = 1, BUF_QUEUED, BUF_HELD };
 
 #define WC_BATCH 16
-#define SLOT_ALIGN 64
 #define NIL UINT32_MAX
 #define NOTHING 1            /* internal: nothing to hand out */
 #define PEER_CHECK_IDLE 64   /* zero-timeout polls between peer checks */
@@ -233,8 +233,8 @@ static int shared_alloc(rdmx_conn *c, struct srq_shared *sh)
 {
 	sh->f = c->f;
 	sh->depth = c->opts.recv_depth;
-	sh->buf_bytes = c->opts.max_msg_size + RDMX__PACK_OVERHEAD;
-	sh->slot = ((size_t)sh->buf_bytes + SLOT_ALIGN - 1) & ~(size_t)(SLOT_ALIGN - 1);
+	sh->slot = rdmx__pack_slot(c->opts.max_msg_size);
+	sh->buf_bytes = (uint32_t)sh->slot;
 	sh->ghead = sh->gtail = NIL;
 	sh->buf = rdmx__alloc_buf(sh->slot * sh->depth);
 	sh->rb = calloc(sh->depth, sizeof(*sh->rb));
@@ -470,8 +470,7 @@ static int srq_setup(rdmx_conn *c)
 		.who = "srq",
 		.post_what = "a send",
 		.n = c->opts.send_depth,
-		.stride = ((size_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
-			  ~(size_t)(SLOT_ALIGN - 1),
+		.stride = rdmx__pack_slot(c->max_msg),
 	};
 	rc = join_group(c);
 	if (!rc)
@@ -962,10 +961,7 @@ uint8_t *rdmx__srq_credit_word(rdmx_conn *c)
 /* Registered per connection: its send slots (the SRQ is the listener's). */
 static uint64_t srq_mem_estimate(const rdmx_conn *c)
 {
-	uint64_t slot = ((uint64_t)c->max_msg + RDMX__PACK_OVERHEAD + SLOT_ALIGN - 1) &
-			~(uint64_t)(SLOT_ALIGN - 1);
-
-	return slot * c->opts.send_depth;
+	return (uint64_t)rdmx__pack_slot(c->max_msg) * c->opts.send_depth;
 }
 
 /* The core's hook for the completions of credit WRITEs. */

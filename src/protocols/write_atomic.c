@@ -84,6 +84,20 @@
  * fit together (a 1 MiB ring: records up to 16 MiB; a 1 GiB ring: 16
  * KiB); setup says so when they do not.
  *
+ * Bursts (RDMX_SEND_MORE). A flagged message is held, unreserved (its
+ * slot stays allocated, so it counts against the credits below); the
+ * burst's next send without the flag, rdmx_flush, a token wait, an
+ * alloc that would wait (credits, or no free slot), or the bound (the
+ * records would pass one record of max_msg, or RDMX__SP_CHAIN_MAX
+ * messages) writes what is held: ONE FETCH_ADD for all of their records,
+ * which lie back to back from its offset, then one WRITE_WITH_IMM per
+ * record (each announced as any record, the receiver sees no
+ * difference), rung as one chain by the send pool. A reservation is
+ * never larger than one record of max_msg, so one that crosses the
+ * ring's end is padded whole, as a single record's is. A burst whose
+ * messages were held and then cannot be written (no ring space within
+ * liveness_ms) takes its connection down: those sends had returned 0.
+ *
  * Flow control. Besides ring space, a sender may have at most
  * peer recv_depth + own send_depth messages that the receiver has not
  * consumed (the head has not passed them): rdmx_msg_alloc waits for that,
@@ -713,6 +727,8 @@ static int has_room(struct wa *p)
 	       wa_fits(p->last_end, 2 * p->sp.stride, p->cached_head, p->r_size);
 }
 
+static int wa_push(rdmx_conn *c, struct rdmx_msg *m);
+
 /* The pool's room hook: 1 if a message may be allocated, else 0 (after
  * refreshing the head), or -errno. */
 static int wa_room(rdmx_conn *c)
@@ -722,6 +738,11 @@ static int wa_room(rdmx_conn *c)
 
 	if (has_room(p))
 		return 1;
+	if (p->nheld) { /* held messages take credits: write them */
+		rc = wa_push(c, NULL);
+		if (rc || has_room(p))
+			return rc ? rc : 1;
+	}
 	rc = read_head(c);
 	return rc ? rc : has_room(p);
 }
@@ -740,48 +761,160 @@ static const struct rdmx__sendpool_ops wa_pool_ops = {
 	.unflushed = wa_unflushed,
 };
 
-/* Header, stamps and trailer around the payload in send buffer @b. */
-static void seal(struct wa *p, uint8_t *b, const struct rdmx_msg *m, uint64_t v)
+/* Header, stamps and trailer around the payload of @h in its slot, for
+ * the record at @v; the slot's start. */
+static uint8_t *seal(struct wa *p, const struct wa_held *h, uint64_t v)
 {
-	struct wa_hdr h = { .len = (uint32_t)m->len, .sender = p->tx_id };
+	uint8_t *b = rdmx__sendpool_at(&p->sp, h->idx);
+	struct wa_hdr hd = { .len = h->len, .sender = p->tx_id };
 
-	if (m->flags & RDMX_MSG_IMM) {
-		h.flags = WA_F_IMM;
-		h.imm = m->imm;
+	if (h->flags & RDMX_MSG_IMM) {
+		hd.flags = WA_F_IMM;
+		hd.imm = h->imm;
 	}
-	wa_put_hdr(b, &h);
+	wa_put_hdr(b, &hd);
 	wa_put_stamp(b + WA_STAMP_OFF, wa_hstamp(p->r_salt, v));
-	memset(b + WA_HDR + m->len, 0, wa_round8(m->len) - m->len);
-	wa_put_stamp(b + wa_trailer_off(m->len), wa_tstamp(p->r_salt, v));
+	memset(b + WA_HDR + h->len, 0, wa_round8(h->len) - h->len);
+	wa_put_stamp(b + wa_trailer_off(h->len), wa_tstamp(p->r_salt, v));
+	return b;
+}
+
+/*
+ * Reserve @rec bytes for the @n messages at @h and write their records
+ * back to back from there, one WRITE_WITH_IMM each, rung as one chain.
+ * The last one is @m's when @m is not NULL (spent once posted; the
+ * others' handles were spent when they were held).
+ */
+static int write_records(rdmx_conn *c, const struct wa_held *h, uint32_t n,
+			 uint64_t rec, struct rdmx_msg *m)
+{
+	struct wa *p = wa_of(c);
+	struct rdmx_msg spent = { 0 };
+	uint64_t v = 0, r;
+	int rc = reserve_record(c, rec, &v);
+
+	if (!rc && rdmx__wa_test_reserved)
+		rdmx__wa_test_reserved(c, v, rec);
+	if (!rc)
+		rc = wait_space(c, v, rec);
+	for (uint32_t i = 0; !rc && i < n; i++, v += r) {
+		struct rdmx__wr wr;
+		uint8_t *b;
+
+		r = wa_rec_size(h[i].len);
+		/* queued before the post: a send that fails posted nothing
+		 * (the reservation is a hole, skipped), one that posted
+		 * succeeds */
+		rc = rdmx__wa_vq_push(&p->outs, v + r);
+		if (rc)
+			break;
+		b = seal(p, &h[i], v);
+		wr = write_wr(p, b, v, wa_write_len(h[i].len), r);
+		rc = rdmx__sendpool_post_more(c, &p->sp, h[i].idx, &wr,
+					      i + 1 == n && m ? m : &spent, i + 1 < n);
+	}
+	return rc;
+}
+
+/* Write what is held (nothing: 0), the burst's last send @m with it when
+ * @m is not NULL; see "Bursts". */
+static int wa_push(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wa *p = wa_of(c);
+	uint32_t n = p->nheld;
+	int rc;
+
+	if (!n)
+		return 0;
+	p->nheld = 0;
+	rc = write_records(c, p->held, n, p->held_rec, m);
+	p->held_rec = 0;
+	if (rc && c->state != RDMX__CONN_DOWN && n > (m ? 1u : 0u))
+		rc = rdmx__conn_down(c, rc, "write_atomic: %u held messages of a burst were not written: %s",
+				     n - (m ? 1u : 0u), rdmx__last());
+	return rc;
+}
+
+/* Hold @m (slot @idx) in the burst, unspent. The caller checked it fits
+ * (hold_fits). */
+static void hold(struct wa *p, uint32_t idx, const struct rdmx_msg *m)
+{
+	p->held[p->nheld++] = (struct wa_held){
+		.idx = idx, .len = (uint32_t)m->len, .imm = m->imm,
+		.flags = m->flags & RDMX_MSG_IMM,
+	};
+	p->held_rec += wa_rec_size(m->len);
+}
+
+/* May @len more bytes join the held burst? */
+static int hold_fits(const struct wa *p, size_t len)
+{
+	return p->nheld < p->sp.held_max && p->held_rec + wa_rec_size(len) <= p->sp.stride;
+}
+
+/* The slot @m names, or -EINVAL. */
+static int64_t send_slot(rdmx_conn *c, const struct rdmx_msg *m)
+{
+	int64_t idx = rdmx__sendpool_slot(c, &wa_of(c)->sp, m);
+
+	if (idx < 0)
+		return rdmx__fail(-EINVAL, "write_atomic: not a message from rdmx_msg_alloc on this connection");
+	return idx;
 }
 
 static int wa_send(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wa *p = wa_of(c);
-	int64_t idx = rdmx__sendpool_slot(c, &p->sp, m);
-	uint64_t rec = wa_rec_size(m->len), v = 0;
-	struct rdmx__wr wr;
-	uint8_t *b;
+	int64_t idx = send_slot(c, m);
+	struct wa_held h;
 	int rc;
 
 	if (idx < 0)
-		return rdmx__fail(-EINVAL, "write_atomic: not a message from rdmx_msg_alloc on this connection");
-	b = rdmx__sendpool_at(&p->sp, (uint32_t)idx);
-	rc = reserve_record(c, rec, &v);
-	if (!rc && rdmx__wa_test_reserved)
-		rdmx__wa_test_reserved(c, v, rec);
-	if (!rc)
-		rc = wait_space(c, v, rec);
-	if (rc)
+		return (int)idx;
+	if (p->nheld && hold_fits(p, m->len)) {
+		hold(p, (uint32_t)idx, m);
+		return wa_push(c, m);
+	}
+	if ((rc = wa_push(c, NULL)))
 		return rc;
-	/* queued before the post: a send that fails posted nothing (the
-	 * reservation is a hole, skipped), one that posted succeeds */
-	rc = rdmx__wa_vq_push(&p->outs, v + rec);
-	if (rc)
+	h = (struct wa_held){ .idx = (uint32_t)idx, .len = (uint32_t)m->len,
+			      .imm = m->imm, .flags = m->flags & RDMX_MSG_IMM };
+	return write_records(c, &h, 1, wa_rec_size(m->len), m);
+}
+
+/* rdmx_send with RDMX_SEND_MORE: held (see "Bursts"). */
+static int wa_send_more(rdmx_conn *c, struct rdmx_msg *m)
+{
+	struct wa *p = wa_of(c);
+	int64_t idx = send_slot(c, m);
+	int rc;
+
+	if (idx < 0)
+		return (int)idx;
+	if (p->nheld && !hold_fits(p, m->len) && (rc = wa_push(c, NULL)))
 		return rc;
-	seal(p, b, m, v);
-	wr = write_wr(p, b, v, wa_write_len(m->len), rec);
-	return rdmx__sendpool_post(c, &p->sp, (uint32_t)idx, &wr, m);
+	hold(p, (uint32_t)idx, m);
+	rdmx__msg_spend(m);
+	/* an alloc finding no free slot waits for completions: not for
+	 * slots only this burst holds */
+	return p->sp.nfree ? 0 : wa_push(c, NULL);
+}
+
+/* rdmx_flush: what is held first. */
+static int wa_flush(rdmx_conn *c, int timeout_ms)
+{
+	int rc = wa_push(c, NULL);
+
+	return rc ? rc : rdmx__sendpool_conn_flush(c, timeout_ms);
+}
+
+/* A token wait: what is held first (a held send is not complete, but
+ * the pool counts only what is in flight). */
+static int wa_sends_done(rdmx_conn *c, uint64_t *done)
+{
+	int rc = wa_push(c, NULL);
+
+	return rc ? rc : rdmx__sendpool_conn_sends_done(c, done);
 }
 
 static int wa_release(rdmx_conn *c, struct rdmx_msg *m)
@@ -816,8 +949,9 @@ const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
 	.teardown = wa_teardown,
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = wa_send,
-	.flush = rdmx__sendpool_conn_flush,
-	.sends_done = rdmx__sendpool_conn_sends_done,
+	.send_more = wa_send_more,
+	.flush = wa_flush,
+	.sends_done = wa_sends_done,
 	.recv = rdmx__wa_recv,
 	.release = wa_release,
 	.shared_size = sizeof(struct wa_ring),

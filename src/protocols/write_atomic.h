@@ -67,6 +67,12 @@ struct wa_ring {
 	uint64_t holes, hole_bytes; /* skipped so far */
 };
 
+/* A message of a burst (RDMX_SEND_MORE) held before its reservation. */
+struct wa_held {
+	uint32_t idx;             /* its send slot (ALLOC, the handle spent) */
+	uint32_t len, imm, flags; /* the message's, flags: RDMX_MSG_IMM */
+};
+
 /* Per connection: its sending state and its place in a ring. */
 struct wa {
 	struct rdmx__sendpool sp; /* send buffers: header, payload, trailer */
@@ -91,6 +97,11 @@ struct wa {
 	uint64_t stale_faa;       /* stale FETCH_ADD results recovered */
 	uint64_t lost_faa;        /* reservations lost to them (holes left) */
 	int64_t reserved_ms;      /* when the last reservation was asked for */
+	/* a burst held (write_atomic.c, "Bursts"): counted in sp.nalloc,
+	 * so in the credits */
+	struct wa_held held[RDMX__SP_CHAIN_MAX];
+	uint32_t nheld;
+	uint64_t held_rec;        /* their records' bytes, at most sp.stride */
 	/* the peer's ring */
 	uint64_t r_ring, r_tail, r_size, r_salt;
 	uint32_t r_ring_rkey, r_tail_rkey, r_head_rkey, tx_id;

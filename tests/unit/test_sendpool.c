@@ -42,19 +42,26 @@ struct counts {
 	unsigned long posts, signaled;
 };
 
-static void open_opts(struct th_pair *p, const char *proto, uint32_t depth,
-		      uint32_t every, uint8_t coalesce, uint32_t recv_depth)
+static void open_sized(struct th_pair *p, const char *proto, uint32_t max_msg,
+		       uint32_t depth, uint32_t every, uint8_t coalesce,
+		       uint32_t recv_depth)
 {
 	struct rdmx_conn_opts o;
 
 	rdmx_conn_opts_init(&o);
 	o.protocol = proto;
-	o.max_msg_size = 1024;
+	o.max_msg_size = max_msg;
 	o.send_depth = depth;
 	o.recv_depth = recv_depth;
 	o.signal_every = every;
 	o.coalesce = coalesce;
 	assert_int_equal(th_pair_open(p, &o, &o), 0);
+}
+
+static void open_opts(struct th_pair *p, const char *proto, uint32_t depth,
+		      uint32_t every, uint8_t coalesce, uint32_t recv_depth)
+{
+	open_sized(p, proto, 1024, depth, every, coalesce, recv_depth);
 }
 
 /* A pair that chains but does not pack (the counts are per message). */
@@ -243,13 +250,15 @@ static void take_mixed(rdmx_conn *c, uint64_t seq, unsigned n)
 	}
 }
 
-/* A burst of 17 small messages is one SEND with one completion. */
-static void pack_one_send(const char *proto)
+/* A burst of 17 small messages is one SEND with one completion, also
+ * when max_msg is the messages' size (64: rdmx bench --sizes 64, where
+ * buffers of max_msg and a frame's overhead held frames of one). */
+static void pack_one_send(const char *proto, uint32_t max_msg)
 {
 	struct th_pair p;
 	struct counts a, b;
 
-	open_opts(&p, proto, 64, 0, RDMX_COALESCE_DEFAULT, 64);
+	open_sized(&p, proto, max_msg, 64, 0, RDMX_COALESCE_DEFAULT, 64);
 	a = counts(&p);
 	burst(p.client, 0, 17, RDMX_SEND_MORE);
 	b = counts(&p);
@@ -263,8 +272,10 @@ static void pack_one_send(const char *proto)
 static void test_pack_one_send(void **state)
 {
 	(void)state;
-	for (int i = 0; i < N_PACKING; i++)
-		pack_one_send(protocols[i]);
+	for (int i = 0; i < N_PACKING; i++) {
+		pack_one_send(protocols[i], 1024);
+		pack_one_send(protocols[i], 64);
+	}
 }
 
 /* Mixed sizes and immediate data in bursts of 1..24 through 4 receive
@@ -364,6 +375,61 @@ static void test_pack_srq_credits(void **state)
 			assert_int_equal(rdmx_msg_release(p.server, &m), 0);
 		}
 	}
+	th_pair_close(&p);
+}
+
+/* write_atomic holds a burst unreserved (write_atomic.c, "Bursts"): 16
+ * small messages cost one FETCH_ADD and one chain of 16 WRITEs (2 posts,
+ * against 32 unbatched), arrive in order, and a send without the flag
+ * still goes out at once (its FETCH_ADD and WRITE). */
+static void test_wa_burst_one_reservation(void **state)
+{
+	struct th_pair p;
+	struct counts a, b;
+
+	(void)state;
+	open_sized(&p, "write_atomic", 4096, 64, 0, RDMX_COALESCE_DEFAULT, 64);
+	for (uint64_t seq = 0; seq < 48; seq += 16) {
+		a = counts(&p);
+		burst(p.client, seq, 16, RDMX_SEND_MORE);
+		b = counts(&p);
+		assert_int_equal(b.posts - a.posts, 2);
+		take(p.server, seq, 16);
+	}
+	a = counts(&p);
+	burst(p.client, 48, 1, 0);
+	b = counts(&p);
+	assert_int_equal(b.posts - a.posts, 2);
+	take(p.server, 48, 1);
+	assert_int_equal(rdmx_flush(p.client, 5000), 0);
+	th_pair_close(&p);
+}
+
+/* Bursts of 1..24 mixed messages (some with immediate data) through a
+ * 64 KiB ring, which they wrap a dozen times: a reservation of several
+ * records that crosses the ring's end is padded whole and made again;
+ * every message arrives whole and in order. */
+static void test_wa_burst_wrap(void **state)
+{
+	const uint64_t n = th_count(3000);
+	struct rdmx_conn_opts o;
+	struct th_pair p;
+	uint64_t seq = 0;
+
+	(void)state;
+	rdmx_conn_opts_init(&o);
+	o.protocol = "write_atomic";
+	o.max_msg_size = 1024;
+	o.ring_size = 65536;
+	o.send_depth = 32;
+	o.recv_depth = 64;
+	assert_int_equal(th_pair_open(&p, &o, &o), 0);
+	for (unsigned b = 1; seq < n; b = b % 24 + 1) {
+		send_mixed(p.client, seq, b);
+		take_mixed(p.server, seq, b);
+		seq += b;
+	}
+	assert_int_equal(rdmx_flush(p.client, 5000), 0);
 	th_pair_close(&p);
 }
 
@@ -471,6 +537,8 @@ int main(void)
 		cmocka_unit_test(test_pack_marker_imm),
 		cmocka_unit_test(test_pack_hostile),
 		cmocka_unit_test(test_pack_srq_credits),
+		cmocka_unit_test(test_wa_burst_one_reservation),
+		cmocka_unit_test(test_wa_burst_wrap),
 		cmocka_unit_test(test_repost_chains),
 		cmocka_unit_test(test_burst_one_doorbell),
 		cmocka_unit_test(test_unbatched_unchanged),
