@@ -24,6 +24,7 @@
 #include "seam.h"
 #include "many_senders.h"
 #include "send_tokens.h"
+#include "recv_many.h"
 #include "send_burst.h"
 
 static const char *protocol; /* the protocol under test */
@@ -676,6 +677,12 @@ int main(void)
 		cmocka_unit_test(test_send_burst_ring_wrap),
 		cmocka_unit_test(test_send_burst_backpressure),
 		cmocka_unit_test(test_send_burst_peer_close),
+		cmocka_unit_test(test_recv_many_in_order),
+		cmocka_unit_test(test_recv_many_max_smaller),
+		cmocka_unit_test(test_recv_many_ring_wrap),
+		cmocka_unit_test(test_recv_many_again),
+		cmocka_unit_test(test_recv_many_peer_close),
+		cmocka_unit_test(test_recv_many_bad_args),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving, a send token), kept short for make check */
