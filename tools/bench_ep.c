@@ -7,9 +7,13 @@
 #include "bench_ep.h"
 #include "le.h"
 
+#define REP_VEC 16 /* messages per rdmx_recv_many */
+
 struct rdmx_ep {
 	struct bench_ep ep;
 	rdmx_conn *conn;
+	struct bench_rx q[REP_VEC]; /* taken, not yet handed out */
+	int qn, qi;
 };
 
 static struct rdmx_ep *rep_of(struct bench_ep *ep)
@@ -44,30 +48,50 @@ static int rep_send(struct bench_ep *ep, const void *head, size_t head_len,
 	return rc ? rep_fail(r, "send", rc) : 0;
 }
 
+/* What bench_rx keeps of @m. */
+static void rx_fill(struct bench_rx *rx, const struct rdmx_msg *m)
+{
+	rx->len = m->len;
+	rx->ctrl = (m->flags & RDMX_MSG_IMM) && m->imm == BENCH_CTRL_IMM;
+	memcpy(rx->head, m->data, m->len < BENCH_HEAD ? m->len : BENCH_HEAD);
+}
+
 int bench_rx_take(struct bench_ep *ep, struct rdmx_msg *m, struct bench_rx *rx)
 {
 	struct rdmx_ep *r = rep_of(ep);
 	int rc;
 
-	rx->len = m->len;
-	rx->ctrl = (m->flags & RDMX_MSG_IMM) && m->imm == BENCH_CTRL_IMM;
-	memcpy(rx->head, m->data, m->len < BENCH_HEAD ? m->len : BENCH_HEAD);
+	rx_fill(rx, m);
 	rc = rdmx_msg_release(r->conn, m);
 	return rc ? rep_fail(r, "release a message", rc) : 0;
 }
 
+/* The next message: from those the last rdmx_recv_many took, else up to
+ * REP_VEC more (a burst's messages, --batch), given back in one call. */
 static int rep_recv(struct bench_ep *ep, struct bench_rx *rx)
 {
 	struct rdmx_ep *r = rep_of(ep);
-	struct rdmx_msg m;
-	int rc;
+	struct rdmx_msg m[REP_VEC];
+	int n, rc;
 
-	rc = rdmx_recv(r->conn, &m, ep->timeout_ms);
-	if (rc == -ECONNRESET)
-		return rc;
+	if (r->qi < r->qn) {
+		*rx = r->q[r->qi++];
+		return 0;
+	}
+	n = rdmx_recv_many(r->conn, m, REP_VEC, ep->timeout_ms);
+	if (n == -ECONNRESET)
+		return n;
+	if (n < 0)
+		return rep_fail(r, "receive", n);
+	for (int i = 0; i < n; i++)
+		rx_fill(&r->q[i], &m[i]);
+	rc = rdmx_msg_release_many(r->conn, m, n);
 	if (rc)
-		return rep_fail(r, "receive", rc);
-	return bench_rx_take(ep, &m, rx);
+		return rep_fail(r, "release messages", rc);
+	r->qn = n;
+	r->qi = 1;
+	*rx = r->q[0];
+	return 0;
 }
 
 static int rep_flush(struct bench_ep *ep)

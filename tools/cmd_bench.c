@@ -96,6 +96,8 @@ static const struct opts_page bench_page = {
 		"config, batch and coalesce in every row (table, JSON, CSV). tcp\n"
 		"sends every message at once whatever --batch says. --plot adds a\n"
 		"chart of the message rate against the batch size per protocol.\n"
+		"The rdmx receivers take whatever is there, up to 16 a call, and\n"
+		"give it back in one call (rdmx_recv_many, rdmx_msg_release_many).\n"
 		"\n"
 		"--pcap FILE runs tcpdump on the RDMA device's network interface\n"
 		"(its gid_attrs/ndevs) with the filter 'udp port 4791' from before\n"

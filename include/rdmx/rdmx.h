@@ -627,6 +627,21 @@ int rdmx_flush(rdmx_conn *conn, int timeout_ms);
 int rdmx_recv(rdmx_conn *conn, struct rdmx_msg *msg, int timeout_ms);
 
 /**
+ * rdmx_recv_many - rdmx_recv() for up to @max messages at once: waits as
+ * rdmx_recv does (up to @timeout_ms) for the first, then takes those
+ * already there, without waiting, into @msgs[0..@max-1], in order. One
+ * call costs one lock and one set of checks however many it takes.
+ * Returns how many it took (1..@max), or, when it took none, what
+ * rdmx_recv would (-EAGAIN, -ETIMEDOUT, -ECONNRESET, -errno); an error met
+ * after the first message is kept and returned by the next receive call
+ * on @conn, so the messages before it are all delivered first. Each
+ * message is released as rdmx_recv's are (rdmx_msg_release_many does
+ * several in one call). -EINVAL for a NULL @conn or @msgs or @max < 1.
+ */
+int rdmx_recv_many(rdmx_conn *conn, struct rdmx_msg *msgs, int max,
+		   int timeout_ms);
+
+/**
  * rdmx_conn_fd - a file descriptor for epoll/poll/select and event loops
  * (libuv, libevent) that turns readable when a message (or a freed send
  * buffer, or the peer's disconnect) may be there for @conn, so the next
@@ -713,6 +728,14 @@ int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms
  * buffer that will not be sent.
  */
 int rdmx_msg_release(rdmx_conn *conn, struct rdmx_msg *msg);
+
+/**
+ * rdmx_msg_release_many - rdmx_msg_release() of @msgs[0..@n-1] in one
+ * call (one lock). Every valid handle is released even when another is
+ * not; returns 0, or the first error met (a handle that failed is left
+ * as it was). -EINVAL for a NULL @conn or @msgs or @n < 0.
+ */
+int rdmx_msg_release_many(rdmx_conn *conn, struct rdmx_msg *msgs, int n);
 
 /* ------------------------------------------------------ registered memory */
 

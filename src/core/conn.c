@@ -875,7 +875,8 @@ int rdmx_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	/* Messages that arrived before the peer left are still delivered,
 	 * so the protocol is asked even when the connection is down. */
 	pthread_mutex_lock(&c->lock);
-	rc = rdmx__conn_keep(c, c->proto->recv(c, m, timeout_ms));
+	rc = c->recv_later ? rdmx__recv_later(c) :
+			     rdmx__conn_keep(c, c->proto->recv(c, m, timeout_ms));
 	pthread_mutex_unlock(&c->lock);
 	if (!rc) {
 		RDMX__COUNT(c, msgs_recv, 1);

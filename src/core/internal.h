@@ -188,6 +188,9 @@ struct rdmx_conn {
 	uint32_t max_inline;      /* the QP's, see rdmx__conn_create_qp() */
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
 	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
+	int recv_later;          /* an error rdmx_recv_many met after the
+				  * messages it returned: the next receive
+				  * call returns it (recvvec.c, c->lock) */
 	struct rdmx__live live;
 	uint64_t mem_charge;     /* admitted: bytes charged to the group */
 	int admitted;            /* counted in group->admitted */
@@ -296,6 +299,17 @@ struct rdmx_protocol_ops {
 	 * a held send, or the protocol's own bound; close drops it. NULL:
 	 * the core calls send(). */
 	int (*send_more)(rdmx_conn *c, struct rdmx_msg *m);
+	/* rdmx_recv_many(): the first message as recv() takes it (waiting
+	 * up to @timeout_ms), then those already in, never waiting, up to
+	 * @max (>= 1). Returns the count (>= 1), or -errno when it took
+	 * none; an error met after the first message goes in *@later (the
+	 * core returns it from the next receive call). NULL: the core
+	 * loops recv() (timeout 0 after the first). */
+	int (*recv_many)(rdmx_conn *c, struct rdmx_msg *m, int max,
+			 int timeout_ms, int *later);
+	/* rdmx_msg_release_many(): release() of each of @m[0..@n-1], all
+	 * tried; 0 or the first error. NULL: the core loops release(). */
+	int (*release_many)(rdmx_conn *c, struct rdmx_msg *m, int n);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */
@@ -565,6 +579,9 @@ static inline int rdmx__conn_keep(rdmx_conn *c, int rc)
 {
 	return rc >= 0 ? rc : rdmx__conn_keep_err(c, rc);
 }
+
+/* recvvec.c: c->recv_later, returned once (c->lock held). */
+int rdmx__recv_later(rdmx_conn *c);
 
 /* Turn an error completion into the connection going down. */
 int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,

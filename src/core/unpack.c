@@ -32,16 +32,3 @@ int rdmx__unpack_start(rdmx_conn *c, struct rdmx__unpack *u, const char *who,
 	return 0;
 }
 
-int64_t rdmx__unpack_handle(rdmx_conn *c, const struct rdmx_msg *m,
-			    uint32_t nbuf, uint32_t *ent)
-{
-	uint64_t v, idx;
-
-	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &v))
-		return -EINVAL;
-	idx = v & UINT32_MAX;
-	*ent = (uint32_t)(v >> 32);
-	if (idx >= nbuf || *ent >= RDMX__PACK_MAX)
-		return -EINVAL;
-	return (int64_t)idx;
-}

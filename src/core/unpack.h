@@ -54,9 +54,21 @@ int rdmx__unpack_start(rdmx_conn *c, struct rdmx__unpack *u, const char *who,
 
 /* A received message's buffer (below @nbuf) and in *@ent its message in
  * that buffer (below RDMX__PACK_MAX), or -EINVAL. The caller checks that
- * the buffer is held and the message not yet released. */
-int64_t rdmx__unpack_handle(rdmx_conn *c, const struct rdmx_msg *m,
-			    uint32_t nbuf, uint32_t *ent);
+ * the buffer is held and the message not yet released. Inline: once per
+ * release (bench/profile-burst). */
+static inline int64_t rdmx__unpack_handle(rdmx_conn *c, const struct rdmx_msg *m,
+					  uint32_t nbuf, uint32_t *ent)
+{
+	uint64_t v, idx;
+
+	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &v))
+		return -EINVAL;
+	idx = v & UINT32_MAX;
+	*ent = (uint32_t)(v >> 32);
+	if (idx >= nbuf || *ent >= RDMX__PACK_MAX)
+		return -EINVAL;
+	return (int64_t)idx;
+}
 
 /* Messages of the frame not handed out yet. */
 static inline int rdmx__unpack_more(const struct rdmx__unpack *u)

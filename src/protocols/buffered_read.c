@@ -789,7 +789,25 @@ static int br_sends_done(rdmx_conn *c, uint64_t *done)
 	return rc ? rc : reap(c);
 }
 
-static int br_release(rdmx_conn *c, struct rdmx_msg *m)
+/* The first message as br_recv takes it, then the records already
+ * fetched; no READ is waited for. */
+static int br_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max,
+			int timeout_ms, int *later)
+{
+	int n = 1, rc = br_recv(c, m, timeout_ms);
+
+	if (rc)
+		return rc;
+	while (n < max && (rc = take(c, &m[n])) > 0)
+		n++;
+	if (rc < 0)
+		*later = rdmx__conn_down(c, rc, "%s", rdmx__last());
+	return n;
+}
+
+/* Give back @m without reporting: 1 if the released prefix grew, 0, or
+ * -EINVAL. */
+static int release_one(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct br *p = br_of(c);
 	uint64_t seq;
@@ -804,13 +822,41 @@ static int br_release(rdmx_conn *c, struct rdmx_msg *m)
 	    (n = rdmx__ring_rel_release(&p->rel, seq)) < 0)
 		return rdmx__fail(-EINVAL, "buffered_read: message not held on this connection");
 	rdmx__msg_spend(m);
-	if (c->state == RDMX__CONN_DOWN)
-		return 0;
-	/* a report that cannot go out took the connection down: the next
-	 * call says so; this message is released either way */
-	if (n)
+	return n > 0;
+}
+
+/* A report that cannot go out took the connection down: the next call
+ * says so; the messages are released either way. */
+static void released(rdmx_conn *c)
+{
+	if (c->state != RDMX__CONN_DOWN)
 		(void)maybe_report(c);
-	return 0;
+}
+
+static int br_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	int rc = release_one(c, m);
+
+	if (rc > 0)
+		released(c);
+	return rc < 0 ? rc : 0;
+}
+
+/* One report (or none) for the whole vector. */
+static int br_release_many(rdmx_conn *c, struct rdmx_msg *m, int n)
+{
+	int first = 0, grew = 0;
+
+	for (int i = 0; i < n; i++) {
+		int rc = release_one(c, &m[i]);
+
+		grew |= rc > 0;
+		if (rc < 0 && !first)
+			first = rc;
+	}
+	if (grew)
+		released(c);
+	return first;
 }
 
 struct rdmx__br_ctl *rdmx__br_ctl_of(rdmx_conn *c)
@@ -848,7 +894,9 @@ const struct rdmx_protocol_ops rdmx__proto_buffered_read = {
 	.send = br_send,
 	.flush = br_flush,
 	.recv = br_recv,
+	.recv_many = br_recv_many,
 	.release = br_release,
+	.release_many = br_release_many,
 	.mem_estimate = br_mem_estimate,
 	.check_opts = br_check_opts,
 	.sends_done = br_sends_done,

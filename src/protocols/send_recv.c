@@ -305,6 +305,28 @@ static int sr_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	}
 }
 
+/* The first message as sr_recv takes it, then those already in: one
+ * CQ poll per WC_BATCH, no clock, no wait. */
+static int sr_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max,
+			int timeout_ms, int *later)
+{
+	struct sr *p = sr_of(c);
+	int n = 1, rc = sr_recv(c, m, timeout_ms);
+
+	if (rc)
+		return rc;
+	while (n < max) {
+		while (n < max && rdmx__unpack_more(&p->fr)) /* a frame's rest */
+			rdmx__unpack_next(c, &p->fr, &m[n++]);
+		if (n == max || (rc = take_one(c, &m[n])) <= 0)
+			break;
+		n++;
+	}
+	if (rc < 0)
+		*later = rc;
+	return n;
+}
+
 /* Every message of receive buffer @idx was released: repost it. */
 static int recv_done(rdmx_conn *c, uint32_t idx)
 {
@@ -320,8 +342,9 @@ static int recv_done(rdmx_conn *c, uint32_t idx)
 	return rdmx__repost_add(&p->rp, &wr) ? rdmx__repost_flush(c, &p->rp, NULL) : 0;
 }
 
-/* A received message first: the common release. */
-static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
+/* A received message first: the common release. Inline in
+ * sr_release_many's loop. */
+static inline int release_one(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
 	uint32_t ent = 0;
@@ -338,6 +361,23 @@ static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
 		return rc; /* other messages of its frame may still be out */
 	rdmx__msg_spend(m);
 	return 0;
+}
+
+static int sr_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return release_one(c, m);
+}
+
+static int sr_release_many(rdmx_conn *c, struct rdmx_msg *m, int n)
+{
+	int first = 0;
+
+	for (int i = 0; i < n; i++) {
+		int rc = release_one(c, &m[i]);
+
+		first = first ? first : rc;
+	}
+	return first;
 }
 
 /* Registered per connection: send_depth + recv_depth slots of max_msg
@@ -362,6 +402,8 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = sr_recv,
+	.recv_many = sr_recv_many,
 	.release = sr_release,
+	.release_many = sr_release_many,
 	.mem_estimate = sr_mem_estimate,
 };

@@ -21,53 +21,9 @@
  * each entry holds an SRQ buffer. A buffer goes back to the SRQ on
  * release. Everything shared is guarded by g->lock.
  *
- * Flow control is by credits, one per SRQ buffer (srq_credit.c). A
- * sender may have as many messages on the way or held by the receiving
- * user as the receiver granted it; rdmx_msg_alloc takes a credit (waiting
- * for one within its timeout), releasing an unsent message gives it back.
- * The receiver grants each member connection up to its share,
- * share = max(1, SRQ depth / members), counting what the member has
- * outstanding (granted, not yet arrived) plus what it holds (arrived, not
- * yet released): when a message of the member is released, it is topped
- * up to its share again; when a member leaves, every other is (the share
- * grew); a new member gets its share in its hello. Grants travel by RDMA
- * WRITE of a running total into the sender's credit word (format in
- * srq_credit.c), so they take no receive buffer and need no credit.
- *
- * Why it is fair: the SRQ no longer decides who gets a freed buffer (with
- * RNR as the flow control, the sender whose retry happened to come first
- * took it, so one sender could take every buffer while another waited out
- * RNR back-offs). Every member has the same window, a member holding its
- * share gets nothing more until it releases, and a buffer a member's
- * message frees returns as that member's credit. Senders that keep their
- * windows full therefore get the receiver's buffers in equal parts, and
- * arrival-order receive serves them in proportion.
- *
- * Why it cannot deadlock: a credit WRITE needs no credit and no receive
- * buffer at the peer; it has SRQ_CREDIT_WRS send-queue slots (and send-CQ
- * entries) of its own beside the send buffers' and beside the core's
- * keepalive and one-sided slots (RDMX__KA_WRS), so neither user sends nor
- * rdmx_read/write/fetch_add/cmp_swap can take its place, and a user send
- * is posted only with a credit, so no SEND ahead of it on the send queue
- * waits in RNR. Its completion is taken out of the send CQ by whoever
- * polls it (the own_wc hook); a grant made while both slots are busy is
- * sent by the next release or by any wait on the receiving side (listener
- * or member receive, and rdmx_msg_alloc of the same connection, so two
- * sides that both send each push the other's credits while they wait).
- * A sender waits for credits only inside its rdmx_msg_alloc timeout and
- * under liveness: a peer that stops granting is -ETIMEDOUT, one that
- * stops answering -ECONNRESET.
- *
- * Sums of shares can exceed the depth for a while (a member keeps the
- * credits of a larger share when another joins; more members than
- * buffers get one each): RNR (rnr_retry) stays as the backstop then.
- * A credit WRITE's completion is taken by the core's reap while its
- * stash of the member's other send completions (RDMX__KA_STASH) has room;
- * a full stash is drained through the protocol's own poll, by the
- * member's owner or, from the listener's thread, when the member's lock
- * is free (else at a later wait).
- * Peers are not trusted: a grant beyond the peer's SRQ depth, or a
- * message beyond the credits we granted, fails that connection (-EPROTO).
+ * Flow control is by credits, one per SRQ buffer: the design argument
+ * (the grants, why it is fair, why it cannot deadlock) is at the top of
+ * srq_credit.c.
  *
  * A member's QP has no receives of its own, so a peer that leaves flushes
  * nothing: its departure is noticed through rdma_cm
@@ -680,29 +636,38 @@ static int deliver(struct srq_shared *sh, rdmx_conn *c, uint32_t idx,
 }
 
 /* @c's oldest message, polling the shared CQ if none is queued: 0,
- * NOTHING, or -errno. */
-static int recv_once(rdmx_conn *c, struct rdmx_msg *m)
+ * NOTHING, or -errno. Under g->lock. */
+static int take_locked(struct srq_shared *sh, rdmx_conn *c, struct rdmx_msg *m)
 {
-	struct rdmx__group *g = c->group;
-	struct srq_shared *sh = sh_of(g);
 	uint32_t idx;
 	int rc = 0;
 
-	pthread_mutex_lock(&g->lock);
 	if (rdmx__unpack_more(&sc_of(c)->fr)) {
 		rdmx__unpack_next(c, &sc_of(c)->fr, m);
-		goto unlock;
+		return 0;
 	}
 	if (sc_of(c)->mhead == NIL)
 		rc = poll_shared(sh);
 	idx = queue_pop(sh, c);
 	if (rc < 0)
-		rc = rdmx__conn_down(c, rc, "polling the shared receive CQ: %s", rdmx__last());
-	else
-		rc = idx == NIL ? NOTHING : deliver(sh, c, idx, m);
-unlock:
+		return rdmx__conn_down(c, rc, "polling the shared receive CQ: %s", rdmx__last());
+	return idx == NIL ? NOTHING : deliver(sh, c, idx, m);
+}
+
+/* Up to @max of @c's messages under one g->lock: how many (an error
+ * after the first in *@later), 0 for none yet, or -errno. */
+static int recv_once(rdmx_conn *c, struct rdmx_msg *m, int max, int *later)
+{
+	struct rdmx__group *g = c->group;
+	int n = 0, rc = NOTHING;
+
+	pthread_mutex_lock(&g->lock);
+	while (n < max && !(rc = take_locked(sh_of(g), c, &m[n])))
+		n++;
 	pthread_mutex_unlock(&g->lock);
-	return rc;
+	if (n && rc < 0)
+		*later = rc;
+	return n ? n : rc == NOTHING ? 0 : rc;
 }
 
 /* Like rdmx__conn_wait(), but a zero-timeout poller learns now and then
@@ -717,15 +682,16 @@ static int recv_wait(rdmx_conn *c, struct rdmx__deadline *d)
 	return rdmx__conn_wait(c, d);
 }
 
-static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+static int srq_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max,
+			 int timeout_ms, int *later)
 {
 	struct rdmx__deadline d;
 	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		rc = recv_once(c, m);
-		if (rc != NOTHING)
+		rc = recv_once(c, m, max, later);
+		if (rc)
 			return rc;
 		if (c->state == RDMX__CONN_DOWN)
 			return rdmx__fail(c->down_rc, "%s", c->err.msg);
@@ -733,6 +699,13 @@ static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		if (rc && c->state != RDMX__CONN_DOWN)
 			return rc; /* timeout; a peer that left gets one more poll */
 	}
+}
+
+static int srq_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
+{
+	int later = 0, rc = srq_recv_many(c, m, 1, timeout_ms, &later);
+
+	return rc < 0 ? rc : 0;
 }
 
 /* Post @c's chain of released buffers to the SRQ in one post, and grant
@@ -774,37 +747,51 @@ static int repost(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
 	return repost_flush(sh, c);
 }
 
-static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
+/* @c's received message @m given back: 0, -EINVAL (not one held), or
+ * the repost's error. Under g->lock. */
+static int release_locked(struct srq_shared *sh, rdmx_conn *c, struct rdmx_msg *m)
+{
+	uint32_t ent = 0;
+	int64_t idx = rdmx__unpack_handle(c, m, sh->depth, &ent);
+	struct rbuf *b = idx < 0 ? NULL : &sh->rb[idx];
+	int rc;
+
+	if (!b || b->state != BUF_HELD || b->owner != c || !(b->mask >> ent & 1))
+		return -EINVAL;
+	b->mask &= ~(UINT64_C(1) << ent);
+	if (!b->mask && (rc = repost(sh, c, (uint32_t)idx)))
+		return rc; /* the last message of its buffer */
+	rdmx__msg_spend(m);
+	return 0;
+}
+
+/* Unsent buffers and received messages, the latter under one g->lock. */
+static int srq_release_many(rdmx_conn *c, struct rdmx_msg *m, int n)
 {
 	struct srq_conn *p = sc_of(c);
 	struct rdmx__group *g = c->group;
-	struct srq_shared *sh = sh_of(g);
-	uint32_t ent = 0;
-	int64_t idx;
-	int rc = -EINVAL;
+	int first = 0, locked = 0, rc;
 
-	if (!rdmx__sendpool_release(c, &p->sp, m)) {
-		rdmx__srq_credit_untake(&p->cr);
-		return 0;
+	for (int i = 0; i < n; i++) {
+		if (!rdmx__sendpool_release(c, &p->sp, &m[i])) {
+			rdmx__srq_credit_untake(&p->cr);
+			continue;
+		}
+		if (!locked++)
+			pthread_mutex_lock(&g->lock);
+		rc = release_locked(sh_of(g), c, &m[i]);
+		if (rc == -EINVAL)
+			rc = rdmx__fail(-EINVAL, "srq: message not held on this connection");
+		first = first ? first : rc;
 	}
-	idx = rdmx__unpack_handle(c, m, sh->depth, &ent);
-	if (idx < 0)
-		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
-	pthread_mutex_lock(&g->lock);
-	if (sh->rb[idx].state == BUF_HELD && sh->rb[idx].owner == c &&
-	    (sh->rb[idx].mask >> ent & 1)) {
-		sh->rb[idx].mask &= ~(UINT64_C(1) << ent);
-		rc = 0;
-		if (!sh->rb[idx].mask) /* the last message of its buffer */
-			rc = repost(sh, c, (uint32_t)idx);
-	}
-	pthread_mutex_unlock(&g->lock);
-	if (rc == -EINVAL)
-		return rdmx__fail(-EINVAL, "srq: message not held on this connection");
-	if (rc)
-		return rc;
-	rdmx__msg_spend(m);
-	return 0;
+	if (locked)
+		pthread_mutex_unlock(&g->lock);
+	return first;
+}
+
+static int srq_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return srq_release_many(c, m, 1);
 }
 
 /* ------------------------------------------------------ listener receive */
@@ -984,7 +971,9 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = srq_recv,
+	.recv_many = srq_recv_many,
 	.release = srq_release,
+	.release_many = srq_release_many,
 	.shared_size = sizeof(struct srq_shared),
 	.shared_teardown = srq_shared_teardown,
 	.group_recv = srq_group_recv,

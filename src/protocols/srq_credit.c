@@ -2,9 +2,57 @@
 /*
  * srq credits: a sender may have as many messages on the way to (or held
  * at) the peer as the peer granted it; the peer grants its connections
- * equal shares of its shared receive queue. The design argument (why it
- * is fair, why it cannot deadlock) is at the top of srq.c; the wire
- * formats are there and here:
+ * equal shares of its shared receive queue (the receive side is srq.c).
+ *
+ * Flow control is by credits, one per SRQ buffer. A sender may have as
+ * many messages on the way or held by the receiving user as the receiver
+ * granted it; rdmx_msg_alloc takes a credit (waiting
+ * for one within its timeout), releasing an unsent message gives it back.
+ * The receiver grants each member connection up to its share,
+ * share = max(1, SRQ depth / members), counting what the member has
+ * outstanding (granted, not yet arrived) plus what it holds (arrived, not
+ * yet released): when a message of the member is released, it is topped
+ * up to its share again; when a member leaves, every other is (the share
+ * grew); a new member gets its share in its hello. Grants travel by RDMA
+ * WRITE of a running total into the sender's credit word (format
+ * below), so they take no receive buffer and need no credit.
+ *
+ * Why it is fair: the SRQ no longer decides who gets a freed buffer (with
+ * RNR as the flow control, the sender whose retry happened to come first
+ * took it, so one sender could take every buffer while another waited out
+ * RNR back-offs). Every member has the same window, a member holding its
+ * share gets nothing more until it releases, and a buffer a member's
+ * message frees returns as that member's credit. Senders that keep their
+ * windows full therefore get the receiver's buffers in equal parts, and
+ * arrival-order receive serves them in proportion.
+ *
+ * Why it cannot deadlock: a credit WRITE needs no credit and no receive
+ * buffer at the peer; it has SRQ_CREDIT_WRS send-queue slots (and send-CQ
+ * entries) of its own beside the send buffers' and beside the core's
+ * keepalive and one-sided slots (RDMX__KA_WRS), so neither user sends nor
+ * rdmx_read/write/fetch_add/cmp_swap can take its place, and a user send
+ * is posted only with a credit, so no SEND ahead of it on the send queue
+ * waits in RNR. Its completion is taken out of the send CQ by whoever
+ * polls it (the own_wc hook); a grant made while both slots are busy is
+ * sent by the next release or by any wait on the receiving side (listener
+ * or member receive, and rdmx_msg_alloc of the same connection, so two
+ * sides that both send each push the other's credits while they wait).
+ * A sender waits for credits only inside its rdmx_msg_alloc timeout and
+ * under liveness: a peer that stops granting is -ETIMEDOUT, one that
+ * stops answering -ECONNRESET.
+ *
+ * Sums of shares can exceed the depth for a while (a member keeps the
+ * credits of a larger share when another joins; more members than
+ * buffers get one each): RNR (rnr_retry) stays as the backstop then.
+ * A credit WRITE's completion is taken by the core's reap while its
+ * stash of the member's other send completions (RDMX__KA_STASH) has room;
+ * a full stash is drained through the protocol's own poll, by the
+ * member's owner or, from the listener's thread, when the member's lock
+ * is free (else at a later wait).
+ * Peers are not trusted: a grant beyond the peer's SRQ depth, or a
+ * message beyond the credits we granted, fails that connection (-EPROTO).
+ *
+ * The wire formats are in srq.c (its hello block) and here:
  *
  * Credit word (8 bytes, 8-aligned, in the sender's memory, written by its
  * peer with one RDMA WRITE from a source the peer does not touch while it

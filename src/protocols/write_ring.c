@@ -501,14 +501,7 @@ static int maybe_update(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
 	uint64_t n = p->rel.released, ask;
-	struct rdmx__wr wr = {
-		.wr_id = TAG_UPD << TAG_SHIFT,
-		.op = RDMX__OP_SEND,
-		.flags = RDMX__WR_SIGNALED,
-		.addr = &p->ctl->upd_src,
-		.len = sizeof(p->ctl->upd_src),
-		.lkey = p->ctl_mr->lkey,
-	};
+	struct rdmx__wr wr;
 	int rc;
 
 	if (p->ack_read || p->upd_out || n == p->reported ||
@@ -519,6 +512,14 @@ static int maybe_update(rdmx_conn *c)
 	    n - p->reported < (p->win_in + 1) / 2 &&
 	    !(ask > p->reported && n >= ask))
 		return 0;
+	wr = (struct rdmx__wr){ /* made only when sent: once per release */
+		.wr_id = TAG_UPD << TAG_SHIFT,
+		.op = RDMX__OP_SEND,
+		.flags = RDMX__WR_SIGNALED,
+		.addr = &p->ctl->upd_src,
+		.len = sizeof(p->ctl->upd_src),
+		.lkey = p->ctl_mr->lkey,
+	};
 	rdmx__put_u64((uint8_t *)&p->ctl->upd_src, n);
 	rc = rdmx__post_send(c, &wr, 1);
 	if (rc)
@@ -629,7 +630,34 @@ int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	}
 }
 
-int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m)
+/* The first message as rdmx__wring_recv takes it, then the records
+ * already complete; the CQs are polled once more when none is left. */
+int rdmx__wring_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max,
+			  int timeout_ms, int *later)
+{
+	int n = 1, polled = 0, rc = rdmx__wring_recv(c, m, timeout_ms);
+
+	if (rc)
+		return rc;
+	while (n < max) {
+		rc = take(c, &m[n]);
+		if (rc > 0) {
+			n++;
+			continue;
+		}
+		if (rc < 0)
+			*later = rdmx__conn_down(c, rc, "%s: %s", c->proto->name,
+						 rdmx__last());
+		if (rc < 0 || polled++)
+			break;
+		rdmx__wring_progress(c); /* a failure marks the connection down */
+	}
+	return n;
+}
+
+/* Give back @m without telling the peer: 1 if the released prefix grew,
+ * 0, or -EINVAL. */
+static int release_one(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct wring *p = wr_of(c);
 	uint64_t seq;
@@ -645,7 +673,42 @@ int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m)
 		return rdmx__fail(-EINVAL, "%s: message not held on this connection",
 				  c->proto->name);
 	rdmx__msg_spend(m);
-	if (n && p->ack_read)
+	return n > 0;
+}
+
+/* The released prefix grew: publish it (ack READ) or report it. */
+static int released(rdmx_conn *c)
+{
+	struct wring *p = wr_of(c);
+
+	if (p->ack_read)
 		__atomic_store_n(&p->ctl->released, p->rel.released, __ATOMIC_RELEASE);
-	return n ? maybe_update(c) : 0;
+	return maybe_update(c);
+}
+
+int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m)
+{
+	int rc = release_one(c, m);
+
+	return rc > 0 ? released(c) : rc;
+}
+
+/* One publication or report for the whole vector. */
+int rdmx__wring_release_many(rdmx_conn *c, struct rdmx_msg *m, int n)
+{
+	int first = 0, grew = 0;
+
+	for (int i = 0; i < n; i++) {
+		int rc = release_one(c, &m[i]);
+
+		grew |= rc > 0;
+		if (rc < 0 && !first)
+			first = rc;
+	}
+	if (grew) {
+		int rc = released(c);
+
+		first = first ? first : rc;
+	}
+	return first;
 }

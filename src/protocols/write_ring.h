@@ -76,6 +76,9 @@ int rdmx__wring_flush(rdmx_conn *c, int timeout_ms);
 int rdmx__wring_sends_done(rdmx_conn *c, uint64_t *done);
 int rdmx__wring_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
 int rdmx__wring_release(rdmx_conn *c, struct rdmx_msg *m);
+int rdmx__wring_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max,
+			  int timeout_ms, int *later);
+int rdmx__wring_release_many(rdmx_conn *c, struct rdmx_msg *m, int n);
 /* Receive ring and staging mirror (each twice for write_magic's double
  * mapping) plus the control words. */
 uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c);
@@ -100,8 +103,10 @@ uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c);
 	.flush = rdmx__wring_flush,				\
 	.sends_done = rdmx__wring_sends_done,			\
 	.recv = rdmx__wring_recv,				\
+	.recv_many = rdmx__wring_recv_many,			\
 	.sleep_announce = (announce),				\
 	.release = rdmx__wring_release,				\
+	.release_many = rdmx__wring_release_many,		\
 	.mem_estimate = rdmx__wring_mem_estimate,		\
 	.check_opts = rdmx__wring_check_opts,			\
 	.family = (variant),					\

@@ -24,6 +24,7 @@
 #include "seam.h"
 #include "many_senders.h"
 #include "send_tokens.h"
+#include "recv_many.h"
 #include "send_burst.h"
 
 static const char *protocol; /* the protocol under test */
@@ -601,7 +602,8 @@ static int runs_variant(const char *proto, const struct variant *v)
 }
 
 /* Each ring protocol through each variant: what integrity, order, wrap,
- * back-pressure and a peer leaving need, with a tenth of the counts; in
+ * back-pressure and a peer leaving need, with a tenth of the counts (and
+ * the vector receive's, whose take differs by notify); in
  * block mode too on the fake (every notify must wake a sleeping receiver). */
 static int run_variants(const char *only)
 {
@@ -610,6 +612,9 @@ static int run_variants(const char *only)
 		cmocka_unit_test(test_stream_in_order),
 		cmocka_unit_test(test_backpressure),
 		cmocka_unit_test(test_peer_close_delivers_then_resets),
+		cmocka_unit_test(test_recv_many_in_order),
+		cmocka_unit_test(test_recv_many_ring_wrap),
+		cmocka_unit_test(test_recv_many_peer_close),
 	};
 	const struct CMUnitTest blocked[] = {
 		cmocka_unit_test(test_pingpong_mixed_sizes),
@@ -676,6 +681,12 @@ int main(void)
 		cmocka_unit_test(test_send_burst_ring_wrap),
 		cmocka_unit_test(test_send_burst_backpressure),
 		cmocka_unit_test(test_send_burst_peer_close),
+		cmocka_unit_test(test_recv_many_in_order),
+		cmocka_unit_test(test_recv_many_max_smaller),
+		cmocka_unit_test(test_recv_many_ring_wrap),
+		cmocka_unit_test(test_recv_many_again),
+		cmocka_unit_test(test_recv_many_peer_close),
+		cmocka_unit_test(test_recv_many_bad_args),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving, a send token), kept short for make check */
