@@ -596,10 +596,13 @@ enum rdmx_send_flag {
 	 * SEND (enum rdmx_coalesce). The peer still receives one message
 	 * per rdmx_recv(). Held messages go out with the next send on the
 	 * connection without this flag, or rdmx_flush(), or once the
-	 * library needs their buffers (an rdmx_msg_alloc() that would
-	 * wait, the protocol's batch bound); nothing else sends them: end
-	 * a burst with a send without the flag before waiting for an
-	 * answer. A held message counts as sent: its handle is spent, its
+	 * library needs them out (the protocol's batch bound, or an
+	 * rdmx_msg_alloc() that would wait for something other than a
+	 * posted send's completion: peer credit or ring space, or when
+	 * nothing is in flight); nothing else sends them, so an
+	 * rdmx_msg_alloc() with timeout 0 may return -EAGAIN with messages
+	 * still held: end a burst with a send without the flag before
+	 * waiting for an answer. A held message counts as sent: its handle is spent, its
 	 * token valid (an rdmx_wait() for it sends what is held). */
 	RDMX_SEND_MORE = 1u << 0,
 };
