@@ -556,10 +556,12 @@ static int reap_sends(rdmx_conn *c)
 }
 
 /* What is left of @d for a second wait in the same call: the caller's
- * -1 (forever) and 0 (poll once) as they were, else the milliseconds left. */
+ * -1 (forever) and 0 (poll once) as they were, all of it when the first
+ * did not wait (the deadline is armed by a wait: no clock read for a
+ * credit that was there), else the milliseconds left. */
 static int timeout_left(struct rdmx__deadline *d, int timeout_ms)
 {
-	return timeout_ms <= 0 ? timeout_ms : rdmx__deadline_left_ms(d);
+	return timeout_ms <= 0 || !d->armed ? timeout_ms : rdmx__deadline_left_ms(d);
 }
 
 /* rdmx_msg_alloc: a credit from the peer first (srq_credit.c), then a slot
