@@ -797,16 +797,35 @@ void rdmx_free(rdmx_ctx *ctx, void *p);
 int rdmx_alloc_mr(rdmx_ctx *ctx, const void *p, rdmx_mr **mr, size_t *off);
 
 /**
- * rdmx_send_mr - send @len bytes at @off in @mr as one message, then the
- * bytes are the caller's again. Every protocol receives into its own
- * buffers and counts credits per buffer, so today this COPIES the bytes
- * into a send buffer (rdmx_msg_alloc + memcpy + rdmx_send, waiting up to
- * @timeout_ms for one); zero-copy sends are future work.
+ * rdmx_send_mr - send @len bytes at @off in @mr as one message; on return
+ * the bytes are the caller's again. This COPIES them into a send buffer
+ * (rdmx_msg_alloc + memcpy + rdmx_send, waiting up to @timeout_ms for
+ * one); rdmx_send_mr_tok() is the zero-copy send.
  * Returns 0, -EINVAL (range outside @mr), -EMSGSIZE, or rdmx_send()'s
  * errors.
  */
 int rdmx_send_mr(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 		 int timeout_ms);
+
+/**
+ * rdmx_send_mr_tok - send @len bytes at @off in @mr as one message
+ * WITHOUT copying them where the protocol allows, and put its token in
+ * *@tok (rdmx_send_tok()). On send_recv and srq the SEND's data are the
+ * registered bytes themselves: the NIC reads them until the send
+ * completes, so they must not change until rdmx_wait(@tok) returned 0 (or
+ * the connection went down; rdmx_conn_close() does not wait). A send
+ * buffer (and on srq a credit) is still taken for the send's accounting,
+ * waiting up to @timeout_ms as rdmx_msg_alloc(). The other protocols place
+ * a message in their own framing (a ring record with its stamps, a buffer
+ * the receiver READs) and copy as rdmx_send_mr() does; the same rule
+ * about the bytes then costs nothing. Such a send is never held or packed
+ * with an RDMX_SEND_MORE burst (what is held goes out first).
+ * Returns 0, -EINVAL (NULL argument, range outside @mr, @mr of another
+ * context), -EMSGSIZE, -ETIMEDOUT, or rdmx_send()'s errors; nothing is
+ * sent when it fails.
+ */
+int rdmx_send_mr_tok(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+		     int timeout_ms, rdmx_token *tok);
 
 /* ---------------------------------------------------- one-sided operations */
 

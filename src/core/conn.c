@@ -798,7 +798,9 @@ int rdmx_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 	return rc;
 }
 
-static int send_locked(rdmx_conn *c, struct rdmx_msg *m, unsigned flags)
+/* What every send checks first: the connection usable, @m there and
+ * within its buffer and the connection's maximum. */
+static int send_check(rdmx_conn *c, const struct rdmx_msg *m)
 {
 	int rc = conn_usable(c);
 
@@ -810,6 +812,30 @@ static int send_locked(rdmx_conn *c, struct rdmx_msg *m, unsigned flags)
 		return rdmx__fail(-EMSGSIZE,
 				  "message of %zu bytes exceeds its buffer of %zu bytes",
 				  m->len, m->cap);
+	return 0;
+}
+
+/* The send's outcome @rc, kept; a send that succeeded is counted, and
+ * its count is its sequence, the token (under c->lock). */
+static int send_counted(rdmx_conn *c, int rc, size_t len, rdmx_token *tok)
+{
+	rc = rdmx__conn_keep(c, rc);
+	if (!rc) {
+		uint64_t seq = RDMX__COUNT(c, msgs_sent, 1) + 1;
+
+		if (tok)
+			*tok = rdmx__tok_make(c, seq);
+		RDMX__COUNT(c, bytes_sent, len);
+	}
+	return rc;
+}
+
+static int send_locked(rdmx_conn *c, struct rdmx_msg *m, unsigned flags)
+{
+	int rc = send_check(c, m);
+
+	if (rc)
+		return rc;
 	if ((flags & RDMX_SEND_MORE) && c->proto->send_more)
 		return c->proto->send_more(c, m);
 	return c->proto->send(c, m);
@@ -828,16 +854,23 @@ int rdmx_send_flags(rdmx_conn *c, struct rdmx_msg *m, unsigned flags,
 	size_t len = m ? m->len : 0; /* the handle is spent once sent */
 
 	pthread_mutex_lock(&c->lock);
-	rc = rdmx__conn_keep(c, send_locked(c, m, flags));
-	if (!rc) { /* the count is the send's sequence: under the lock */
-		uint64_t seq = RDMX__COUNT(c, msgs_sent, 1) + 1;
-
-		if (tok)
-			*tok = rdmx__tok_make(c, seq);
-	}
+	rc = send_counted(c, send_locked(c, m, flags), len, tok);
 	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int rdmx__send_from(rdmx_conn *c, struct rdmx_msg *m, const void *from,
+		    uint32_t lkey, rdmx_token *tok)
+{
+	size_t len = m->len;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = send_check(c, m);
 	if (!rc)
-		RDMX__COUNT(c, bytes_sent, len);
+		rc = c->proto->send_from(c, m, from, lkey);
+	rc = send_counted(c, rc, len, tok);
+	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 

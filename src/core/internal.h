@@ -310,6 +310,14 @@ struct rdmx_protocol_ops {
 	/* rdmx_msg_release_many(): release() of each of @m[0..@n-1], all
 	 * tried; 0 or the first error. NULL: the core loops release(). */
 	int (*release_many)(rdmx_conn *c, struct rdmx_msg *m, int n);
+	/* rdmx_send_mr_tok() (issue 9 section 5, zero copy): send @m (from
+	 * msg_alloc(), m->len set) as send() does (same checks, returns and
+	 * handle rules), but with its bytes taken from @from, registered
+	 * with @lkey on this connection's device, instead of from @m's
+	 * buffer: the NIC reads them until the send completes. Never held
+	 * or packed. NULL: the core copies them into @m and calls send(). */
+	int (*send_from)(rdmx_conn *c, struct rdmx_msg *m, const void *from,
+			 uint32_t lkey);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */
@@ -594,6 +602,12 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
  * refuses); c->max_inline is what the QP got.
  */
 int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps);
+/* conn.c: rdmx_send_tok() of @m (from rdmx_msg_alloc on @c, m->len set)
+ * through the protocol's send_from hook (which it must have): its bytes
+ * are @from's, registered with @lkey (rdmx_send_mr_tok). */
+int rdmx__send_from(rdmx_conn *c, struct rdmx_msg *m, const void *from,
+		    uint32_t lkey, rdmx_token *tok);
+
 /* Post @n send work requests; a lone SEND or WRITE of at most
  * c->max_inline bytes goes inline (the device copies it at post time). */
 int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n);

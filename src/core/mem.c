@@ -158,10 +158,26 @@ int rdmx__mr_on(rdmx_conn *c, rdmx_mr *mr, const struct rdmx__mr **out)
 
 /* ------------------------------------------------------------- send */
 
+/* The copy: @len bytes at @off in @mr into a send buffer, sent. */
+static int send_copy(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+		     int timeout_ms, rdmx_token *tok)
+{
+	struct rdmx_msg m;
+	int rc = rdmx_msg_alloc(conn, len, &m, timeout_ms);
+
+	if (rc)
+		return rc;
+	memcpy(m.data, (const char *)mr->addr + off, len);
+	m.len = len;
+	rc = rdmx_send_tok(conn, &m, tok);
+	if (rc)
+		rdmx_msg_release(conn, &m); /* the buffer stays ours: give it back */
+	return rc;
+}
+
 int rdmx_send_mr(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 		 int timeout_ms)
 {
-	struct rdmx_msg m;
 	int rc;
 
 	if (!conn || !mr)
@@ -169,12 +185,33 @@ int rdmx_send_mr(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 	rc = rdmx__mr_range(mr, off, len);
 	if (rc)
 		return rdmx__conn_keep(conn, rc);
+	return send_copy(conn, mr, off, len, timeout_ms, NULL);
+}
+
+int rdmx_send_mr_tok(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+		     int timeout_ms, rdmx_token *tok)
+{
+	const struct rdmx__mr *reg;
+	struct rdmx_msg m;
+	int rc;
+
+	if (!conn || !mr || !tok)
+		return rdmx__fail(-EINVAL, "rdmx_send_mr_tok: connection, mr and tok are required");
+	rc = rdmx__mr_range(mr, off, len);
+	if (!rc && conn->proto->send_from)
+		rc = rdmx__mr_on(conn, mr, &reg);
+	if (rc)
+		return rdmx__conn_keep(conn, rc);
+	if (!conn->proto->send_from)
+		return send_copy(conn, mr, off, len, timeout_ms, tok);
 	rc = rdmx_msg_alloc(conn, len, &m, timeout_ms);
 	if (rc)
 		return rc;
-	memcpy(m.data, (const char *)mr->addr + off, len);
 	m.len = len;
-	return rdmx_send(conn, &m);
+	rc = rdmx__send_from(conn, &m, (const char *)mr->addr + off, reg->lkey, tok);
+	if (rc)
+		rdmx_msg_release(conn, &m); /* nothing was posted */
+	return rc;
 }
 
 /* ------------------------------------------------------------ allocator */

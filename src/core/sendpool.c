@@ -387,6 +387,30 @@ int rdmx__sendpool_conn_send_more(rdmx_conn *c, struct rdmx_msg *m)
 	return conn_send(c, m, 1);
 }
 
+/* Zero copy: never packed nor held (what is held goes first), so the
+ * chain's slots keep their own bytes and this SEND is the caller's. */
+int rdmx__sendpool_conn_send_from(rdmx_conn *c, struct rdmx_msg *m,
+				  const void *from, uint32_t lkey)
+{
+	struct rdmx__sendpool *sp = c->priv;
+	int64_t idx = rdmx__sendpool_slot(c, sp, m);
+	struct rdmx__wr wr = {
+		.op = RDMX__OP_SEND,
+		.len = (uint32_t)m->len,
+		.addr = (void *)(uintptr_t)from,
+		.lkey = lkey,
+	};
+	int rc;
+
+	if (idx < 0)
+		return rdmx__fail(-EINVAL, "%s: not a message from rdmx_msg_alloc on this connection",
+				  sp->who);
+	rc = rdmx__sendpool_push(c, sp);
+	if (rc)
+		return rc;
+	return rdmx__sendpool_post_lone(c, sp, (uint32_t)idx, &wr, m);
+}
+
 /* Sends complete: those before the first one still out. A hold pool's
  * slots come back in any order, so it looks at each slot. */
 static uint64_t pool_done(const rdmx_conn *c, const struct rdmx__sendpool *sp)

@@ -180,6 +180,11 @@ int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done);
 int rdmx__sendpool_conn_send(rdmx_conn *c, struct rdmx_msg *m);
 /* Their send_more operation: the same, held for a chain (RDMX_SEND_MORE). */
 int rdmx__sendpool_conn_send_more(rdmx_conn *c, struct rdmx_msg *m);
+/* Their send_from operation (rdmx_send_mr_tok, zero copy): one SEND of
+ * @from's m->len bytes (@lkey), rung alone after what is held; the slot
+ * @m names only accounts for it (credit, completion, token). */
+int rdmx__sendpool_conn_send_from(rdmx_conn *c, struct rdmx_msg *m,
+				  const void *from, uint32_t lkey);
 #define RDMX__SENDPOOL_FIRST(type, member) \
 	_Static_assert(offsetof(type, member) == 0, \
 		       #type "'s send pool comes first (rdmx__sendpool_msg_alloc)")
@@ -240,6 +245,29 @@ int rdmx__sendpool_post_chain(rdmx_conn *c, struct rdmx__sendpool *sp,
  * down. */
 int rdmx__sendpool_push(rdmx_conn *c, struct rdmx__sendpool *sp);
 
+/* Ring @wr (its lkey the caller's) alone for slot @idx, which @m names,
+ * nothing being held: wr_id and signaling are the pool's. Marks the slot
+ * POSTED and spends @m; on failure the connection goes down. */
+static inline int rdmx__sendpool_post_lone(rdmx_conn *c,
+					   struct rdmx__sendpool *sp,
+					   uint32_t idx, struct rdmx__wr *wr,
+					   struct rdmx_msg *m)
+{
+	int rc;
+
+	wr->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
+	wr->flags |= RDMX__WR_SIGNALED;
+	if (rdmx__wr_may_inline(c, wr)) /* spares rdmx__post_send a copy */
+		wr->flags |= RDMX__WR_INLINE;
+	rc = rdmx__post_send(c, wr, 1);
+	if (rc)
+		return rdmx__sendpool_post_failed(c, sp, rc);
+	rdmx__sendpool_mark(c, sp, idx);
+	rdmx__sendpool_fifo_push(sp, idx);
+	rdmx__msg_spend(m);
+	return 0;
+}
+
 /* Post @wr (op, addr, len and the rest filled by the caller) for slot
  * @idx, which @m names: wr_id, lkey and signaling are the pool's. Marks
  * the slot POSTED and spends @m; on failure the connection goes down.
@@ -250,22 +278,10 @@ static inline int rdmx__sendpool_post_more(rdmx_conn *c,
 					   uint32_t idx, struct rdmx__wr *wr,
 					   struct rdmx_msg *m, int more)
 {
-	int rc;
-
 	if (more || sp->nheld)
 		return rdmx__sendpool_post_chain(c, sp, idx, wr, m, more);
-	wr->wr_id = ((uint64_t)sp->wr_kind << 32) | idx;
-	wr->flags |= RDMX__WR_SIGNALED;
-	if (rdmx__wr_may_inline(c, wr)) /* spares rdmx__post_send a copy */
-		wr->flags |= RDMX__WR_INLINE;
 	wr->lkey = sp->mr->lkey;
-	rc = rdmx__post_send(c, wr, 1);
-	if (rc)
-		return rdmx__sendpool_post_failed(c, sp, rc);
-	rdmx__sendpool_mark(c, sp, idx);
-	rdmx__sendpool_fifo_push(sp, idx);
-	rdmx__msg_spend(m);
-	return 0;
+	return rdmx__sendpool_post_lone(c, sp, idx, wr, m);
 }
 
 static inline int rdmx__sendpool_post(rdmx_conn *c, struct rdmx__sendpool *sp,

@@ -399,6 +399,7 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rdmx__sendpool_conn_send,
 	.send_more = rdmx__sendpool_conn_send_more,
+	.send_from = rdmx__sendpool_conn_send_from,
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = sr_recv,

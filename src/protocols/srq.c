@@ -970,6 +970,7 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.msg_alloc = srq_msg_alloc,
 	.send = srq_send,
 	.send_more = srq_send_more,
+	.send_from = rdmx__sendpool_conn_send_from,
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = srq_recv,
