@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* The fixture test_rpc's files share (rpc_common.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rpc_common.h"
+
+const struct rdmx_rpc_method contract[] = {
+	{ M_ECHO, "echo", MAX_ECHO, MAX_ECHO, RDMX_RPC_IDEMPOTENT },
+	{ M_FAIL, "fail", 64, 64, 0 },
+	{ M_HOLD, "hold", 64, 64, 0 },
+	{ M_NONE, "none", 64, 64, 0 },
+};
+
+static void on_echo(rdmx_rpc_req *req, void *arg)
+{
+	size_t len, cap;
+	const void *in = rdmx_rpc_req_data(req, &len);
+	void *out = rdmx_rpc_req_resp(req, &cap);
+
+	(void)arg;
+	memcpy(out, in, len);
+	rdmx_rpc_respond(req, 0, len);
+}
+
+static void on_fail(rdmx_rpc_req *req, void *arg)
+{
+	(void)arg;
+	rdmx_rpc_respond(req, -EIO, 0);
+}
+
+static void on_hold(rdmx_rpc_req *req, void *arg)
+{
+	struct holder *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	h->req[h->n++] = req;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void *run_main(void *arg)
+{
+	struct srv *v = arg;
+
+	v->rc = rdmx_rpc_server_run(v->s);
+	return NULL;
+}
+
+/* A case's call count: a fifth on a real device (the emulated rxe of the
+ * sandbox is slow; this is make check's run, volume is not its point). */
+uint64_t calls(uint64_t n)
+{
+	return strcmp(TH_FABRIC, "verbs") ? th_count(n) : th_count(n) / 5;
+}
+
+void opts(struct rdmx_rpc_opts *o)
+{
+	const char *t = getenv("RPC_TRANSPORT"), *p = getenv("RPC_PROTOCOL");
+
+	rdmx_rpc_opts_init(o);
+	o->timeout_ms = WAIT_MS; /* 8 clients dialing at once on a loaded host */
+	if (t && *t)
+		o->transport = t;
+	if (p && *p)
+		o->protocol = p;
+}
+
+/* The server's timeout (its waits for a send buffer): a case may shorten it. */
+int srv_timeout_ms = WAIT_MS;
+
+void srv_start(struct srv *v, unsigned workers)
+{
+	struct rdmx_ctx_opts co;
+	struct rdmx_rpc_opts o;
+
+	memset(v, 0, sizeof(*v));
+	pthread_mutex_init(&v->hold.lock, NULL);
+	rdmx_ctx_opts_init(&co);
+	co.fabric = th_fabric();
+	assert_int_equal(rdmx_ctx_create(&v->ctx, &co), 0);
+	opts(&o);
+	o.timeout_ms = srv_timeout_ms;
+	o.workers = workers;
+	o.window = 64; /* rfp: request slots per client */
+	assert_int_equal(rdmx_rpc_server_create(v->ctx, th_addr(), 0, contract, NMETHODS,
+						&o, &v->s), 0);
+	assert_int_equal(rdmx_rpc_server_handle(v->s, M_ECHO, on_echo, NULL), 0);
+	assert_int_equal(rdmx_rpc_server_handle(v->s, M_FAIL, on_fail, NULL), 0);
+	assert_int_equal(rdmx_rpc_server_handle(v->s, M_HOLD, on_hold, &v->hold), 0);
+	assert_int_equal(rdmx_rpc_server_handle(v->s, 77, on_fail, NULL), -ENOENT);
+	assert_int_equal(pthread_create(&v->t, NULL, run_main, v), 0);
+}
+
+void srv_stop(struct srv *v)
+{
+	rdmx_rpc_server_stop(v->s);
+	pthread_join(v->t, NULL);
+	assert_int_equal(v->rc, 0);
+	rdmx_rpc_server_destroy(v->s);
+	rdmx_ctx_destroy(v->ctx);
+	pthread_mutex_destroy(&v->hold.lock);
+}
+
+rdmx_rpc_client *dial(struct srv *v, const struct rdmx_rpc_method *m, size_t n,
+			     uint32_t window, int *rc)
+{
+	struct rdmx_rpc_opts o;
+	rdmx_rpc_client *c = NULL;
+
+	opts(&o);
+	o.window = window;
+	*rc = rdmx_rpc_client_create(v->ctx, th_addr(), rdmx_rpc_server_port(v->s), m, n,
+				     &o, &c);
+	return c;
+}
+
+rdmx_rpc_client *dial_ok(struct srv *v, uint32_t window)
+{
+	int rc;
+	rdmx_rpc_client *c = dial(v, contract, NMETHODS, window, &rc);
+
+	if (rc)
+		fprintf(stderr, "dial: %s\n", rdmx_last_error());
+	assert_int_equal(rc, 0);
+	return c;
+}
+
+/* Wait (bounded) until @pred holds on the server's stats. */
+int stats_wait(struct srv *v, uint64_t open, uint64_t min_calls)
+{
+	struct rdmx_rpc_server_stats st;
+	double end = th_now_ms() + WAIT_MS;
+
+	do {
+		rdmx_rpc_server_stats(v->s, &st);
+		if (st.open == open && st.calls >= min_calls)
+			return 0;
+		usleep(1000);
+	} while (th_now_ms() < end);
+	return -ETIMEDOUT;
+}
+
+/* Wait (bounded) until the server dropped @n peers for malformed frames. */
+int bad_wait(struct srv *v, uint64_t n)
+{
+	struct rdmx_rpc_server_stats st;
+	double end = th_now_ms() + WAIT_MS;
+
+	do {
+		rdmx_rpc_server_stats(v->s, &st);
+		if (st.bad_frames == n)
+			return 0;
+		usleep(1000);
+	} while (th_now_ms() < end);
+	return -ETIMEDOUT;
+}
+
+/* One echo call of @n bytes with the pattern of @seq, checked. */
+void echo_once(rdmx_rpc_client *c, size_t n, uint64_t seq)
+{
+	static unsigned char in[MAX_ECHO], out[MAX_ECHO];
+	size_t len = 0;
+	int status = 1, rc;
+
+	th_fill(in, n, seq);
+	rc = rdmx_rpc_call(c, M_ECHO, in, n, out, sizeof(out), &len, &status, WAIT_MS);
+	if (rc)
+		fprintf(stderr, "echo of %zu bytes: %s\n", n, rdmx_rpc_client_error(c));
+	assert_int_equal(rc, 0);
+	assert_int_equal(status, 0);
+	assert_int_equal(len, n);
+	assert_int_equal(th_check(out, n, seq), -1);
+}
+
+/* The server's work requests since @s0 once they reach @want, else what
+ * they are when WAIT_MS have passed. The core counts a send once its post
+ * returned, and rxe delivers a loopback SEND within the post's system
+ * call: the client may hold the last push before the server counted it. */
+uint64_t wrs_wait(struct srv *v, const struct rdmx_rpc_server_stats *s0,
+			 uint64_t want)
+{
+	struct rdmx_rpc_server_stats st;
+	double end = th_now_ms() + WAIT_MS;
+
+	do {
+		rdmx_rpc_server_stats(v->s, &st);
+		if (st.work_requests - s0->work_requests >= want)
+			break;
+		usleep(1000);
+	} while (th_now_ms() < end);
+	return st.work_requests - s0->work_requests;
+}

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transport herd's own cases of test_rpc (UC slots, UD responses):
+ * work requests per call, hostile slots and setups, spoofed and
+ * reflected responses, a flooded slot, a window above the server's.
+ * Skipped on other transports.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rpc_common.h"
+
+static int herd(void)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+
+	return t && !strcmp(t, "herd");
+}
+
+/* A herd case's server (skipped on other transports) and a client of it. */
+static rdmx_rpc_client *herd_start(struct srv *v, unsigned workers)
+{
+	if (!herd())
+		skip();
+	srv_start(v, workers);
+	return dial_ok(v, 4);
+}
+
+/* The server's outbound work requests: one UD SEND per call whose
+ * response fits the UD limit, a control message for the others (and
+ * each client's HELLO_OK). */
+void t_herd_counts(void **state)
+{
+	uint64_t ud, ctrl, n = calls(500);
+	struct rdmx_rpc_server_stats s0;
+	rdmx_rpc_client *c;
+	struct srv v;
+
+	(void)state;
+	if (!herd())
+		skip();
+	srv_start(&v, 1);
+	/* from before the connect: the HELLO_OK may be counted after the
+	 * client has it (rxe delivers a loopback SEND within the post) */
+	rdmx_rpc_server_stats(v.s, &s0);
+	c = dial_ok(&v, 4);
+	for (uint64_t i = 0; i < n; i++)
+		echo_once(c, 100, i);
+	for (uint64_t i = 0; i < 5; i++)
+		echo_once(c, MAX_ECHO, i);
+	rdmx__rpc_herd_counts(v.s, &ud, &ctrl);
+	printf("herd: %llu calls: %llu UD SENDs, %llu control messages (1 HELLO_OK): "
+	       "%.2f server work requests per call; requests over UC\n",
+	       (unsigned long long)(n + 5), (unsigned long long)ud,
+	       (unsigned long long)ctrl, (double)(ud + ctrl - 1) / (double)(n + 5));
+	assert_int_equal(ud, n);
+	assert_int_equal(ctrl, 1 + 5);
+	/* the public count: every UD SEND and control message (HELLO_OK
+	 * too) and the herd set-up message the server sent at connect */
+	assert_int_equal(wrs_wait(&v, &s0, ud + ctrl + 1), ud + ctrl + 1);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
+}
+
+/* A frame of @len bytes (header @kind/@method/@plen, payload 0x5a) and its
+ * trailer, as a hostile client WRITEs it into its slot. */
+static size_t herd_frame(unsigned char *buf, uint32_t len, uint16_t method, uint32_t plen)
+{
+	struct rpc_hdr h = { .kind = RPC_REQ, .method = method, .len = plen, .call = 1 };
+
+	memset(buf, 0x5a, len);
+	if (plen)
+		rdmx__rpc_hdr_put(buf, &h);
+	buf[len] = (unsigned char)len;
+	buf[len + 1] = (unsigned char)(len >> 8);
+	buf[len + 2] = (unsigned char)(len >> 16);
+	buf[len + 3] = (unsigned char)(len >> 24);
+	buf[len + 4] = 1; /* the mark */
+	return len + 5;
+}
+
+/* A client writing garbage into its slot fails its connection only: a
+ * length above the slot, bytes that are no frame, a request above its
+ * method's max_req. */
+void t_herd_hostile(void **state)
+{
+	static unsigned char buf[8192];
+	static const char *const why[] = { "shorter than", "not an rpc frame",
+					   "above its largest" };
+	rdmx_rpc_client *good, *bad;
+	unsigned char out[64];
+	struct srv v;
+	size_t n;
+	int status;
+
+	(void)state;
+	if (!herd())
+		skip();
+	srv_start(&v, 2);
+	good = dial_ok(&v, 4);
+	for (int k = 0; k < 3; k++) {
+		bad = dial_ok(&v, 4);
+		if (k == 0) {
+			n = herd_frame(buf, 0, 0, 0);
+			memset(buf, 0xff, 4); /* length 0xffffffff */
+		} else {
+			uint32_t big = rdmx__rpc_herd_slot(bad) - 5;
+
+			n = k == 1 ? herd_frame(buf, 30, 0, 0)
+				   : herd_frame(buf, big, M_ECHO, big - RPC_HDR);
+		}
+		assert_true(k < 2 || n - 5 - RPC_HDR > MAX_ECHO);
+		assert_int_equal(rdmx__rpc_herd_poke(bad, 1, buf, n), 0);
+		assert_int_equal(bad_wait(&v, (uint64_t)k + 1), 0);
+		if (!strstr(rdmx_rpc_server_error(v.s), why[k]))
+			fail_msg("case %d: %s", k, rdmx_rpc_server_error(v.s));
+		assert_int_equal(rdmx_rpc_call(bad, M_ECHO, "x", 1, out, sizeof(out), NULL,
+					       &status, WAIT_MS), -ECONNRESET);
+		rdmx_rpc_client_destroy(bad);
+		echo_once(good, 100, (uint64_t)k);
+	}
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
+/* A herd setup with a descriptor out of range: that peer is let go. */
+void t_herd_setup(void **state)
+{
+	unsigned char w[8 + 96 + 8] = { 'H', 'R', 'D', '1', 4 }; /* + the nonce */
+	struct rdmx_conn_opts co;
+	rdmx_rpc_client *good;
+	struct rdmx_msg m;
+	rdmx_conn *raw;
+	struct srv v;
+
+	(void)state;
+	if (!herd())
+		skip();
+	srv_start(&v, 1);
+	good = dial_ok(&v, 4);
+	rdmx_conn_opts_init(&co);
+	co.max_msg_size = 24 + MAX_ECHO;
+	co.send_depth = co.recv_depth = 16;
+	assert_int_equal(rdmx_dial(v.ctx, th_addr(), rdmx_rpc_server_port(v.s), &co, &raw), 0);
+	assert_int_equal(rdmx_msg_alloc(raw, sizeof(w), &m, WAIT_MS), 0);
+	memcpy(m.data, w, sizeof(w)); /* descriptors of version 0 */
+	m.len = sizeof(w);
+	assert_int_equal(rdmx_send(raw, &m), 0);
+	assert_int_equal(rdmx_recv(raw, &m, WAIT_MS), -ECONNRESET);
+	if (!strstr(rdmx_rpc_server_error(v.s), "queue pair descriptor"))
+		fail_msg("%s", rdmx_rpc_server_error(v.s));
+	echo_once(good, 100, 1);
+	rdmx_conn_close(raw);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
+/* Wait (bounded) until @n requests are held. */
+static void hold_wait(struct srv *v, int n)
+{
+	double end = th_now_ms() + WAIT_MS;
+	int got;
+
+	do {
+		pthread_mutex_lock(&v->hold.lock);
+		got = v->hold.n;
+		pthread_mutex_unlock(&v->hold.lock);
+		if (got >= n)
+			return;
+		usleep(1000);
+	} while (th_now_ms() < end);
+	fail_msg("%d of %d requests held", got, n);
+}
+
+/* The end of a spoofing case: @c's call @id (held first) is not answered
+ * by what was spoofed, then gets the server's real answer; all is shut. */
+static void spoof_end(struct srv *v, rdmx_rpc_client *c, rdmx_rpc_client *evil,
+		      uint64_t id, const unsigned char *out)
+{
+	size_t len = 0;
+	int status = 1;
+
+	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, 300), -ETIMEDOUT);
+	memcpy(rdmx_rpc_req_resp(v->hold.req[0], NULL), "real", 4);
+	assert_int_equal(rdmx_rpc_respond(v->hold.req[0], 0, 4), 0);
+	assert_int_equal(rdmx_rpc_wait(c, id, &status, &len, WAIT_MS), 0);
+	assert_int_equal(len, 4);
+	assert_memory_equal(out, "real", 4);
+	echo_once(c, 100, 1);
+	rdmx_rpc_client_destroy(evil);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(v);
+}
+
+/* A third party that knows a herd client's UD QPN (and the fixed QKey)
+ * SENDs it a forged response to its call in flight and a junk datagram:
+ * neither is taken (not the forged payload, not a failed client); the
+ * server's real response is. */
+void t_herd_spoof(void **state)
+{
+	unsigned char forged[RPC_HDR + 6], out[64];
+	struct rpc_hdr h = { .kind = RPC_RESP, .method = M_HOLD, .len = 6 };
+	rdmx_rpc_client *c, *evil;
+	uint64_t id;
+	struct srv v;
+
+	(void)state;
+	c = herd_start(&v, 1);
+	evil = dial_ok(&v, 4);
+	assert_int_equal(rdmx_rpc_call_async(c, M_HOLD, "h", 1, out, sizeof(out), &id), 0);
+	hold_wait(&v, 1);
+	h.call = id;
+	rdmx__rpc_hdr_put(forged, &h);
+	memcpy(forged + RPC_HDR, "forged", 6);
+	assert_int_equal(rdmx__rpc_herd_spoof(evil, c, forged, sizeof(forged)), 0);
+	assert_int_equal(rdmx__rpc_herd_spoof(evil, c, "junk", 4), 0);
+	spoof_end(&v, c, evil, id, out);
+}
+
+/* A client that WRITEs request after request into one slot without
+ * waiting for the answers (each a well-formed M_HOLD) is dropped at the
+ * second: a slot holds one call, so a client has at most a window of
+ * requests pending on the server, not as many as it can write. */
+void t_herd_flood(void **state)
+{
+	static unsigned char buf[256];
+	rdmx_rpc_client *good, *bad;
+	struct srv v;
+	size_t n;
+
+	(void)state;
+	good = herd_start(&v, 1);
+	bad = dial_ok(&v, 4);
+	n = herd_frame(buf, RPC_HDR + 1, M_HOLD, 1);
+	assert_int_equal(rdmx__rpc_herd_poke(bad, 1, buf, n), 0);
+	hold_wait(&v, 1);
+	assert_int_equal(rdmx__rpc_herd_poke(bad, 1, buf, n), 0);
+	assert_int_equal(bad_wait(&v, 1), 0);
+	if (!strstr(rdmx_rpc_server_error(v.s), "already pending"))
+		fail_msg("%s", rdmx_rpc_server_error(v.s));
+	echo_once(good, 100, 1);
+	pthread_mutex_lock(&v.hold.lock);
+	assert_int_equal(v.hold.n, 1);
+	pthread_mutex_unlock(&v.hold.lock);
+	rdmx_rpc_respond(v.hold.req[0], 0, 0); /* to a client gone: not sent */
+	rdmx_rpc_client_destroy(bad);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
+/* A herd client asks for more slots than the server's window: refused
+ * before the server allocates or registers any (a client could otherwise
+ * pin 4096 slots of the contract's largest request on the server). */
+void t_herd_window(void **state)
+{
+	rdmx_rpc_client *good, *big;
+	struct srv v;
+	int rc;
+
+	(void)state;
+	good = herd_start(&v, 1);
+	big = dial(&v, contract, NMETHODS, 65, &rc); /* the server's window is 64 */
+	assert_null(big);
+	assert_int_not_equal(rc, 0);
+	if (!strstr(rdmx_rpc_server_error(v.s), "above the server's window"))
+		fail_msg("%s", rdmx_rpc_server_error(v.s));
+	rdmx_rpc_client_destroy(dial_ok(&v, 64));
+	echo_once(good, 100, 1);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
+/*
+ * A herd client names another client's UD QP as its own in its setup, then
+ * WRITEs a request with the other's call id: the server SENDs the answer
+ * from its own UD QP (the source the victim takes) to the victim. The
+ * victim must not take it for its call, nor fail on it.
+ */
+void t_herd_reflect(void **state)
+{
+	unsigned char buf[256], out[64];
+	struct rpc_hdr h = { .kind = RPC_REQ, .method = M_HOLD, .len = 1 };
+	rdmx_rpc_client *c, *evil;
+	size_t n;
+	uint64_t id;
+	struct srv v;
+
+	(void)state;
+	c = herd_start(&v, 1);
+	rdmx__rpc_herd_ud_as(c);
+	evil = dial_ok(&v, 4);
+	assert_int_equal(rdmx_rpc_call_async(c, M_HOLD, "h", 1, out, sizeof(out), &id), 0);
+	hold_wait(&v, 1);
+	h.call = id;
+	rdmx__rpc_hdr_put(buf, &h);
+	buf[RPC_HDR] = 'e';
+	n = RPC_HDR + 1;
+	buf[n] = (unsigned char)n;
+	memset(buf + n + 1, 0, 3);
+	buf[n + 4] = 1; /* the mark */
+	assert_int_equal(rdmx__rpc_herd_poke(evil, (uint32_t)(id & (RPC_WINDOW_MAX - 1)), buf,
+					     n + 5), 0);
+	hold_wait(&v, 2);
+	memcpy(rdmx_rpc_req_resp(v.hold.req[1], NULL), "forged", 6);
+	assert_int_equal(rdmx_rpc_respond(v.hold.req[1], 0, 6), 0);
+	spoof_end(&v, c, evil, id, out);
+}
