@@ -705,6 +705,9 @@ enum rdmx_event_type {
 				* was delivered: close it (rdmx_conn_close) */
 };
 
+/* Filled by the library, so its layout is fixed for this soname: what a
+ * later version adds to an event comes as a new type or a new call, never
+ * as a larger struct (the option structs grow by their size field). */
 struct rdmx_event {
 	enum rdmx_event_type type;
 	rdmx_conn *conn;
