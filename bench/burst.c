@@ -15,7 +15,9 @@
  * The receiver takes with rdmx_recv_many when BURST > 1 (up to BURST, at
  * most BURST_MAX, per call), with rdmx_recv for 1.
  * SIGNAL_EVERY is the connection option (0: the protocol's default);
- * BURST_COALESCE in the environment sets coalesce (1: OFF, 2: ON). The
+ * BURST_COALESCE in the environment sets coalesce (1: OFF, 2: ON);
+ * BURST_SENDV=1 sends each burst with one rdmx_sendv (copies of a
+ * buffer the sender fills) instead of alloc/send per message. The
  * fabric is the build's: burst (verbs, run it in the sandbox) or
  * burst_fake.
  */
@@ -36,6 +38,8 @@ struct run {
 	size_t size;
 	long count;
 	unsigned burst;
+	int sendv;               /* BURST_SENDV: one rdmx_sendv a burst */
+	uint8_t *vbuf;           /* its messages' bytes, BURST_MAX x size */
 	int rc;
 };
 
@@ -46,9 +50,31 @@ static int die(const char *what, int rc)
 	return 1;
 }
 
+/* Messages #@from..@to-1 as one rdmx_sendv (or more, if it sends a
+ * part), each filled as send_burst fills it. */
+static int send_vec(struct run *r, long from, long to)
+{
+	struct iovec iov[BURST_MAX];
+	int n = (int)(to - from), rc;
+
+	for (int i = 0; i < n; i++) {
+		iov[i].iov_base = r->vbuf + (size_t)i * r->size;
+		iov[i].iov_len = r->size;
+		memset(iov[i].iov_base, (int)((from + i) & 0xff), r->size);
+	}
+	for (int i = 0; i < n; i += rc) {
+		rc = rdmx_sendv(r->c, iov + i, n - i, 10000, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Messages #@from..@to-1 as one burst. */
 static int send_burst(struct run *r, long from, long to)
 {
+	if (r->sendv)
+		return send_vec(r, from, to);
 	for (long i = from; i < to; i++) {
 		struct rdmx_msg m;
 		int rc = rdmx_msg_alloc(r->c, r->size, &m, 10000);
@@ -165,15 +191,20 @@ int main(int argc, char **argv)
 	r.size = strtoul(argv[3], NULL, 0);
 	r.count = strtol(argv[4], NULL, 0);
 	r.burst = (unsigned)strtoul(argv[5], NULL, 0);
-	if (!r.burst || r.count < 1 || r.size > 4096) {
-		fprintf(stderr, "burst: BURST >= 1, COUNT >= 1, SIZE <= 4096\n");
+	if (!r.burst || r.count < 1 || r.size > 4096 || r.burst > BURST_MAX) {
+		fprintf(stderr, "burst: 1 <= BURST <= %d, COUNT >= 1, SIZE <= 4096\n", BURST_MAX);
 		return 2;
 	}
+	r.sendv = getenv("BURST_SENDV") && atoi(getenv("BURST_SENDV"));
+	r.vbuf = malloc((size_t)BURST_MAX * (r.size ? r.size : 1));
+	if (!r.vbuf)
+		return die("malloc", -ENOMEM);
 	if ((rc = th_pair_open(&p, &o, &o)))
 		return die("connect", rc);
 	r.c = p.client;
 	r.s = p.server;
 	rc = argv[1][0] == 'r' ? rate(&r) : step(&r);
 	th_pair_close(&p);
+	free(r.vbuf);
 	return rc ? die(argv[1], rc) : 0;
 }

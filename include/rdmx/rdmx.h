@@ -41,6 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h> /* struct iovec: rdmx_sendv() */
 
 #ifdef __cplusplus
 extern "C" {
@@ -615,6 +616,29 @@ enum rdmx_send_flag {
  */
 int rdmx_send_flags(rdmx_conn *conn, struct rdmx_msg *msg, unsigned flags,
 		    rdmx_token *tok);
+
+/**
+ * rdmx_sendv - send @n messages (@n >= 1), message i being a COPY of the
+ * @iov[i].iov_len bytes at @iov[i].iov_base, in order, as one burst: one
+ * lock and one set of checks for all of them, posted as an
+ * RDMX_SEND_MORE burst is (chained, packed, coalesced; see "Bursts" in
+ * the README) and all rung before it returns. On send_recv and srq a run
+ * of small messages is packed straight from @iov, without a send buffer
+ * per message: the cheapest way to send many small messages. Each
+ * message waits for room (a send buffer, credit, ring space) as
+ * rdmx_msg_alloc() does, all within @timeout_ms (0: none waits). The
+ * bytes are the caller's again on return.
+ * Returns how many messages were sent (1..@n), @iov[0] first: fewer than
+ * @n when room did not come in time or the connection failed after
+ * some were sent (send the rest again: the next call meets the cause),
+ * like writev(). When none was sent: -EINVAL (NULL @conn or @iov, @n < 1,
+ * a NULL base with a length), -EMSGSIZE (a message above
+ * rdmx_conn_max_msg(): checked before any is sent), -EAGAIN (timeout 0,
+ * no room), -ETIMEDOUT, or rdmx_send()'s errors. *@tok (when @tok is not
+ * NULL) is the last sent message's token (rdmx_send_tok()).
+ */
+int rdmx_sendv(rdmx_conn *conn, const struct iovec *iov, int n, int timeout_ms,
+	       rdmx_token *tok);
 
 /**
  * rdmx_flush - wait up to @timeout_ms until every posted send completed.

@@ -764,6 +764,11 @@ static int conn_usable(rdmx_conn *c)
 	return 0;
 }
 
+int rdmx__conn_usable(rdmx_conn *c)
+{
+	return conn_usable(c);
+}
+
 /*
  * The data-path calls hold c->lock for their whole run, so a connection's
  * calls never overlap (the threading contract in rdmx.h); the listener's

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <rdmx/rdmx.h>
@@ -318,6 +319,15 @@ struct rdmx_protocol_ops {
 	 * or packed. NULL: the core copies them into @m and calls send(). */
 	int (*send_from)(rdmx_conn *c, struct rdmx_msg *m, const void *from,
 			 uint32_t lkey);
+	/* rdmx_sendv() (sendvec.c): send copies of @iov[0..@n-1] (checked:
+	 * each within max_msg), in order, as a burst rung before it
+	 * returns, each waiting for room within @timeout_ms as msg_alloc()
+	 * does. Returns how many were sent (1..@n; the core counts them
+	 * afterwards, so the hook must not need rdmx__sends() to advance in
+	 * between), or -errno when none was. NULL: the core loops
+	 * msg_alloc() and send_more()/send(). */
+	int (*sendv)(rdmx_conn *c, const struct iovec *iov, int n,
+		     int timeout_ms);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */
@@ -602,6 +612,16 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
  * refuses); c->max_inline is what the QP got.
  */
 int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps);
+/* sendvec.c: rdmx_sendv's wait for room for a message of @len: the
+ * protocol's msg_alloc(), first without a wait, then within what is left
+ * of @d (started with @timeout_ms). */
+int rdmx__sendv_alloc(rdmx_conn *c, size_t len, struct rdmx_msg *m,
+		      struct rdmx__deadline *d, int timeout_ms);
+
+/* conn.c: 0 if @c may be used, else its error (-EINVAL for NULL, the
+ * reason it went down). */
+int rdmx__conn_usable(rdmx_conn *c);
+
 /* conn.c: rdmx_send_tok() of @m (from rdmx_msg_alloc on @c, m->len set)
  * through the protocol's send_from hook (which it must have): its bytes
  * are @from's, registered with @lkey (rdmx_send_mr_tok). */

@@ -109,7 +109,8 @@ static inline uint32_t rdmx__pack_add(uint8_t *slot, uint32_t flen,
 	rdmx__pack_put32(slot, rdmx__pack_get32(slot) + 1);
 	rdmx__pack_put32(slot + flen, len | (has_imm ? RDMX__PACK_HAS_IMM : 0));
 	rdmx__pack_put32(slot + flen + 4, has_imm ? imm : 0);
-	memcpy(slot + flen + RDMX__PACK_ENT, data, len);
+	if (len) /* rdmx_sendv's empty message may have no bytes at all */
+		memcpy(slot + flen + RDMX__PACK_ENT, data, len);
 	return rdmx__pack_grown(flen, len);
 }
 

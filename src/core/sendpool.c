@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pack.h"
 #include "sendpool.h"
@@ -409,6 +410,79 @@ int rdmx__sendpool_conn_send_from(rdmx_conn *c, struct rdmx_msg *m,
 	if (rc)
 		return rc;
 	return rdmx__sendpool_post_lone(c, sp, (uint32_t)idx, &wr, m);
+}
+
+/*
+ * Fill slot @idx from @iov (@n messages left): a packed frame of the run
+ * of small messages that fits, when there are two or more, else a copy of
+ * the first message. Sets @wr (op, addr, len); how many messages it holds.
+ */
+static int slot_fill(const struct rdmx__sendpool *sp, uint32_t idx,
+		     const struct iovec *iov, int n, struct rdmx__wr *wr)
+{
+	uint8_t *f = rdmx__sendpool_at(sp, idx);
+	uint32_t flen = RDMX__PACK_HDR;
+	int k = 0;
+
+	if (sp->pack_small && n > 1 && iov[0].iov_len <= sp->pack_small &&
+	    iov[1].iov_len <= sp->pack_small) {
+		rdmx__pack_put32(f, 0);
+		rdmx__pack_put32(f + 4, 0);
+		for (; k < n && k < RDMX__PACK_MAX && iov[k].iov_len <= sp->pack_small &&
+		       rdmx__pack_grown(flen, (uint32_t)iov[k].iov_len) <= sp->pack_cap; k++)
+			flen = rdmx__pack_add(f, flen, iov[k].iov_base, (uint32_t)iov[k].iov_len,
+					      0, 0);
+	}
+	if (k > 1) {
+		*wr = (struct rdmx__wr){ .op = RDMX__OP_SEND_IMM, .imm = RDMX__PACK_IMM,
+					 .addr = f, .len = flen };
+		return k;
+	}
+	if (iov[0].iov_len)
+		memcpy(f + sp->data_off, iov[0].iov_base, iov[0].iov_len);
+	*wr = (struct rdmx__wr){ .op = RDMX__OP_SEND, .addr = f + sp->data_off,
+				 .len = (uint32_t)iov[0].iov_len };
+	return 1;
+}
+
+/*
+ * rdmx_sendv on the two-sided protocols (core/sendvec.c): a run of small
+ * messages goes straight from the iovec into one slot as a packed frame
+ * (no handle, check or lock per message), any other message into a slot
+ * of its own. Each slot comes from the protocol's msg_alloc (srq: a
+ * credit a frame) and joins the chain, rung at the end, when full, or by
+ * an alloc that waits. How many messages were sent, or -errno for none.
+ */
+int rdmx__sendpool_conn_sendv(rdmx_conn *c, const struct iovec *iov, int n,
+			      int timeout_ms)
+{
+	struct rdmx__sendpool *sp = c->priv;
+	struct rdmx__deadline d;
+	int i = 0, k, rc = 0;
+
+	rdmx__deadline_start(&d, timeout_ms);
+	while (i < n) {
+		struct rdmx__wr wr;
+		struct rdmx_msg m;
+		uint32_t idx;
+
+		rc = rdmx__sendv_alloc(c, iov[i].iov_len, &m, &d, timeout_ms);
+		if (rc)
+			break;
+		idx = (uint32_t)rdmx__sendpool_slot(c, sp, &m);
+		k = slot_fill(sp, idx, iov + i, n - i, &wr);
+		rc = chain_add(c, sp, idx, &wr, &m, i + k < n);
+		if (rc) {
+			c->proto->release(c, &m);
+			break;
+		}
+		sp->nmsg[idx] = (uint32_t)k; /* @inflight counts sends */
+		sp->inflight += (uint32_t)k - 1;
+		i += k;
+	}
+	if (i && i < n && (k = rdmx__sendpool_push(c, sp)))
+		rc = k;
+	return i ? i : rc;
 }
 
 /* Sends complete: those before the first one still out. A hold pool's

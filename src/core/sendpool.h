@@ -185,6 +185,11 @@ int rdmx__sendpool_conn_send_more(rdmx_conn *c, struct rdmx_msg *m);
  * @m names only accounts for it (credit, completion, token). */
 int rdmx__sendpool_conn_send_from(rdmx_conn *c, struct rdmx_msg *m,
 				  const void *from, uint32_t lkey);
+/* Their sendv operation (rdmx_sendv): runs of small messages packed
+ * straight from @iov into one frame per slot, the rest a slot each, all
+ * in one chain. */
+int rdmx__sendpool_conn_sendv(rdmx_conn *c, const struct iovec *iov, int n,
+			      int timeout_ms);
 #define RDMX__SENDPOOL_FIRST(type, member) \
 	_Static_assert(offsetof(type, member) == 0, \
 		       #type "'s send pool comes first (rdmx__sendpool_msg_alloc)")

@@ -400,6 +400,7 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.send = rdmx__sendpool_conn_send,
 	.send_more = rdmx__sendpool_conn_send_more,
 	.send_from = rdmx__sendpool_conn_send_from,
+	.sendv = rdmx__sendpool_conn_sendv,
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = sr_recv,

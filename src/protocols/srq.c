@@ -971,6 +971,7 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.send = srq_send,
 	.send_more = srq_send_more,
 	.send_from = rdmx__sendpool_conn_send_from,
+	.sendv = rdmx__sendpool_conn_sendv,
 	.flush = rdmx__sendpool_conn_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = srq_recv,

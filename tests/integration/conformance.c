@@ -25,6 +25,7 @@
 #include "many_senders.h"
 #include "send_tokens.h"
 #include "recv_many.h"
+#include "send_vec.h"
 #include "send_burst.h"
 
 static const char *protocol; /* the protocol under test */
@@ -60,8 +61,8 @@ struct rdmx_conn_opts cf_opts(void)
 	return opts();
 }
 
-static void open_pair(struct th_pair *p, const struct rdmx_conn_opts *so,
-		      const struct rdmx_conn_opts *co)
+void cf_pair(struct th_pair *p, const struct rdmx_conn_opts *so,
+	     const struct rdmx_conn_opts *co)
 {
 	int rc = th_pair_open(p, so, co);
 
@@ -122,7 +123,7 @@ static void test_pingpong_mixed_sizes(void **state)
 	size_t max;
 
 	(void)state;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	max = rdmx_conn_max_msg(p.client);
 	assert_int_equal(max, o.max_msg_size);
 	th_echo_start(&e, p.server);
@@ -150,7 +151,7 @@ static void test_stream_in_order(void **state)
 
 	(void)state;
 	o.max_msg_size = 4096;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	for (uint64_t sent = 0, got = 0; got < n;) {
 		while (sent < n && sent - got < 32)
 			send_seq(p.client, rand_size(&rs, 4096), sent++);
@@ -167,7 +168,7 @@ static void test_immediate_data(void **state)
 	struct th_pair p;
 
 	(void)state;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	for (uint32_t i = 0; i < 100; i++) {
 		assert_int_equal(rdmx_msg_alloc(p.client, 16, &m, 1000), 0);
 		th_fill(m.data, 16, i);
@@ -194,7 +195,7 @@ static void test_oversize_is_emsgsize(void **state)
 
 	(void)state;
 	o.max_msg_size = 1000;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	max = rdmx_conn_max_msg(p.client);
 	assert_int_equal(max, 1000);
 	assert_int_equal(rdmx_msg_alloc(p.client, max + 1, &m, 0), -EMSGSIZE);
@@ -219,7 +220,7 @@ static void test_max_msg_negotiated(void **state)
 	(void)state;
 	so.max_msg_size = 2048;
 	co.max_msg_size = 8192;
-	open_pair(&p, &so, &co);
+	cf_pair(&p, &so, &co);
 	assert_int_equal(rdmx_conn_max_msg(p.client), 2048);
 	assert_int_equal(rdmx_conn_max_msg(p.server), 2048);
 	send_seq(p.client, 2048, 1);
@@ -234,7 +235,7 @@ static void test_bad_handles(void **state)
 	struct th_pair p;
 
 	(void)state;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	memset(&junk, 0, sizeof(junk));
 	assert_int_equal(rdmx_send(p.client, &junk), -EINVAL);
 	assert_int_equal(rdmx_msg_release(p.client, &junk), -EINVAL);
@@ -274,7 +275,7 @@ static void test_forged_handles(void **state)
 	struct th_pair p;
 
 	(void)state;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	assert_int_equal(rdmx_msg_alloc(p.client, 8, &m, 0), 0);
 	m.len = 8;
 	memset(m.data, 7, 8);
@@ -345,7 +346,7 @@ static void test_backpressure(void **state)
 	(void)state;
 	so.recv_depth = 4;
 	co.send_depth = 8;
-	open_pair(&p, &so, &co);
+	cf_pair(&p, &so, &co);
 	for (;;) {
 		double t0 = th_now_ms();
 
@@ -504,7 +505,7 @@ static void test_peer_close_delivers_then_resets(void **state)
 	int rc;
 
 	(void)state;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	for (uint64_t i = 0; i < 40; i++)
 		send_seq(p.client, 300, i);
 	if (receiver_pulls()) {
@@ -544,7 +545,7 @@ static void test_receiver_close_midstream(void **state)
 
 	(void)state;
 	o.rnr_retry = 7;
-	open_pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	for (uint64_t i = 0; i < 10; i++)
 		send_seq(p.client, 64, i);
 	for (uint64_t i = 0; i < 10; i++)
@@ -687,6 +688,10 @@ int main(void)
 		cmocka_unit_test(test_recv_many_again),
 		cmocka_unit_test(test_recv_many_peer_close),
 		cmocka_unit_test(test_recv_many_bad_args),
+		cmocka_unit_test(test_sendv_in_order),
+		cmocka_unit_test(test_sendv_partial),
+		cmocka_unit_test(test_sendv_bad_args),
+		cmocka_unit_test(test_sendv_peer_close),
 	};
 	/* the other wait modes: what waits (pingpong, backpressure, the
 	 * peer leaving, a send token), kept short for make check */

@@ -28,11 +28,7 @@
 
 static void pair(struct th_pair *p, const struct rdmx_conn_opts *o)
 {
-	int rc = th_pair_open(p, o, o);
-
-	if (rc)
-		fail_msg("%s: cannot connect a pair: %s (%s)", cf_protocol(),
-			 rdmx_strerror(rc), rdmx_last_error());
+	cf_pair(p, o, o);
 }
 
 /* Message @seq's size: 1..200, small ones often (fits a 256-byte max). */

@@ -40,13 +40,8 @@ static size_t big = 4096; /* the largest message: the pair's max_msg_size */
 
 static void pair(struct th_pair *p, const struct rdmx_conn_opts *o)
 {
-	int rc;
-
 	big = o->max_msg_size;
-	rc = th_pair_open(p, o, o);
-	if (rc)
-		fail_msg("%s: cannot connect a pair: %s (%s)", cf_protocol(),
-			 rdmx_strerror(rc), rdmx_last_error());
+	cf_pair(p, o, o);
 }
 
 /* Sizes 1..big mixed, small ones often (where coalescing pays). */

@@ -36,15 +36,6 @@ static int can_pend(void)
 	return !strcmp(cf_protocol(), "send_recv") || !strcmp(cf_protocol(), "read");
 }
 
-static void pair(struct th_pair *p, const struct rdmx_conn_opts *so,
-		 const struct rdmx_conn_opts *co)
-{
-	int rc = th_pair_open(p, so, co);
-
-	if (rc)
-		fail_msg("%s: cannot connect a pair: %s (%s)", cf_protocol(),
-			 rdmx_strerror(rc), rdmx_last_error());
-}
 
 /* Send message @seq of @size bytes; its token. */
 static rdmx_token send_one(rdmx_conn *c, size_t size, uint64_t seq)
@@ -109,7 +100,7 @@ void test_send_tokens_in_order(void **state)
 	(void)state;
 	assert_non_null(tok);
 	o.max_msg_size = 4096;
-	pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	for (uint64_t sent = 0, got = 0; got < n;) {
 		while (sent < n && sent - got < 16) {
 			tok[sent] = send_one(p.client, mixed(sent), sent);
@@ -146,7 +137,7 @@ static unsigned burst_held(struct th_pair *p, rdmx_token *tok,
 
 	so.recv_depth = HELD;
 	co.send_depth = 16;
-	pair(p, &so, &co);
+	cf_pair(p, &so, &co);
 	for (; sent < BURST; sent++) {
 		rc = rdmx_msg_alloc(p->client, SIZE, &m, 300);
 		if (rc == -ETIMEDOUT)
@@ -210,8 +201,8 @@ void test_send_tokens_bad(void **state)
 	struct rdmx_msg m;
 
 	(void)state;
-	pair(&p, &o, &o);
-	pair(&q, &o, &o);
+	cf_pair(&p, &o, &o);
+	cf_pair(&q, &o, &o);
 	tc = send_one(p.client, 8, 0);
 	ts = send_one(p.server, 8, 1);
 	tq = send_one(q.client, 8, 2);
@@ -293,7 +284,7 @@ void test_send_failed_keeps_buffer(void **state)
 	int rc;
 
 	(void)state;
-	pair(&p, &o, &o);
+	cf_pair(&p, &o, &o);
 	assert_int_equal(rdmx_msg_alloc(p.client, 64, &m, 1000), 0);
 	m.len = m.cap + 1;
 	assert_int_equal(rdmx_send(p.client, &m), -EMSGSIZE);

@@ -9,9 +9,14 @@
 
 #include <rdmx/rdmx.h>
 
-/* conformance.c: the protocol under test and its options. */
+/* conformance.c: the protocol under test and its options; a connected
+ * pair with server options @so and client options @co (a failure to
+ * connect fails the test, saying why). */
+struct th_pair;
 const char *cf_protocol(void);
 struct rdmx_conn_opts cf_opts(void);
+void cf_pair(struct th_pair *p, const struct rdmx_conn_opts *so,
+	     const struct rdmx_conn_opts *co);
 
 void test_send_tokens_in_order(void **state);
 void test_send_tokens_no_flush(void **state);

@@ -92,17 +92,22 @@ static void burst(rdmx_conn *c, uint64_t seq, unsigned n, unsigned flags)
 	}
 }
 
-/* Receive @n messages numbered from @seq, in order. */
-static void take(rdmx_conn *c, uint64_t seq, unsigned n)
+/* Receive @n messages of @len bytes numbered from @seq, in order. */
+static void take_sized(rdmx_conn *c, uint64_t seq, unsigned n, size_t len)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct rdmx_msg m;
 
 		assert_int_equal(rdmx_recv(c, &m, 5000), 0);
-		assert_int_equal(m.len, 64);
-		assert_int_equal(th_check(m.data, 64, seq + i), -1);
+		assert_int_equal(m.len, len);
+		assert_int_equal(th_check(m.data, len, seq + i), -1);
 		assert_int_equal(rdmx_msg_release(c, &m), 0);
 	}
+}
+
+static void take(rdmx_conn *c, uint64_t seq, unsigned n)
+{
+	take_sized(c, seq, n, 64);
 }
 
 /* A burst of 17 is one doorbell; default signal_every (16 here) signals
@@ -275,6 +280,46 @@ static void test_pack_one_send(void **state)
 	for (int i = 0; i < N_PACKING; i++) {
 		pack_one_send(protocols[i], 1024);
 		pack_one_send(protocols[i], 64);
+	}
+}
+
+/*
+ * rdmx_sendv packs straight from the iovec: 17 small messages are one
+ * SEND, 64 (RDMX__PACK_MAX) still one, 65 two; with coalesce OFF every
+ * message is a SEND of its own; one doorbell each time (with
+ * signal_every 1, the signaled work requests count the SENDs).
+ */
+static void sendv_frames(const char *proto, enum rdmx_coalesce co, unsigned n,
+			 unsigned posts, unsigned sends)
+{
+	uint8_t bytes[65][40]; /* 64 of them fill a 4 KiB frame */
+	struct iovec iov[65];
+	struct th_pair p;
+	struct counts a, b;
+
+	open_sized(&p, proto, 1024, 128, 1, co, 128); /* every SEND signaled */
+	for (unsigned i = 0; i < n; i++) {
+		th_fill(bytes[i], 40, i);
+		iov[i] = (struct iovec){ .iov_base = bytes[i], .iov_len = 40 };
+	}
+	a = counts(&p);
+	assert_int_equal(rdmx_sendv(p.client, iov, (int)n, 5000, NULL), (int)n);
+	b = counts(&p);
+	assert_int_equal(b.posts - a.posts, posts);
+	assert_int_equal(b.signaled - a.signaled, sends);
+	take_sized(p.server, 0, n, 40);
+	assert_int_equal(rdmx_flush(p.client, 5000), 0);
+	th_pair_close(&p);
+}
+
+static void test_sendv_packs(void **state)
+{
+	(void)state;
+	for (int i = 0; i < N_PACKING; i++) {
+		sendv_frames(protocols[i], RDMX_COALESCE_DEFAULT, 17, 1, 1);
+		sendv_frames(protocols[i], RDMX_COALESCE_DEFAULT, 64, 1, 1);
+		sendv_frames(protocols[i], RDMX_COALESCE_DEFAULT, 65, 1, 2);
+		sendv_frames(protocols[i], RDMX_COALESCE_OFF, 17, 1, 17);
 	}
 }
 
@@ -533,6 +578,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pack_one_send),
+		cmocka_unit_test(test_sendv_packs),
 		cmocka_unit_test(test_pack_mixed),
 		cmocka_unit_test(test_pack_marker_imm),
 		cmocka_unit_test(test_pack_hostile),
