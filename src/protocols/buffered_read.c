@@ -449,6 +449,36 @@ static int br_sleep_announce(rdmx_conn *c)
  * READ of ours is still out (its completion comes without the sender:
  * poll again rather than sleep), 0 when the tail showed nothing new (the
  * one time a receiver waits), or -errno. */
+/*
+ * The end of the whole records of the section [@from, @to) now in the
+ * mirror: what may be published as fetched. A section READ ahead of its
+ * records (a tail taken torn or stale) is taken only as far as its
+ * records check out, and the rest is read again; publishing @to instead
+ * let the sender's rdmx_flush return, and its close lose the records the
+ * receiver then had to read again (ASan conformance on the fake fabric,
+ * test_peer_close_delivers_then_resets: the puller got -ECONNRESET before
+ * its 40 messages). A malformed record is left in, for take() to fail
+ * the connection with. The mirror is ours once the READ completed: take()
+ * peeking again reads nothing the peer can still change.
+ */
+static uint64_t whole_upto(const rdmx_conn *c, const struct br *p, uint64_t from,
+			   uint64_t to)
+{
+	struct rdmx__ring_rec_view v;
+
+	while (from < to) {
+		int rc = rdmx__ring_peek(&p->pgeo, p->mirror + (from & p->pgeo.mask), p->pseed,
+					 from, c->max_msg, 1, &v);
+
+		if (rc < 0)
+			return to;
+		if (rc == 0 || from + v.size > to)
+			break;
+		from += v.size;
+	}
+	return from;
+}
+
 static int reap(rdmx_conn *c)
 {
 	struct br *p = br_of(c);
@@ -468,7 +498,7 @@ static int reap(rdmx_conn *c)
 		if (kind == K_TAIL) {
 			rc = on_tail(c);
 		} else if (kind == K_DATA && !--p->data_out) {
-			p->fetched = p->target;
+			p->fetched = whole_upto(c, p, p->fetched, p->target);
 			p->rd_state = RD_IDLE;
 			got = 1;
 			publish(p);
