@@ -602,6 +602,7 @@ static int nap(rdmx_conn *c, struct rdmx__deadline *d)
 
 static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 {
+	struct br *p = br_of(c);
 	struct rdmx__deadline d;
 	int rc;
 
@@ -613,6 +614,15 @@ static int br_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 		if (rc < 0)
 			return rdmx__conn_down(c, rc, "%s", rdmx__last());
 		rc = progress(c);
+		/* a section came in: take it before any error or check of the
+		 * peer. Its progress is published, so the sender's rdmx_flush
+		 * may return and its close come at once, and the same poll
+		 * may hold the flushed completions that the close caused:
+		 * returning that error first said "closed by peer" with every
+		 * message fetched (conformance's peer close under TSan, 2 runs
+		 * in 16, 0 of 40 delivered) */
+		if (p->rd < p->fetched)
+			continue;
 		if (rc < 0)
 			return rc;
 		/* a READ of ours out: poll again, but every BUSY_TURNS the wait
