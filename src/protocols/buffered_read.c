@@ -445,21 +445,17 @@ static int br_sleep_announce(rdmx_conn *c)
 	return rdmx__bell_announce(c, &p->bell, &p->ctl->gen_src, &wr);
 }
 
-/* Take in the send CQ; 1 if a section came in (something to take) or a
- * READ of ours is still out (its completion comes without the sender:
- * poll again rather than sleep), 0 when the tail showed nothing new (the
- * one time a receiver waits), or -errno. */
 /*
  * The end of the whole records of the section [@from, @to) now in the
  * mirror: what may be published as fetched. A section READ ahead of its
- * records (a tail taken torn or stale) is taken only as far as its
- * records check out, and the rest is read again; publishing @to instead
- * let the sender's rdmx_flush return, and its close lose the records the
- * receiver then had to read again (ASan conformance on the fake fabric,
- * test_peer_close_delivers_then_resets: the puller got -ECONNRESET before
- * its 40 messages). A malformed record is left in, for take() to fail
- * the connection with. The mirror is ours once the READ completed: take()
- * peeking again reads nothing the peer can still change.
+ * records (a tail beyond what was written: torn, stale or a lie) is
+ * taken only as far as its records check out, and the rest is read
+ * again; publishing @to instead would let the sender's rdmx_flush
+ * return, and its close lose the records the receiver then had to read
+ * again (test_tail_is_a_hint). A malformed record is left in, for take()
+ * to fail the connection with. The mirror is ours once the READ
+ * completed: take() peeking again reads nothing the peer can still
+ * change.
  */
 static uint64_t whole_upto(const rdmx_conn *c, const struct br *p, uint64_t from,
 			   uint64_t to)
@@ -479,6 +475,10 @@ static uint64_t whole_upto(const rdmx_conn *c, const struct br *p, uint64_t from
 	return from;
 }
 
+/* Take in the send CQ; 1 if a section came in (something to take) or a
+ * READ of ours is still out (its completion comes without the sender:
+ * poll again rather than sleep), 0 when the tail showed nothing new (the
+ * one time a receiver waits), or -errno. */
 static int reap(rdmx_conn *c)
 {
 	struct br *p = br_of(c);

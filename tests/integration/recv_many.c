@@ -26,11 +26,6 @@
 
 #define VEC_MAX 16
 
-static void pair(struct th_pair *p, const struct rdmx_conn_opts *o)
-{
-	cf_pair(p, o, o);
-}
-
 /* Message @seq's size: 1..200, small ones often (fits a 256-byte max). */
 static size_t size_of(uint64_t seq)
 {
@@ -139,7 +134,7 @@ void test_recv_many_in_order(void **state)
 
 	(void)state;
 	o.max_msg_size = 256;
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	vtake_start(&k, p.server, n, 0);
 	for (unsigned burst = 1; seq < n; burst = burst % VEC_MAX + 1) {
 		uint64_t to = seq + burst < n ? seq + burst : n;
@@ -184,7 +179,7 @@ void test_recv_many_max_smaller(void **state)
 
 	(void)state;
 	o.max_msg_size = 256;
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	if (receiver_pulls()) {
 		vtake_start(&k, p.server, 10, 3);
 		send_bursts(p.client, 0, 10, 1);
@@ -209,7 +204,7 @@ void test_recv_many_ring_wrap(void **state)
 	(void)state;
 	o.ring_size = 4096;
 	o.max_msg_size = 256;
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	vtake_start(&k, p.server, n, VEC_MAX);
 	send_bursts(p.client, 0, n, 13); /* 13: bursts fall anywhere */
 	assert_int_equal(rdmx_flush(p.client, 20000), 0);
@@ -226,7 +221,7 @@ void test_recv_many_again(void **state)
 
 	(void)state;
 	o.max_msg_size = 256;
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	assert_int_equal(rdmx_recv_many(p.server, m, 4, 0), -EAGAIN);
 	send_bursts(p.client, 0, 1, 1);
 	assert_int_equal(rdmx_recv_many(p.server, m, 4, 10000), 1);
@@ -247,7 +242,7 @@ void test_recv_many_peer_close(void **state)
 
 	(void)state;
 	o.max_msg_size = 256;
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	if (receiver_pulls())
 		vtake_start(&k, p.server, 40, 7);
 	send_bursts(p.client, 0, 40, 8);
@@ -301,7 +296,7 @@ void test_recv_many_bad_args(void **state)
 
 	(void)state;
 	o.max_msg_size = 256;
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	assert_int_equal(rdmx_recv_many(NULL, m, 1, 0), -EINVAL);
 	assert_int_equal(rdmx_recv_many(p.server, NULL, 1, 0), -EINVAL);
 	assert_int_equal(rdmx_recv_many(p.server, m, 0, 0), -EINVAL);

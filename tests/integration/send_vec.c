@@ -26,11 +26,6 @@
 #define VEC 64
 #define MAX_MSG 4096
 
-static void pair(struct th_pair *p, const struct rdmx_conn_opts *o)
-{
-	cf_pair(p, o, o);
-}
-
 /* Message @seq's size: 0..MAX_MSG, mostly small (packed), some large. */
 static size_t size_of(uint64_t seq)
 {
@@ -147,7 +142,7 @@ void test_sendv_in_order(void **state)
 
 	(void)state;
 	vbuf_open(&v);
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	take_start(&k, p.server, n);
 	for (int vec = 1; seq < n; vec = vec % VEC + 1) {
 		uint64_t to = seq + (uint64_t)vec < n ? seq + (uint64_t)vec : n;
@@ -176,7 +171,7 @@ void test_sendv_partial(void **state)
 
 	(void)state;
 	vbuf_open(&v);
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	for (int calls = 0; rc > 0 && calls < 1000; calls++) {
 		rc = rdmx_sendv(p.client, vec_of(&v, sent, VEC), VEC, 0, NULL);
 		if (rc > 0)
@@ -204,7 +199,7 @@ void test_sendv_bad_args(void **state)
 
 	(void)state;
 	vbuf_open(&v);
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	memcpy(iov, vec_of(&v, 0, 4), sizeof(iov));
 	assert_int_equal(rdmx_sendv(NULL, iov, 4, 0, NULL), -EINVAL);
 	assert_int_equal(rdmx_sendv(p.client, NULL, 4, 0, NULL), -EINVAL);
@@ -242,7 +237,7 @@ void test_sendv_peer_close(void **state)
 
 	(void)state;
 	vbuf_open(&v);
-	pair(&p, &o);
+	cf_pair(&p, &o, &o);
 	assert_int_equal(rdmx_sendv(p.client, vec_of(&v, 0, 8), 8, 20000, NULL), 8);
 	rdmx_conn_close(p.server);
 	p.server = NULL;
