@@ -32,9 +32,13 @@
 #define RDMX__PACK_HDR 8            /* frame header */
 #define RDMX__PACK_ENT 8            /* entry header */
 #define RDMX__PACK_OVERHEAD (RDMX__PACK_HDR + RDMX__PACK_ENT)
-/* The smallest buffer of a side that splits frames: a burst of small
- * messages packs whatever max_msg is (56 of 64 bytes). */
-#define RDMX__PACK_FRAME_MIN 4096
+/* The smallest buffer of a side that splits frames: a full frame of
+ * 64-byte messages (RDMX__PACK_MAX of them) fits whatever max_msg is, so
+ * a burst of 64 such messages is one SEND. */
+#define RDMX__PACK_FRAME_MIN (RDMX__PACK_HDR + RDMX__PACK_MAX * (RDMX__PACK_ENT + 64))
+/* The floor of an rdmx before it (hello flag RDMX__UNPACK_FRAME_MIN
+ * without RDMX__UNPACK_FRAME_FULL): 56 messages of 64 bytes. */
+#define RDMX__PACK_FRAME_MIN_V1 4096
 #define RDMX__PACK_SLOT_ALIGN 64
 
 /* One message of a parsed frame. */
@@ -58,13 +62,18 @@ static inline uint32_t rdmx__pack_pad(uint32_t n)
  * of 128 bytes, a frame of two 64-byte messages is 152, and send_recv and
  * srq sent one message per SEND in every burst.
  */
-static inline size_t rdmx__pack_slot(uint32_t max_msg)
+static inline size_t rdmx__pack_slot_min(uint32_t max_msg, size_t floor)
 {
 	size_t b = (size_t)max_msg + RDMX__PACK_OVERHEAD;
 
-	if (b < RDMX__PACK_FRAME_MIN)
-		b = RDMX__PACK_FRAME_MIN;
+	if (b < floor)
+		b = floor;
 	return (b + RDMX__PACK_SLOT_ALIGN - 1) & ~(size_t)(RDMX__PACK_SLOT_ALIGN - 1);
+}
+
+static inline size_t rdmx__pack_slot(uint32_t max_msg)
+{
+	return rdmx__pack_slot_min(max_msg, RDMX__PACK_FRAME_MIN);
 }
 
 /* Parse the frame of @len bytes at @buf (peer-written, read once) into

@@ -30,6 +30,9 @@ struct rdmx__sendpool;
  * RDMX__PACK_FRAME_MIN. Without it a peer's buffers are taken to hold
  * max_msg and a frame's overhead (an rdmx before the floor). */
 #define RDMX__UNPACK_FRAME_MIN 2u
+/* Hello flag (bit 2, send_recv, with bit 1): the floor is
+ * RDMX__PACK_FRAME_MIN; with bit 1 alone it is RDMX__PACK_FRAME_MIN_V1. */
+#define RDMX__UNPACK_FRAME_FULL 4u
 
 /* The frame being handed out. */
 struct rdmx__unpack {

@@ -23,7 +23,8 @@
  * frame's overhead, so a message whose immediate data is the frame marker
  * travels as a frame of one, and at least RDMX__PACK_FRAME_MIN bytes, so
  * that a burst packs when max_msg is small (rdmx__pack_slot; the hello's
- * bit 1 says so).
+ * bits 1 and 2 say so; a peer with bit 1 alone has the older, smaller
+ * floor RDMX__PACK_FRAME_MIN_V1).
  *
  * Released receive buffers are reposted in chains of up to recv_depth / 4
  * (at most RDMX__REPOST_MAX, core/repost.h): one doorbell for several. A receiver never waits
@@ -178,7 +179,7 @@ static int sr_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len)
 	(void)c;
 	if (cap < 1)
 		return rdmx__fail(-EINVAL, "send_recv: no room for the protocol block");
-	block[0] = RDMX__UNPACK_SPLITS | RDMX__UNPACK_FRAME_MIN;
+	block[0] = RDMX__UNPACK_SPLITS | RDMX__UNPACK_FRAME_MIN | RDMX__UNPACK_FRAME_FULL;
 	*len = 1;
 	return 0;
 }
@@ -196,10 +197,12 @@ static int sr_hello_in(rdmx_conn *c, const uint8_t *block, size_t len)
 		return 0;
 	/* the peer's buffers hold the negotiated max_msg and a frame's
 	 * overhead (its sr_setup ran with a max_msg at least as large), and
-	 * with RDMX__UNPACK_FRAME_MIN at least RDMX__PACK_FRAME_MIN */
+	 * with RDMX__UNPACK_FRAME_MIN at least the floor of its version */
 	bytes = (size_t)c->max_msg + RDMX__PACK_OVERHEAD;
-	if (block[0] & RDMX__UNPACK_FRAME_MIN)
+	if (block[0] & RDMX__UNPACK_FRAME_FULL)
 		bytes = rdmx__pack_slot(c->max_msg);
+	else if (block[0] & RDMX__UNPACK_FRAME_MIN)
+		bytes = rdmx__pack_slot_min(c->max_msg, RDMX__PACK_FRAME_MIN_V1);
 	rdmx__unpack_peer_splits(c, &p->sp, (uint32_t)bytes);
 	return 0;
 }

@@ -255,21 +255,22 @@ static void take_mixed(rdmx_conn *c, uint64_t seq, unsigned n)
 	}
 }
 
-/* A burst of 17 small messages is one SEND with one completion, also
+/* A burst of @n 64-byte messages is one SEND with one completion, also
  * when max_msg is the messages' size (64: rdmx bench --sizes 64, where
- * buffers of max_msg and a frame's overhead held frames of one). */
-static void pack_one_send(const char *proto, uint32_t max_msg)
+ * buffers of max_msg and a frame's overhead held frames of one), and a
+ * full frame (RDMX__PACK_MAX: rdmx bench --batch 64) fits one buffer. */
+static void pack_one_send(const char *proto, uint32_t max_msg, unsigned n)
 {
 	struct th_pair p;
 	struct counts a, b;
 
-	open_sized(&p, proto, max_msg, 64, 0, RDMX_COALESCE_DEFAULT, 64);
+	open_sized(&p, proto, max_msg, 64, 1, RDMX_COALESCE_DEFAULT, 64); /* every SEND signaled */
 	a = counts(&p);
-	burst(p.client, 0, 17, RDMX_SEND_MORE);
+	burst(p.client, 0, n, RDMX_SEND_MORE);
 	b = counts(&p);
 	assert_int_equal(b.posts - a.posts, 1);
 	assert_int_equal(b.signaled - a.signaled, 1);
-	take(p.server, 0, 17);
+	take(p.server, 0, n);
 	assert_int_equal(rdmx_flush(p.client, 5000), 0);
 	th_pair_close(&p);
 }
@@ -278,8 +279,9 @@ static void test_pack_one_send(void **state)
 {
 	(void)state;
 	for (int i = 0; i < N_PACKING; i++) {
-		pack_one_send(protocols[i], 1024);
-		pack_one_send(protocols[i], 64);
+		pack_one_send(protocols[i], 1024, 17);
+		pack_one_send(protocols[i], 64, 17);
+		pack_one_send(protocols[i], 64, RDMX__PACK_MAX);
 	}
 }
 
@@ -292,7 +294,7 @@ static void test_pack_one_send(void **state)
 static void sendv_frames(const char *proto, enum rdmx_coalesce co, unsigned n,
 			 unsigned posts, unsigned sends)
 {
-	uint8_t bytes[65][40]; /* 64 of them fill a 4 KiB frame */
+	uint8_t bytes[65][40]; /* 64 of them fill a frame (RDMX__PACK_MAX) */
 	struct iovec iov[65];
 	struct th_pair p;
 	struct counts a, b;
