@@ -24,6 +24,7 @@ struct bench_cfg {
 	const char *wait;			/* --wait: a cli_wait_modes name */
 	const char *batch_s;			/* --batch LIST */
 	const char *coalesce;			/* --coalesce */
+	bool sendv;				/* --sendv */
 	long long signal_every;			/* --signal-every */
 	const char *notify, *ack;		/* --notify, --ack (ring protocols) */
 	bool all_sizes;				/* -a */

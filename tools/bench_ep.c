@@ -8,12 +8,19 @@
 #include "le.h"
 
 #define REP_VEC 16 /* messages per rdmx_recv_many */
+#define VEC_MAX 4096 /* --sendv: messages staged for one rdmx_sendv */
+#define VEC_BYTES (1u << 20) /* and their bytes, but one message of any size */
 
 struct rdmx_ep {
 	struct bench_ep ep;
 	rdmx_conn *conn;
 	struct bench_rx q[REP_VEC]; /* taken, not yet handed out */
 	int qn, qi;
+	/* --sendv: a burst's messages, staged until its last */
+	struct iovec *iov;
+	uint8_t *vbuf;
+	size_t vcap, vused;
+	int vn;
 };
 
 static struct rdmx_ep *rep_of(struct bench_ep *ep)
@@ -28,6 +35,65 @@ static int rep_fail(struct rdmx_ep *r, const char *what, int rc)
 	return rc;
 }
 
+/* --sendv: send the staged messages, in as many rdmx_sendv calls as it
+ * takes (each returns how many it sent, like writev). */
+static int vec_flush(struct rdmx_ep *r)
+{
+	int done = 0, n;
+
+	while (done < r->vn) {
+		n = rdmx_sendv(r->conn, r->iov + done, r->vn - done, r->ep.timeout_ms, NULL);
+		if (n < 0)
+			return rep_fail(r, "send a vector", n);
+		done += n;
+	}
+	r->vn = 0;
+	r->vused = 0;
+	return 0;
+}
+
+/* Room in the staging buffer for a message of @len bytes: its address. */
+static uint8_t *vec_room(struct rdmx_ep *r, size_t len)
+{
+	size_t want = r->vused + len;
+	uint8_t *b;
+
+	if (!r->iov && !(r->iov = calloc(VEC_MAX, sizeof(*r->iov))))
+		return NULL;
+	if (want > r->vcap) {
+		/* the iovecs point into vbuf: only an empty stage moves */
+		if (r->vn)
+			return NULL;
+		b = realloc(r->vbuf, len > VEC_BYTES ? len : VEC_BYTES);
+		if (!b)
+			return NULL;
+		r->vbuf = b;
+		r->vcap = len > VEC_BYTES ? len : VEC_BYTES;
+	}
+	return r->vbuf + r->vused;
+}
+
+/* --sendv: stage a data message; a burst's last one (or a full stage)
+ * sends them all with rdmx_sendv. */
+static int vec_send(struct rdmx_ep *r, const void *head, size_t head_len, size_t len)
+{
+	uint8_t *b;
+	int rc;
+
+	if (r->vn && (r->vn == VEC_MAX || r->vused + len > r->vcap)) {
+		rc = vec_flush(r);
+		if (rc)
+			return rc;
+	}
+	b = vec_room(r, len);
+	if (!b)
+		return rep_fail(r, "stage a vector", -ENOMEM);
+	memcpy(b, head, head_len < len ? head_len : len);
+	r->iov[r->vn++] = (struct iovec){ .iov_base = b, .iov_len = len };
+	r->vused += len;
+	return r->ep.more ? 0 : vec_flush(r);
+}
+
 static int rep_send(struct bench_ep *ep, const void *head, size_t head_len,
 		    size_t len, bool ctrl)
 {
@@ -35,6 +101,10 @@ static int rep_send(struct bench_ep *ep, const void *head, size_t head_len,
 	struct rdmx_msg m;
 	int rc;
 
+	if (ep->vec && !ctrl)
+		return vec_send(r, head, head_len, len);
+	if (r->vn && (rc = vec_flush(r))) /* a control after a cut burst */
+		return rc;
 	rc = rdmx_msg_alloc(r->conn, len, &m, ep->timeout_ms);
 	if (rc)
 		return rep_fail(r, "allocate a message", rc);
@@ -97,7 +167,11 @@ static int rep_recv(struct bench_ep *ep, struct bench_rx *rx)
 static int rep_flush(struct bench_ep *ep)
 {
 	struct rdmx_ep *r = rep_of(ep);
-	int rc = rdmx_flush(r->conn, ep->timeout_ms);
+	int rc = r->vn ? vec_flush(r) : 0;
+
+	if (rc)
+		return rc;
+	rc = rdmx_flush(r->conn, ep->timeout_ms);
 
 	return rc ? rep_fail(r, "flush", rc) : 0;
 }
@@ -107,6 +181,8 @@ static void rep_close(struct bench_ep *ep)
 	struct rdmx_ep *r = rep_of(ep);
 
 	rdmx_conn_close(r->conn);
+	free(r->iov);
+	free(r->vbuf);
 	free(r);
 }
 

@@ -66,6 +66,7 @@ struct bench_ep {
 	const struct bench_ep_ops *ops;
 	int timeout_ms;		/* longest wait of one send or receive */
 	bool more;		/* the next data send is not a burst's last */
+	bool vec;		/* rdmx: a burst is one rdmx_sendv (--sendv) */
 	struct cli_err err;
 };
 

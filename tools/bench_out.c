@@ -96,6 +96,15 @@ static const char *coalesce_of(const struct bench_report *r)
 	       "default";
 }
 
+/* --sendv: the rdmx rows sent each burst with one rdmx_sendv. */
+static const char *sendv_of(const struct bench_report *r)
+{
+	for (int i = 0; i < r->n_results; i++)
+		if (r->results[i].sendv)
+			return ", one rdmx_sendv a burst";
+	return "";
+}
+
 void bench_print_table(const struct bench_report *r, FILE *f)
 {
 	int i;
@@ -127,8 +136,8 @@ void bench_print_table(const struct bench_report *r, FILE *f)
 	if (has_mode(r, BENCH_BW)) {
 		fprintf(f, "\nbandwidth: %d outstanding, receiver-confirmed; per-conn "
 			"= slowest and fastest connection; jain = their fairness "
-			"(1: even); batch = sends per burst (coalesce %s)\n",
-			r->outstanding, coalesce_of(r));
+			"(1: even); batch = sends per burst (coalesce %s%s)\n",
+			r->outstanding, coalesce_of(r), sendv_of(r));
 		fprintf(f, "%-14s %5s %6s %9s %12s %10s %12s %12s %5s %9s %9s %5s\n",
 			"protocol", "conns", "size", "msgs", "msg/s",
 			r->mbs ? "MB/s" : "Gb/s", "per-conn min", "per-conn max",
@@ -190,6 +199,8 @@ static void json_result(const struct bench_report *r,
 	fputs(x->single_receiver ? "true" : "false", f);
 	jw_kv_u64(f, "batch", (uint64_t)(x->batch ? x->batch : 1), false);
 	jw_kv_str(f, "coalesce", x->coalesce ? x->coalesce : "default", false);
+	jw_key(f, "sendv", false);
+	fputs(x->sendv ? "true" : "false", f);
 	jw_kv_str(f, "device", r->device, false);
 	jw_kv_str(f, "timestamp", r->timestamp, false);
 	jw_kv_u64(f, "msgs", x->msgs, false);
@@ -263,7 +274,7 @@ static const char csv_header[] =
 	"msg_rate,gbps,rtt_min_us,rtt_p50_us,rtt_p90_us,rtt_p99_us,rtt_p99_9_us,"
 	"rtt_max_us,rtt_mean_us,rtt_stdev_us,one_way_p50_us,client_user_pct,"
 	"client_sys_pct,server_user_pct,server_sys_pct,single_receiver,"
-	"per_conn_min_msg_rate,per_conn_max_msg_rate,jain,batch,coalesce\n";
+	"per_conn_min_msg_rate,per_conn_max_msg_rate,jain,batch,coalesce,sendv\n";
 
 static void csv_lat(const struct hist *h, FILE *f)
 {
@@ -289,13 +300,13 @@ int bench_write_csv(const struct bench_report *r, FILE *f)
 			x->protocol, mode_name(x->mode), x->size, x->conns, x->msgs,
 			x->warmup, (double)x->wall_ns / 1e9, x->msg_rate, x->gbps);
 		csv_lat(x->mode == BENCH_LAT ? x->rtt : NULL, f);
-		fprintf(f, "%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.4f,%d,%s\n",
+		fprintf(f, "%.1f,%.1f,%.1f,%.1f,%d,%.3f,%.3f,%.4f,%d,%s,%d\n",
 			bench_pct(x->client.user_ns, x->wall_ns),
 			bench_pct(x->client.sys_ns, x->wall_ns),
 			bench_pct(x->server.user_ns, x->wall_ns),
 			bench_pct(x->server.sys_ns, x->wall_ns), x->single_receiver,
 			x->conn_min, x->conn_max, x->jain, x->batch ? x->batch : 1,
-			x->coalesce ? x->coalesce : "default");
+			x->coalesce ? x->coalesce : "default", x->sendv);
 	}
 	return ferror(f) ? -EIO : 0;
 }

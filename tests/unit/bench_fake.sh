@@ -56,7 +56,7 @@ grep -q '^  2 conns: round trips/s per conn min' "$dir/out" ||
 rows=$(jq '.results | length' "$dir/sr.json")
 [ "$rows" -eq $((nproto * 4)) ] || fail "--single-receiver: $rows rows, expected $((nproto * 4))"
 [ "$(wc -l <"$dir/sr.csv")" -eq $((rows + 1)) ] || fail "--single-receiver: CSV rows differ"
-head -1 "$dir/sr.csv" | grep -q ',single_receiver,per_conn_min_msg_rate,per_conn_max_msg_rate,jain,batch,coalesce$' ||
+head -1 "$dir/sr.csv" | grep -q ',single_receiver,per_conn_min_msg_rate,per_conn_max_msg_rate,jain,batch,coalesce,sendv$' ||
 	fail "--single-receiver: the CSV lacks the per-connection columns"
 [ "$(awk -F, 'NR > 1 && $26 == 1' "$dir/sr.csv" | wc -l)" -eq $(((nproto - 1) * 4)) ] ||
 	fail "--single-receiver: the CSV does not mark every rdmx row"
@@ -208,6 +208,19 @@ jq -e '[.results[] | select(.mode == "bw") | .batch] == [1, 16, 1, 16] and
 grep -Eq '^write_simplex +1 +64 .* 16$' "$dir/out" || { cat "$dir/out"; fail "--batch: no batch column in the table"; }
 [ "$(cut -d, -f30,31 "$dir/batch.csv" | sort | uniq -c | awk '{print $1 " " $2}' | tr '\n' ' ')" = "4 1,on 2 16,on 1 batch,coalesce " ] ||
 	{ cat "$dir/batch.csv"; fail "--batch: batch and coalesce columns in the CSV"; }
+# --sendv: a burst is one rdmx_sendv from the bench's staging buffer; 203
+# messages end in a cut burst of 11 (sent before END), and 400 KiB ones
+# overflow the 1 MiB stage mid-burst; the server confirms every message
+# of every row (the bench checks its count and their sequence numbers).
+"$rdmx" bench --fabric fake -p send_recv,write_simplex,tcp --mode bw --sizes 64,400K \
+	--iters 203 --warmup 10 --batch 1,16 --sendv --json "$dir/vec.json" \
+	--csv "$dir/vec.csv" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "--sendv"; }
+jq -e '(.results | length) == 12 and all(.results[]; .msgs == 203) and
+	all(.results[]; .sendv == (.protocol != "tcp")) and .config.sendv' \
+	"$dir/vec.json" >/dev/null || { cat "$dir/vec.json"; fail "--sendv: rows or sendv wrong in the JSON"; }
+grep -q 'one rdmx_sendv a burst' "$dir/out" || { cat "$dir/out"; fail "--sendv: not said in the table"; }
+[ "$(cut -d, -f32 "$dir/vec.csv" | sort | uniq -c | awk '{print $1 " " $2}' | tr '\n' ' ')" = "4 0 8 1 1 sendv " ] ||
+	{ cat "$dir/vec.csv"; fail "--sendv: the sendv column in the CSV"; }
 # Results survive Ctrl-C: SIGINT in the middle of a run exits 130, and the
 # JSON and CSV hold every row finished before it (whole files, no leftovers).
 set +e
