@@ -807,8 +807,7 @@ int rdmx_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
  * within its buffer and the connection's maximum. Inline, as the
  * counting below: they are on every message's path (bench/profile-burst:
  * a call of its own cost send_recv 24 instructions a message). */
-static inline __attribute__((always_inline))
-int send_check(rdmx_conn *c, const struct rdmx_msg *m)
+RDMX__HOT int send_check(rdmx_conn *c, const struct rdmx_msg *m)
 {
 	int rc = conn_usable(c);
 
@@ -825,8 +824,7 @@ int send_check(rdmx_conn *c, const struct rdmx_msg *m)
 
 /* The send's outcome @rc, kept; a send that succeeded is counted, and
  * its count is its sequence, the token (under c->lock). */
-static inline __attribute__((always_inline))
-int send_counted(rdmx_conn *c, int rc, size_t len, rdmx_token *tok)
+RDMX__HOT int send_counted(rdmx_conn *c, int rc, size_t len, rdmx_token *tok)
 {
 	rc = rdmx__conn_keep(c, rc);
 	if (!rc) {

@@ -218,7 +218,7 @@ static int reap_sends(rdmx_conn *c)
 
 /* The receive buffer a handle refers to (its message @ent of the buffer
  * in *@ent), or -EINVAL. */
-static int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m, uint32_t *ent)
+RDMX__HOT int64_t recv_slot(rdmx_conn *c, const struct rdmx_msg *m, uint32_t *ent)
 {
 	struct sr *p = sr_of(c);
 	int64_t idx = rdmx__unpack_handle(c, m, p->nrecv, ent);
@@ -347,7 +347,7 @@ static int recv_done(rdmx_conn *c, uint32_t idx)
 
 /* A received message first: the common release. Inline in
  * sr_release_many's loop. */
-static inline int release_one(rdmx_conn *c, struct rdmx_msg *m)
+RDMX__HOT int release_one(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct sr *p = sr_of(c);
 	uint32_t ent = 0;
