@@ -27,6 +27,7 @@
 #include "core/internal.h"
 #include "core/pack.h"
 #include "core/sendpool.h"
+#include "core/unpack.h"
 #include "harness.h"
 
 static const char *const protocols[] = { "send_recv", "srq", "direct_write", "read" };
@@ -283,6 +284,28 @@ static void test_pack_one_send(void **state)
 		pack_one_send(protocols[i], 64, 17);
 		pack_one_send(protocols[i], 64, RDMX__PACK_MAX);
 	}
+}
+
+/* A send_recv peer whose hello has bit 1 (RDMX__UNPACK_FRAME_MIN) but not
+ * bit 2 has buffers of the older 4 KiB floor: a full burst of 64-byte
+ * messages toward it is two SENDs (56 and 8), never a frame it cannot
+ * hold. The client hears such a hello again, as from an older rdmx. */
+static void test_pack_old_floor(void **state)
+{
+	const uint8_t old[1] = { RDMX__UNPACK_SPLITS | RDMX__UNPACK_FRAME_MIN };
+	struct th_pair p;
+	struct counts a, b;
+
+	(void)state;
+	open_sized(&p, "send_recv", 64, 64, 1, RDMX_COALESCE_DEFAULT, 64);
+	assert_int_equal(p.client->proto->hello_in(p.client, old, sizeof(old)), 0);
+	a = counts(&p);
+	burst(p.client, 0, RDMX__PACK_MAX, RDMX_SEND_MORE);
+	b = counts(&p);
+	assert_int_equal(b.signaled - a.signaled, 2);
+	take(p.server, 0, RDMX__PACK_MAX);
+	assert_int_equal(rdmx_flush(p.client, 5000), 0);
+	th_pair_close(&p);
 }
 
 /*
@@ -580,6 +603,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pack_one_send),
+		cmocka_unit_test(test_pack_old_floor),
 		cmocka_unit_test(test_sendv_packs),
 		cmocka_unit_test(test_pack_mixed),
 		cmocka_unit_test(test_pack_marker_imm),
