@@ -420,7 +420,7 @@ static void test_csv(void **state)
 			assert_int_equal(csv_fields(line, (size_t)(nl - line)), cols);
 	}
 	assert_int_equal(lines, 3);
-	assert_int_equal(cols, 31); /* ... batch, coalesce */
+	assert_int_equal(cols, 32); /* ... batch, coalesce, sendv */
 	line = strchr(s, '\n') + 1;
 	assert_int_equal(sscanf(line, "2026-01-02T03:04:05Z,rxe0,verbs,%31[^,],%7[^,],%llu,1,%llu,",
 				proto, mode, &size, &msgs), 4);
@@ -430,7 +430,7 @@ static void test_csv(void **state)
 	assert_int_equal(msgs, 1000);
 	line = strchr(line, '\n') + 1;
 	assert_non_null(strstr(line, ",tcp,bw,4096,2,2000,0,1.000000000,2000.000,0.065536,"
-			       ",,,,,,,,,25.0,25.0,10.0,0.0,1,900.000,1100.000,0.9900,1,default\n"));
+			       ",,,,,,,,,25.0,25.0,10.0,0.0,1,900.000,1100.000,0.9900,1,default,0\n"));
 	free(s);
 }
 
