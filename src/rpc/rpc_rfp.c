@@ -20,7 +20,11 @@
  *           its trailer was stored, so no reliance on the order within one
  *           READ). After @fetch_retries READs that found nothing it asks the
  *           server to push (an 8-byte message: slot, seq); the server SENDs
- *           that response on the control connection (hybrid mode).
+ *           that response on the control connection (hybrid mode). While
+ *           a response is fetched the client spins (READs, yielding the
+ *           CPU between passes); once every awaited response is to be
+ *           pushed it sleeps in rdmx_recv on the control connection, in
+ *           that connection's wait mode, until one comes or time is up.
  *
  * The control connection (an rdmx send_recv connection) carries the
  * set-up (slots, slot size, the two region descriptors), push requests
@@ -32,6 +36,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -727,11 +732,11 @@ static int fetch(struct rfp_conn *r, uint32_t s, struct rpc_rx *rx)
 	return 1;
 }
 
-/* A pushed response: 1 with it in @rx, 0 none, -errno. */
-static int pushed(struct rfp_conn *r, struct rpc_rx *rx)
+/* A pushed response: 1 with it in @rx, 0 none within @wait_ms, -errno. */
+static int pushed(struct rfp_conn *r, struct rpc_rx *rx, int wait_ms)
 {
 	uint32_t p[2];
-	int rc = rdmx_recv(r->c, &rx->msg, 0);
+	int rc = rdmx_recv(r->c, &rx->msg, wait_ms);
 
 	if (rc == -EAGAIN || rc == -ETIMEDOUT)
 		return 0;
@@ -751,25 +756,53 @@ static int pushed(struct rfp_conn *r, struct rpc_rx *rx)
 	return 1;
 }
 
+/* Is a response awaited by fetching (READs) rather than by a push? */
+static bool fetching(const struct rfp_conn *r)
+{
+	for (uint32_t s = 0; s < r->slots; s++)
+		if (r->state[s] == SLOT_WAIT)
+			return true;
+	return false;
+}
+
+/* The rest of the wait that ends at @end (ms), for rdmx_recv: at least 1
+ * (the caller saw time left), -1 when @timeout_ms is (forever). */
+static int left_ms(double end, int timeout_ms)
+{
+	double left = end - now_ms();
+
+	if (timeout_ms < 0)
+		return -1;
+	return left < 1 ? 1 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
 static int rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms)
 {
 	double end = now_ms() + timeout_ms;
 
 	for (;;) {
-		int rc = pushed(r, rx);
+		int rc = pushed(r, rx, 0);
 
 		for (uint32_t s = 0; !rc && s < r->slots; s++)
 			if (r->state[s] == SLOT_WAIT)
 				rc = fetch(r, s, rx);
 		/* the server went away: what it pushed before is still taken
 		 * (it flushes a refusal of the contract before it closes) */
-		if (rc < 0 && rc != -EPROTO && pushed(r, rx) == 1)
+		if (rc < 0 && rc != -EPROTO && pushed(r, rx, 0) == 1)
 			return 0;
 		if (rc)
 			return rc < 0 ? rc : 0;
 		if (timeout_ms >= 0 && now_ms() >= end)
 			return timeout_ms ? -ETIMEDOUT : -EAGAIN;
-		sched_yield();
+		if (fetching(r)) {
+			sched_yield();
+			continue;
+		}
+		/* only pushes to come: sleep until one does (a departure of
+		 * the server ends the wait too), then look again */
+		rc = pushed(r, rx, left_ms(end, timeout_ms));
+		if (rc)
+			return rc < 0 ? rc : 0;
 	}
 }
 

@@ -149,6 +149,23 @@ int stats_wait(struct srv *v, uint64_t open, uint64_t min_calls)
 	return -ETIMEDOUT;
 }
 
+/* Wait (bounded) until @n requests are held. */
+int held(struct holder *h, int n)
+{
+	double end = th_now_ms() + WAIT_MS;
+	int got;
+
+	do {
+		pthread_mutex_lock(&h->lock);
+		got = h->n;
+		pthread_mutex_unlock(&h->lock);
+		if (got >= n)
+			return 0;
+		usleep(1000);
+	} while (th_now_ms() < end);
+	return -ETIMEDOUT;
+}
+
 /* Wait (bounded) until the server dropped @n peers for malformed frames. */
 int bad_wait(struct srv *v, uint64_t n)
 {

@@ -63,6 +63,8 @@ rdmx_rpc_client *dial_ok(struct srv *v, uint32_t window);
 int stats_wait(struct srv *v, uint64_t open, uint64_t min_calls);
 /* Wait (bounded) until the server dropped @n peers for malformed frames. */
 int bad_wait(struct srv *v, uint64_t n);
+/* Wait (bounded) until @n requests of M_HOLD are held. */
+int held(struct holder *h, int n);
 /* One echo call of @n bytes with the pattern of @seq, checked. */
 void echo_once(rdmx_rpc_client *c, size_t n, uint64_t seq);
 /* The server's work requests since @s0 once they reach @want (bounded). */
@@ -75,6 +77,7 @@ void t_rfp_push_flood(void **state);
 void t_rfp_client_mem(void **state);
 void t_rfp_torn(void **state);
 void t_rfp_torn_garbage(void **state);
+void t_rfp_idle_cpu(void **state);
 
 /* Transport herd's cases (rpc_herd_tests.c). */
 void t_herd_counts(void **state);

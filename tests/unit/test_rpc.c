@@ -170,23 +170,6 @@ static int raw_frame(rdmx_conn *raw, const struct rpc_hdr *h, const void *payloa
 	return rdmx_send(raw, &m);
 }
 
-/* Wait (bounded) until @n requests are held. */
-static int held(struct holder *h, int n)
-{
-	double end = th_now_ms() + WAIT_MS;
-	int got;
-
-	do {
-		pthread_mutex_lock(&h->lock);
-		got = h->n;
-		pthread_mutex_unlock(&h->lock);
-		if (got >= n)
-			return 0;
-		usleep(1000);
-	} while (th_now_ms() < end);
-	return -ETIMEDOUT;
-}
-
 /* Deferred responses, answered from this thread in reverse order. */
 static void t_deferred(void **state)
 {
@@ -582,6 +565,7 @@ int main(void)
 		cmocka_unit_test(t_rfp_client_mem),
 		cmocka_unit_test(t_rfp_torn),
 		cmocka_unit_test(t_rfp_torn_garbage),
+		cmocka_unit_test(t_rfp_idle_cpu),
 		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
