@@ -52,23 +52,23 @@ static int vec_flush(struct rdmx_ep *r)
 	return 0;
 }
 
-/* Room in the staging buffer for a message of @len bytes: its address. */
+/* Room in the staging buffer for a message of @len bytes: its address.
+ * The buffer is made zeroed (the bytes after a message's head are sent as
+ * they are) and only while the stage is empty: the iovecs point into it. */
 static uint8_t *vec_room(struct rdmx_ep *r, size_t len)
 {
-	size_t want = r->vused + len;
-	uint8_t *b;
+	size_t cap = len > VEC_BYTES ? len : VEC_BYTES;
 
 	if (!r->iov && !(r->iov = calloc(VEC_MAX, sizeof(*r->iov))))
 		return NULL;
-	if (want > r->vcap) {
-		/* the iovecs point into vbuf: only an empty stage moves */
+	if (r->vused + len > r->vcap) {
 		if (r->vn)
 			return NULL;
-		b = realloc(r->vbuf, len > VEC_BYTES ? len : VEC_BYTES);
-		if (!b)
+		free(r->vbuf);
+		r->vcap = 0;
+		if (!(r->vbuf = calloc(1, cap)))
 			return NULL;
-		r->vbuf = b;
-		r->vcap = len > VEC_BYTES ? len : VEC_BYTES;
+		r->vcap = cap;
 	}
 	return r->vbuf + r->vused;
 }
