@@ -754,34 +754,42 @@ static int ud_take(struct herd_conn *h, struct rpc_rx *rx)
 	return 1;
 }
 
+/* One look at both ways a response comes: 1 with one in @rx, 0 none,
+ * -errno. */
+static int herd_take(struct herd_conn *h, struct rpc_rx *rx)
+{
+	int rc = h->udq ? ud_take(h, rx) : 0;
+
+	if (rc)
+		return rc;
+	rc = rdmx_recv(h->conn, &rx->msg, 0);
+	if (rc)
+		return rc == -EAGAIN || rc == -ETIMEDOUT ? 0 : rc;
+	rx->data = rx->msg.data;
+	rx->len = rx->msg.len;
+	return 1;
+}
+
 /* The next response: a UD SEND, or a message of the control connection
  * (the hello's answer, a response above the UD limit, or its close). */
 static int herd_recv(void *t, struct rpc_rx *rx, int timeout_ms)
 {
 	struct herd_conn *h = t;
 	struct rdmx__deadline d;
+	int rc;
 
 	rdmx__deadline_start(&d, timeout_ms);
 	/* timed parks only: the UD responses' CQ is not in the control
 	 * connection's wait set, a sleep there would last the backstop */
 	d.timed = h->udq != NULL;
-	for (;;) {
-		int rc = h->udq ? ud_take(h, rx) : 0;
-
-		if (rc)
-			return rc < 0 ? rc : 0;
-		rc = rdmx_recv(h->conn, &rx->msg, 0);
-		if (!rc) {
-			rx->data = rx->msg.data;
-			rx->len = rx->msg.len;
-			return 0;
-		}
-		if (rc != -EAGAIN && rc != -ETIMEDOUT)
-			return rc;
+	while (!(rc = herd_take(h, rx))) {
 		rc = rdmx__conn_wait(h->conn, &d); /* bound, and the server's liveness */
+		/* what the server sent before it left comes first (a
+		 * refusal of the contract, then its close) */
 		if (rc)
-			return rc;
+			return herd_take(h, rx) > 0 ? 0 : rc;
 	}
+	return rc < 0 ? rc : 0;
 }
 
 /* ------------------------------------------------------------ both sides */
