@@ -124,6 +124,11 @@ static int next_wait(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
 	return rc;
 }
 
+void rdmx__listener_parked(rdmx_listener *lis)
+{
+	lis->next_polls = 0;
+}
+
 int rdmx_listener_next(rdmx_listener *lis, struct rdmx_event *ev, int timeout_ms)
 {
 	int rc;

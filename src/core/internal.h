@@ -562,6 +562,11 @@ void rdmx__group_unwatch(struct rdmx__group *g, rdmx_conn *c);
 void rdmx__group_kick(struct rdmx__group *g);
 void rdmx__group_ws_fini(struct rdmx__group *g);
 int rdmx__lis_park_fd(rdmx_listener *lis);
+/* A caller that polls @lis with no wait (rdmx_listener_next, timeout 0)
+ * in an idle loop of its own (rpc herd) has just parked: its next poll
+ * looks for a connection request first, as after a park of the
+ * listener's own. Without it such a poll looks every 64th time only. */
+void rdmx__listener_parked(rdmx_listener *lis);
 /* Wake @c's sleeping wait: what it waits for came by another path (srq:
  * another connection's poll of the shared CQ queued @c a message). */
 void rdmx__conn_kick(rdmx_conn *c);

@@ -489,8 +489,12 @@ static int herd_next(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_
 			return -ETIMEDOUT;
 		if (rc) {
 			peers_check(hs);
-			if (rdmx__wait_idle(&d)) /* shared cores: let the clients run */
+			/* shared cores: let the clients run; then a dial
+			 * is looked for first */
+			if (rdmx__wait_idle(&d)) {
 				rdmx__wait_park(&d);
+				rdmx__listener_parked(hs->lis);
+			}
 		}
 	}
 }

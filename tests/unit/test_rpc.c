@@ -574,6 +574,7 @@ int main(void)
 		cmocka_unit_test(t_herd_flood),
 		cmocka_unit_test(t_herd_window),
 		cmocka_unit_test(t_herd_reflect),
+		cmocka_unit_test(t_herd_dial_idle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
