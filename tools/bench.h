@@ -97,7 +97,7 @@ struct bench_result {
 	bool single_receiver;	/* one server thread served every conn */
 	int batch;		/* bw: sends per burst (RDMX_SEND_MORE), 1: none */
 	const char *coalesce;	/* --coalesce: default, on or off */
-	bool sendv;		/* a burst was one rdmx_sendv (--sendv; not tcp) */
+	bool sendv;		/* bw: a burst was one rdmx_sendv (--sendv; not tcp) */
 	uint64_t msgs;		/* timed messages (lat: round trips), all conns */
 	uint64_t warmup;	/* per connection */
 	uint64_t wall_ns;	/* first start to last end over the connections */

@@ -85,8 +85,6 @@ int bench_dial(rdmx_ctx *ctx, const struct bench_cfg *cfg, const char *proto,
 	if (!rc) {
 		*out = bench_ep_rdmx(c, (int)cfg->timeout);
 		rc = *out ? 0 : oom(e);
-		if (*out)
-			(*out)->vec = cfg->sendv;
 	}
 	if (rc)
 		rdmx_conn_close(c);
@@ -159,6 +157,7 @@ static void run_row(struct gthread *th, int row)
 
 	label(g, r, lbl, sizeof(lbl));
 	j.label = lbl;
+	th->ep->vec = r->sendv; /* bandwidth rows of --sendv */
 	hist_init(th->rtt);
 	if (bench_job_run(&j)) {
 		fail_group(g, row, &th->ep->err);
@@ -201,7 +200,7 @@ static int add_row(struct group *g, int m, uint64_t size, int batch)
 		.single_receiver = cfg->single_receiver &&
 				   strcmp(g->proto, BENCH_TCP),
 		.batch = batch, .coalesce = cfg->coalesce,
-		.sendv = cfg->sendv && strcmp(g->proto, BENCH_TCP),
+		.sendv = cfg->sendv && m == BENCH_BW && strcmp(g->proto, BENCH_TCP),
 		.warmup = (uint64_t)cfg->warmup };
 	if (m == BENCH_LAT && !(r->rtt = malloc(sizeof(*r->rtt))))
 		return -ENOMEM;

@@ -35,26 +35,40 @@ static int rep_fail(struct rdmx_ep *r, const char *what, int rc)
 	return rc;
 }
 
+/* What is left of the endpoint's timeout since @t0 (-1: none). */
+static int vec_left(const struct rdmx_ep *r, uint64_t t0)
+{
+	uint64_t ms = (bench_now_ns() - t0) / 1000000;
+
+	if (r->ep.timeout_ms < 0)
+		return -1;
+	return ms >= (uint64_t)r->ep.timeout_ms ? 0 : r->ep.timeout_ms - (int)ms;
+}
+
 /* --sendv: send the staged messages, in as many rdmx_sendv calls as it
- * takes (each returns how many it sent, like writev). */
+ * takes (each returns how many it sent, like writev), all within the
+ * endpoint's timeout. The stage is empty after it, sent or failed: a
+ * message is never sent twice. */
 static int vec_flush(struct rdmx_ep *r)
 {
-	int done = 0, n;
+	uint64_t t0 = bench_now_ns();
+	int done = 0, n = 0;
 
-	while (done < r->vn) {
-		n = rdmx_sendv(r->conn, r->iov + done, r->vn - done, r->ep.timeout_ms, NULL);
-		if (n < 0)
-			return rep_fail(r, "send a vector", n);
-		done += n;
+	while (done < r->vn && n >= 0) {
+		n = rdmx_sendv(r->conn, r->iov + done, r->vn - done, vec_left(r, t0), NULL);
+		done += n > 0 ? n : 0;
 	}
 	r->vn = 0;
 	r->vused = 0;
-	return 0;
+	if (n == -EAGAIN && r->ep.timeout_ms) /* no room within the timeout */
+		n = -ETIMEDOUT;
+	return n < 0 ? rep_fail(r, "send a vector", n) : 0;
 }
 
 /* Room in the staging buffer for a message of @len bytes: its address.
- * The buffer is made zeroed (the bytes after a message's head are sent as
- * they are) and only while the stage is empty: the iovecs point into it. */
+ * The buffer is allocated zeroed (the bytes after a message's head are
+ * sent as they are: zeros, or an earlier message's) and only while the
+ * stage is empty: the iovecs point into it. */
 static uint8_t *vec_room(struct rdmx_ep *r, size_t len)
 {
 	size_t cap = len > VEC_BYTES ? len : VEC_BYTES;

@@ -219,6 +219,11 @@ jq -e '(.results | length) == 12 and all(.results[]; .msgs == 203) and
 	all(.results[]; .sendv == (.protocol != "tcp")) and .config.sendv' \
 	"$dir/vec.json" >/dev/null || { cat "$dir/vec.json"; fail "--sendv: rows or sendv wrong in the JSON"; }
 grep -q 'one rdmx_sendv a burst' "$dir/out" || { cat "$dir/out"; fail "--sendv: not said in the table"; }
+# ... and only the bandwidth rows: a latency row is sent as without it
+"$rdmx" bench --fabric fake -p send_recv --sizes 64 --iters 50 --warmup 5 --sendv \
+	--json "$dir/vec2.json" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "--sendv, both modes"; }
+jq -e '[.results[] | [.mode, .sendv]] == [["lat", false], ["bw", true]]' "$dir/vec2.json" >/dev/null ||
+	{ cat "$dir/vec2.json"; fail "--sendv: a latency row says sendv"; }
 [ "$(cut -d, -f32 "$dir/vec.csv" | sort | uniq -c | awk '{print $1 " " $2}' | tr '\n' ' ')" = "4 0 8 1 1 sendv " ] ||
 	{ cat "$dir/vec.csv"; fail "--sendv: the sendv column in the CSV"; }
 # Results survive Ctrl-C: SIGINT in the middle of a run exits 130, and the
