@@ -21,8 +21,9 @@
 #include "wire.h"
 
 /* A helper on every message's path, inlined also where the compiler would
- * make it a call (used from two places): its prologue, epilogue and call
- * cost a dozen instructions a message (bench/profile-burst). */
+ * make it a call (one used from two places, or one it judged too big):
+ * a prologue, an epilogue and a call cost a dozen instructions a message
+ * (bench/profile-burst). */
 #define RDMX__HOT static inline __attribute__((always_inline))
 
 struct rdmx__slab; /* mem.c: rdmx_alloc's chunks */

@@ -790,8 +790,11 @@ static int herd_recv(void *t, struct rpc_rx *rx, int timeout_ms)
 		rc = rdmx__conn_wait(h->conn, &d); /* bound, and the server's liveness */
 		/* what the server sent before it left comes first (a
 		 * refusal of the contract, then its close) */
-		if (rc)
-			return herd_take(h, rx) > 0 ? 0 : rc;
+		if (rc) {
+			int got = herd_take(h, rx);
+
+			return got > 0 ? 0 : got < 0 ? got : rc;
+		}
 	}
 	return rc < 0 ? rc : 0;
 }

@@ -769,10 +769,11 @@ static bool fetching(const struct rfp_conn *r)
  * (the caller saw time left), -1 when @timeout_ms is (forever). */
 static int left_ms(double end, int timeout_ms)
 {
-	double left = end - now_ms();
+	double left;
 
 	if (timeout_ms < 0)
 		return -1;
+	left = end - now_ms();
 	return left < 1 ? 1 : left > INT_MAX ? INT_MAX : (int)left;
 }
 

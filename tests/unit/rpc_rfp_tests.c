@@ -3,8 +3,8 @@
  * Transport rfp's own cases of test_rpc (RDMA WRITE requests, READ
  * responses): SENDs per call in fetch and push mode, a client that
  * takes no pushes, a client's buffers, trailers read torn, a client
- * that sleeps while its responses are to be pushed. Skipped on other transports, but t_rfp_fetch_push (rfp
- * whatever RPC_TRANSPORT).
+ * that sleeps while its responses are to be pushed. Skipped on other
+ * transports, but t_rfp_fetch_push (rfp whatever RPC_TRANSPORT).
  */
 #include <errno.h>
 #include <setjmp.h>
