@@ -6,7 +6,8 @@
  * every message once and in order per client with its payload intact
  * (RDMX_EVENT_MSG), and each client's departure (RDMX_EVENT_CLOSED) after
  * its last message; clients that dial while others stream are taken; an
- * idle listener times out; a shut-down one returns -ESHUTDOWN.
+ * idle listener times out; a shut-down one returns -ESHUTDOWN; a loop of
+ * zero-timeout polls that parks by itself sees a dial at once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,11 +17,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include <rdmx/rdmx.h>
 
+#include "core/internal.h" /* rdmx__listener_parked */
 #include "harness.h"
 
 #define NCLIENTS 3
@@ -206,11 +209,49 @@ static void test_idle_and_shutdown(void **state)
 	rdmx_ctx_destroy(ctx);
 }
 
+/*
+ * A loop that polls with no wait and parks by itself (rpc herd's server)
+ * says so with rdmx__listener_parked(): its next poll looks for a dial
+ * first. A zero-timeout poll otherwise looks every 64th time: after 5
+ * polls with nothing pending, the next 50 never look, and without the
+ * call the test fails. Counted in polls (10 ms apart), not in time.
+ */
+static void test_parked_looks_for_dials(void **state)
+{
+	struct rdmx_ctx_opts co = { .fabric = th_fabric() };
+	struct rdmx_conn_opts o = opts();
+	struct client cl = { 0 };
+	struct rdmx_event ev;
+	rdmx_listener *lis;
+	int polls, rc = -EAGAIN;
+
+	(void)state;
+	assert_int_equal(rdmx_ctx_create(&cl.ctx, &co), 0);
+	assert_int_equal(rdmx_listen(cl.ctx, th_addr(), 0, &o, &lis), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(rdmx_listener_next(lis, &ev, 0), -EAGAIN);
+	cl.port = rdmx_listener_port(lis);
+	assert_int_equal(pthread_create(&cl.t, NULL, client_main, &cl), 0);
+	for (polls = 0; rc == -EAGAIN && polls < 50; polls++) {
+		usleep(10 * 1000);
+		rdmx__listener_parked(lis);
+		rc = rdmx_listener_next(lis, &ev, 0);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(ev.type, RDMX_EVENT_CONN);
+	pthread_join(cl.t, NULL);
+	assert_int_equal(cl.rc, 0);
+	rdmx_conn_close(ev.conn);
+	rdmx_listener_destroy(lis);
+	rdmx_ctx_destroy(cl.ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_loop),
 		cmocka_unit_test(test_idle_and_shutdown),
+		cmocka_unit_test(test_parked_looks_for_dials),
 	};
 	int failed = 0, i = 0;
 
