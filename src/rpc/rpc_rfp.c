@@ -36,7 +36,6 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -44,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/internal.h" /* rdmx__deadline */
 #include "rpc/rpc_int.h"
 
 #define RFP_TRAILER 8u
@@ -765,22 +765,11 @@ static bool fetching(const struct rfp_conn *r)
 	return false;
 }
 
-/* The rest of the wait that ends at @end (ms), for rdmx_recv: at least 1
- * (the caller saw time left), -1 when @timeout_ms is (forever). */
-static int left_ms(double end, int timeout_ms)
-{
-	double left;
-
-	if (timeout_ms < 0)
-		return -1;
-	left = end - now_ms();
-	return left < 1 ? 1 : left > INT_MAX ? INT_MAX : (int)left;
-}
-
 static int rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms)
 {
-	double end = now_ms() + timeout_ms;
+	struct rdmx__deadline d;
 
+	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
 		int rc = pushed(r, rx, 0);
 
@@ -793,7 +782,7 @@ static int rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms
 			return 0;
 		if (rc)
 			return rc < 0 ? rc : 0;
-		if (timeout_ms >= 0 && now_ms() >= end)
+		if (!d.forever && !rdmx__deadline_left_ms(&d))
 			return timeout_ms ? -ETIMEDOUT : -EAGAIN;
 		if (fetching(r)) {
 			sched_yield();
@@ -801,7 +790,7 @@ static int rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms
 		}
 		/* only pushes to come: sleep until one does (a departure of
 		 * the server ends the wait too), then look again */
-		rc = pushed(r, rx, left_ms(end, timeout_ms));
+		rc = pushed(r, rx, d.forever ? -1 : rdmx__deadline_left_ms(&d));
 		if (rc)
 			return rc < 0 ? rc : 0;
 	}
