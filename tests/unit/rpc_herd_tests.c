@@ -27,12 +27,18 @@ static int herd(void)
 	return t && !strcmp(t, "herd");
 }
 
-/* A herd case's server (skipped on other transports) and a client of it. */
-static rdmx_rpc_client *herd_start(struct srv *v, unsigned workers)
+/* A herd case's server with @workers (skipped on other transports). */
+static void herd_srv(struct srv *v, unsigned workers)
 {
 	if (!herd())
 		skip();
 	srv_start(v, workers);
+}
+
+/* A herd case's server and a client of it. */
+static rdmx_rpc_client *herd_start(struct srv *v, unsigned workers)
+{
+	herd_srv(v, workers);
 	return dial_ok(v, 4);
 }
 
@@ -47,9 +53,7 @@ void t_herd_counts(void **state)
 	struct srv v;
 
 	(void)state;
-	if (!herd())
-		skip();
-	srv_start(&v, 1);
+	herd_srv(&v, 1);
 	/* from before the connect: the HELLO_OK may be counted after the
 	 * client has it (rxe delivers a loopback SEND within the post) */
 	rdmx_rpc_server_stats(v.s, &s0);
@@ -104,9 +108,7 @@ void t_herd_hostile(void **state)
 	int status;
 
 	(void)state;
-	if (!herd())
-		skip();
-	srv_start(&v, 2);
+	herd_srv(&v, 2);
 	good = dial_ok(&v, 4);
 	for (int k = 0; k < 3; k++) {
 		bad = dial_ok(&v, 4);
@@ -144,9 +146,7 @@ void t_herd_setup(void **state)
 	struct srv v;
 
 	(void)state;
-	if (!herd())
-		skip();
-	srv_start(&v, 1);
+	herd_srv(&v, 1);
 	good = dial_ok(&v, 4);
 	rdmx_conn_opts_init(&co);
 	co.max_msg_size = 24 + MAX_ECHO;
@@ -334,9 +334,7 @@ void t_herd_dial_idle(void **state)
 	struct srv v;
 
 	(void)state;
-	if (!herd())
-		skip();
-	srv_start(&v, 1);
+	herd_srv(&v, 1);
 	for (int i = 0; i < 5; i++) {
 		usleep(300 * 1000);
 		t0 = th_now_ms();
