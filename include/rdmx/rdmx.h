@@ -39,6 +39,7 @@
 #ifndef RDMX_RDMX_H
 #define RDMX_RDMX_H
 
+#include <errno.h>  /* the codes rdmx returns, negated: -ETIMEDOUT ... */
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h> /* struct iovec: rdmx_sendv() */
@@ -59,8 +60,20 @@ struct rdmx_msg;
 
 /* ---------------------------------------------------------------- errors */
 
-/** rdmx_strerror - a static, readable name for a return code (0 or -errno). */
+/**
+ * rdmx_strerror - a static, readable description of a return code: "timed
+ * out" for -ETIMEDOUT. 0 is "success"; a positive value is "not an error
+ * code"; a code outside rdmx's table gets the C library's strerror().
+ */
 const char *rdmx_strerror(int rc);
+
+/**
+ * rdmx_err_name - the static name of a return code's errno: "ETIMEDOUT" for
+ * -ETIMEDOUT, "OK" for 0, "EUNKNOWN" for a positive value or a code outside
+ * rdmx's table (which holds every code rdmx returns itself and the system
+ * errors it passes on). Comes from the same table as rdmx_strerror().
+ */
+const char *rdmx_err_name(int rc);
 
 /** rdmx_last_error - detail message of the calling thread's last failure. */
 const char *rdmx_last_error(void);

@@ -2,6 +2,7 @@
 #include "errors.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,34 +66,81 @@ const char *rdmx_last_error(void)
 	return last_error;
 }
 
+/*
+ * The one table of return codes, as libuv's UV_ERRNO_MAP: every code rdmx
+ * returns itself (tests/unit/test_errors.c checks each -E literal in src/
+ * against it) and the system errors it passes on from rdma_cm, sockets and
+ * the allocator. rdmx_strerror() and rdmx_err_name() both read it. A NULL
+ * text means the C library's strerror() says it well enough.
+ */
+#define RDMX__ERRNO_MAP(XX)                                              \
+	XX(EMSGSIZE, "message too long for the connection")             \
+	XX(ECONNREFUSED, "connection refused")                          \
+	XX(ECONNRESET, "connection closed by peer")                     \
+	XX(ETIMEDOUT, "timed out")                                      \
+	XX(EAGAIN, "no resource free now, try again")                   \
+	XX(EPROTO, "protocol error")                                    \
+	XX(EHOSTUNREACH, "host unreachable")                            \
+	XX(ENODEV, "no RDMA device")                                    \
+	XX(ENOTCONN, "not connected")                                   \
+	XX(EINVAL, NULL) XX(ENOMEM, NULL) XX(ENOENT, NULL) XX(EIO, NULL)  \
+	XX(ENOSPC, NULL) XX(ENOBUFS, NULL) XX(ESHUTDOWN, NULL)          \
+	XX(EEXIST, NULL) XX(EOPNOTSUPP, NULL) XX(ENOTSUP, NULL)         \
+	XX(EBUSY, NULL) XX(EADDRNOTAVAIL, NULL) XX(EACCES, NULL)        \
+	XX(E2BIG, NULL) XX(ECONNABORTED, NULL) XX(EOVERFLOW, NULL)      \
+	XX(ENOSYS, NULL) XX(EADDRINUSE, NULL) XX(EPERM, NULL)           \
+	XX(EINTR, NULL) XX(EBADF, NULL) XX(EFAULT, NULL) XX(ENFILE, NULL) \
+	XX(EMFILE, NULL) XX(EPIPE, NULL) XX(ERANGE, NULL)               \
+	XX(EPROTONOSUPPORT, NULL) XX(EAFNOSUPPORT, NULL)                \
+	XX(ENETDOWN, NULL) XX(ENETUNREACH, NULL) XX(EHOSTDOWN, NULL)    \
+	XX(EISCONN, NULL) XX(EALREADY, NULL) XX(EINPROGRESS, NULL)      \
+	XX(ECANCELED, NULL) XX(ENODATA, NULL) XX(ESRCH, NULL)           \
+	XX(ENXIO, NULL) XX(ENOTSOCK, NULL)
+
+struct rdmx__errno_row {
+	int code;
+	const char *name;
+	const char *text;
+};
+
+#define RDMX__ERRNO_ROW(code, text) {code, #code, text},
+static const struct rdmx__errno_row errno_rows[] = {
+	RDMX__ERRNO_MAP(RDMX__ERRNO_ROW)
+};
+#undef RDMX__ERRNO_ROW
+
+/* The table's row of @rc (a -errno other than INT_MIN); aliases (ENOTSUP
+ * is EOPNOTSUPP on Linux) find the first. NULL when @rc is not in it. */
+static const struct rdmx__errno_row *errno_row(int rc)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(errno_rows) / sizeof(errno_rows[0]); i++)
+		if (-rc == errno_rows[i].code)
+			return &errno_rows[i];
+	return NULL;
+}
+
 const char *rdmx_strerror(int rc)
 {
+	const struct rdmx__errno_row *row;
+
 	if (rc == 0)
 		return "success";
-	if (rc > 0)
+	if (rc > 0 || rc == INT_MIN)
 		return "not an error code";
-	switch (-rc) {
-	case EMSGSIZE:
-		return "message too long for the connection";
-	case ECONNREFUSED:
-		return "connection refused";
-	case ECONNRESET:
-		return "connection closed by peer";
-	case ETIMEDOUT:
-		return "timed out";
-	case EAGAIN:
-		return "no resource free now, try again";
-	case EPROTO:
-		return "protocol error";
-	case EHOSTUNREACH:
-		return "host unreachable";
-	case ENODEV:
-		return "no RDMA device";
-	case ENOTCONN:
-		return "not connected";
-	default:
-		return strerror(-rc);
-	}
+	row = errno_row(rc);
+	return row && row->text ? row->text : strerror(-rc);
+}
+
+const char *rdmx_err_name(int rc)
+{
+	const struct rdmx__errno_row *row;
+
+	if (rc == 0)
+		return "OK";
+	row = rc < 0 && rc != INT_MIN ? errno_row(rc) : NULL;
+	return row ? row->name : "EUNKNOWN";
 }
 
 const char *rdmx__wc_status_name(enum rdmx__wc_status st)
