@@ -179,7 +179,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocols/write_atomic.h"
+#include "protocols/write_atomic_priv.h"
 
 #define WC_BATCH 16
 #define HELLO_RING_LEN 40    /* ring_encode() */

@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "protocols/write_atomic.h"
+#include "protocols/write_atomic_priv.h"
 
 #define RECV_BATCH 16u
 #define RECV_DEPTH_MAX 4096u

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "protocols/write_atomic.h"
+#include "protocols/write_atomic_priv.h"
 
 /* ----------------------------------------------------------- vq helpers */
 

@@ -28,7 +28,7 @@
 
 #include "core/internal.h"
 #include "harness.h"
-#include "protocols/write_atomic.h"
+#include "protocols/write_atomic_priv.h"
 #include "atomic_common.h"
 
 /* small_opts() with a 1 s liveness bound: holes are skipped after it. */

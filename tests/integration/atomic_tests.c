@@ -34,7 +34,7 @@
 
 #include "core/internal.h"
 #include "harness.h"
-#include "protocols/write_atomic.h"
+#include "protocols/write_atomic_priv.h"
 #include "atomic_common.h"
 
 /* --------------------------------------------------- record arithmetic */
