@@ -18,6 +18,7 @@
 
 #include "errors.h"
 #include "fabric.h"
+#include "ring.h"
 #include "wire.h"
 
 /* A helper on every message's path, inlined also where the compiler would
@@ -434,6 +435,32 @@ static inline int rdmx__one_buf_is(rdmx_conn *c, const struct rdmx__one_buf *b,
 	uint64_t id;
 
 	return !rdmx__msg_get(m, c, RDMX__MSG_SEND, &id) && b->live && id == b->id;
+}
+
+/*
+ * Give back @m, a message of a ring receiver (its one rdmx_msg_alloc
+ * buffer @b, or a record held in @rel), without telling the peer: 1 if
+ * @rel's released prefix grew (the caller publishes or reports it), 0, or
+ * -EINVAL with a message. The release of buffered_read and the write
+ * rings; inlined, as it is on every message's path.
+ */
+RDMX__HOT int rdmx__one_buf_release(rdmx_conn *c, struct rdmx__one_buf *b,
+				    struct rdmx__ring_rel *rel, struct rdmx_msg *m)
+{
+	uint64_t seq;
+	int n;
+
+	if (rdmx__one_buf_is(c, b, m)) {
+		b->live = 0;
+		rdmx__msg_spend(m);
+		return 0;
+	}
+	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &seq) ||
+	    (n = rdmx__ring_rel_release(rel, seq)) < 0)
+		return rdmx__fail(-EINVAL, "%s: message not held on this connection",
+				  c->proto->name);
+	rdmx__msg_spend(m);
+	return n > 0;
 }
 
 /* protocol.c: the table of built-in protocols. */

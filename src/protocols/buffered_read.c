@@ -850,19 +850,8 @@ static int br_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max,
 static int release_one(rdmx_conn *c, struct rdmx_msg *m)
 {
 	struct br *p = br_of(c);
-	uint64_t seq;
-	int n;
 
-	if (live_alloc(c, m)) {
-		p->ob.live = 0;
-		rdmx__msg_spend(m);
-		return 0;
-	}
-	if (rdmx__msg_get(m, c, RDMX__MSG_RECV, &seq) ||
-	    (n = rdmx__ring_rel_release(&p->rel, seq)) < 0)
-		return rdmx__fail(-EINVAL, "buffered_read: message not held on this connection");
-	rdmx__msg_spend(m);
-	return n > 0;
+	return rdmx__one_buf_release(c, &p->ob, &p->rel, m);
 }
 
 /* A report that cannot go out took the connection down: the next call
