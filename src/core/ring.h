@@ -2,7 +2,7 @@
 /*
  * The ring engine of the single-sender ring protocols (write_simplex,
  * write_magic, write_duplex; their verbs side is src/protocols/
- * write_ring.c): what a record in a receive ring looks like, where the next
+ * write_ring_conn.c): what a record in a receive ring looks like, where the next
  * one goes, how much room is left, and which prefix of the ring the
  * receiver has given back. Pure code (no verbs, no allocation but the
  * release tracker's), unit-tested natively in tests/unit/test_ring.c.

@@ -43,7 +43,7 @@
  * completion here: the receiver a footer, a sender out of descriptors
  * its descriptor ring. A wait that sleeps in the kernel (wait modes block
  * and adaptive) is woken by a doorbell (core/doorbell.h, the one
- * mechanism), as write_ring.c's receivers are:
+ * mechanism), as write_ring_conn.c's receivers are:
  * before it sleeps on its wait set (ops->sleep_announce) a side WRITEs
  * its sleep count (gen, +1 per sleep) into the peer's sleep word and polls
  * once more; a side that posted a message or a descriptor reads its own

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Coalescing for the single-sender ring protocols: see write_ring_burst.h.
- * Pure bookkeeping; write_ring.c posts.
+ * Pure bookkeeping; write_ring_conn.c posts.
  */
 #include <errno.h>
 #include <stdlib.h>

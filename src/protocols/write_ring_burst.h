@@ -4,7 +4,7 @@
  * write_magic, write_duplex; issue 10 section 3): the bookkeeping of
  * records that rdmx_send_flags(RDMX_SEND_MORE) placed in the staging ring
  * but did not post yet, and how a held span of the ring is cut into RDMA
- * WRITEs. The engine (write_ring.c) places every record as before; what
+ * WRITEs. The engine (write_ring_conn.c) places every record as before; what
  * changes is only when it posts: a held record waits for the next plain
  * send, flush, an alloc that would wait, sends_done, or the bound here,
  * and then everything held goes out in ONE WRITE (two where the span

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ring engine's notification step (see write_ring.c for the rest):
+ * The ring engine's notification step (see write_ring_conn.c for the rest):
  * how a receiver learns that a record landed, chosen per connection with
  * opts.notify (both sides must agree; the hello carries it), and the
  * doorbell that wakes a sleeping receiver.
@@ -42,7 +42,7 @@
  * and the sender adds a doorbell (a 0-byte SEND) after its next record;
  * the doorbell lands in the receives that ack SEND keeps posted for
  * updates, or, with ack READ, in N_CTRL receives posted for doorbells
- * alone (write_ring.c, "Sleeping receivers").
+ * alone (write_ring_conn.c, "Sleeping receivers").
  */
 #include <errno.h>
 #include <stddef.h>
@@ -250,11 +250,6 @@ int rdmx__wring_peek(rdmx_conn *c, struct rdmx__ring_rec_view *v)
 /* Does the peer's receiver sleep on a doorbell (notify not IMM)? With ack
  * SEND it lands in the N_CTRL receives kept for updates, with ack READ
  * in the N_CTRL posted for doorbells alone (rdmx__wring_setup). */
-static int has_doorbell(const struct wring *p)
-{
-	return !p->imm;
-}
-
 /* The peer published a sleep we did not ring for: post a 0-byte SEND
  * after what we wrote (RC order: it completes at the peer after the
  * WRITEs before it are placed); core/doorbell.h. */
@@ -268,37 +263,9 @@ int rdmx__wring_ring_if_asleep(rdmx_conn *c)
 	};
 	int rc;
 
-	if (!has_doorbell(p))
+	if (!rdmx__wring_has_doorbell(p))
 		return 0;
 	rc = rdmx__bell_ring(c, &p->bell, &p->ctl->sleep_gen, &wr);
 	p->st.doorbells_sent += rc > 0;
 	return rc < 0 ? rc : 0;
-}
-
-/*
- * ops->sleep_announce (a receiver with a doorbell): WRITE our next sleep
- * count into the peer's sleep_gen, once per sleep (core/doorbell.h). A
- * record the peer's WRITE placed after our last look completes at the
- * peer after our count is there, and its reap rings (write_ring.c,
- * "Sleeping receivers"): no record is missed by a sleep.
- */
-int rdmx__wring_sleep_announce(rdmx_conn *c)
-{
-	struct wring *p = wr_of(c);
-	const struct rdmx__wr wr = {
-		.wr_id = TAG_ASK << TAG_SHIFT | SUB_GEN,
-		.op = RDMX__OP_WRITE,
-		.flags = RDMX__WR_SIGNALED,
-		.addr = &p->ctl->gen_src,
-		.len = sizeof(uint64_t),
-		.lkey = p->ctl_mr->lkey,
-		.remote_addr = p->peer_ctl + offsetof(struct ctl, sleep_gen),
-		.rkey = p->peer_ctl_rkey,
-	};
-	int rc;
-
-	if (!has_doorbell(p) || c->state != RDMX__CONN_UP)
-		return 0;
-	rc = rdmx__wring_progress(c); /* takes our count's completion */
-	return rc < 0 ? rc : rdmx__bell_announce(c, &p->bell, &p->ctl->gen_src, &wr);
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ring engine's private state, shared by its files: write_ring.c (set
- * up, hello, progress and the receive side), write_ring_send.c (flow
- * control and the send side) and write_ring_notify.c (how a
- * receiver learns of a record - notify POLL/IMM/OFF/REV - and the doorbell
- * of a sleeping receiver). Not for other protocols.
+ * The ring engine's private state, shared by its files, bottom first:
+ * write_ring_notify.c (how a receiver learns of a record - notify
+ * POLL/IMM/OFF/REV - record geometry, and the doorbell of a sleeping
+ * receiver), write_ring_progress.c (reaping the CQs, head updates),
+ * write_ring_send.c (flow control and the send side), write_ring_recv.c
+ * (the receive side, releases, a sleeping receiver's announcement) and
+ * write_ring_conn.c (set-up and hello; the design at its top). It includes
+ * the family's face, write_ring.h. Not for other protocols.
  */
 #ifndef RDMX_PROTOCOLS_WRITE_RING_PRIV_H
 #define RDMX_PROTOCOLS_WRITE_RING_PRIV_H
@@ -61,7 +64,7 @@ struct wring {
 	uint64_t peer_ring, peer_ctl;
 	uint32_t peer_ring_rkey, peer_ctl_rkey;
 	uint32_t nrecv;           /* receives posted (ctrl, + window if IMM) */
-	uint32_t win_out, win_in; /* message windows, see write_ring.c */
+	uint32_t win_out, win_in; /* message windows, see write_ring_conn.c */
 	/* sender */
 	uint64_t tail, sent, acked, head, done;
 	uint64_t *ends;           /* win_out + 1 record end offsets */
@@ -97,9 +100,20 @@ static inline int rdmx__wring_live_alloc(rdmx_conn *c, const struct rdmx_msg *m)
 	return rdmx__one_buf_is(c, &wr_of(c)->ob, m);
 }
 
-/* write_ring.c: poll both CQs and answer the peer (head updates); > 0 if
- * anything happened, or the error the connection went down with. */
+/* Does the receiver have a doorbell to be woken by (not with IMM: each
+ * record is a completion there)? */
+static inline int rdmx__wring_has_doorbell(const struct wring *p)
+{
+	return !p->imm;
+}
+
+/* write_ring_progress.c: poll both CQs and answer the peer (head
+ * updates); > 0 if anything happened, 0, -errno (the connection down). */
 int rdmx__wring_progress(rdmx_conn *c);
+/* Post head-update receive @idx of the control block. */
+int rdmx__wring_post_ctrl_recv(rdmx_conn *c, uint32_t idx);
+/* Report our released count to the peer when due (ack SEND). */
+int rdmx__wring_maybe_update(rdmx_conn *c);
 
 /* write_ring_notify.c */
 /* "poll", "imm", "off", "rev"; "send", "read". */
@@ -139,9 +153,5 @@ int rdmx__wring_announced(rdmx_conn *c);
 int rdmx__wring_peek(rdmx_conn *c, struct rdmx__ring_rec_view *v);
 /* Sender: ring the peer's doorbell if it published a sleep. */
 int rdmx__wring_ring_if_asleep(rdmx_conn *c);
-
-/* write_ring.c: poll both CQs and answer the peer; > 0 if anything
- * happened, 0, -errno (the connection down). */
-int rdmx__wring_progress(rdmx_conn *c);
 
 #endif /* RDMX_PROTOCOLS_WRITE_RING_PRIV_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ring engine's send side (see write_ring.c for the design, the set
+ * The ring engine's send side (see write_ring_conn.c for the design, the set
  * up and the receive side): waiting for room at the peer (flow control:
  * the peer's released head, asks, head READs), rdmx_msg_alloc in the
  * staging mirror, placing a record (pads, notify's extra work requests,

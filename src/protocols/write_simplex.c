@@ -42,7 +42,7 @@
  * sender READ the receiver's head instead of the SENDs below
  * (write_duplex's flow control).
  *
- * Flow control (details and the no-deadlock argument in write_ring.c):
+ * Flow control (details and the no-deadlock argument in write_ring_conn.c):
  * the receiver returns its head, as a count of records released, with a
  * SEND into one of 16 buffers the sender keeps posted - batched, only when
  * a quarter of the ring or half the message window was released since the

@@ -44,7 +44,7 @@
  * RT_BACKSTOP_MS: a protocol whose waits were woken by the backstop alone
  * would take 2 * ROUNDS * 2 s = 80 s; the bound is an eighth of that (a
  * loaded host's scheduling takes ~2 s; the ring protocols' doorbell race,
- * write_ring.c, can leave a rare wake to the backstop) */
+ * write_ring_conn.c, can leave a rare wake to the backstop) */
 #define RT_BACKSTOP_MS 2000
 #define ROUNDS_MAX_MS (2.0 * ROUNDS * RT_BACKSTOP_MS / 8)
 
