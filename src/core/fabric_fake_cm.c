@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The fake fabric's rdma_cm: listeners by port, connect requests queued on
- * them, accept establishing both sides at once, rejects, disconnects, and
- * the tests' fault injection on connections (a half-open requester, a
- * silent host). See the model at the top of fabric_fake.c.
+ * them, accept establishing both sides at once, rejects, disconnects, an
+ * ep's name, and the tests' fault injection on connections (a half-open
+ * requester, a silent host). See the model at the top of fabric_fake.c.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
 #include "errors.h"
-#include "fabric_fake.h"
+#include "fabric_fake_base.h"
+#include "fabric_fake_cm.h"
+#include "fabric_fake_post.h"
+#include "fabric_fake_qp.h"
 
 /* --------------------------------------------------------------- rdma_cm */
 
@@ -85,6 +89,25 @@ uint16_t rdmx__fake_local_port(const struct rdmx__ep *ep)
 	return ep->kind == EP_CLIENT ? 0 : ep->port;
 }
 
+/* "fake:qpN" for the local QP or the peer's, "fake:port" without a QP. */
+int rdmx__fake_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
+			size_t len)
+{
+	const struct rdmx__ep *e;
+	int n;
+
+	lock();
+	e = peer ? ep->peer : ep;
+	if (!e)
+		n = snprintf(buf, len, "fake:-");
+	else if (e->qpn)
+		n = snprintf(buf, len, "fake:qp%u", (unsigned)e->qpn);
+	else
+		n = snprintf(buf, len, "fake:%u", (unsigned)e->port);
+	unlock();
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
 int rdmx__fake_resolve(struct rdmx__fabric *fab, const char *addr,
 		       uint16_t port, int timeout_ms, struct rdmx__ep **out)
 {
@@ -115,7 +138,7 @@ static void answer(struct rdmx__ep *cl, int rc, const void *pdata,
 		   size_t plen, size_t pad)
 {
 	memset(cl->pdata, 0, sizeof(cl->pdata));
-	rdmx__fake_mem_copy(cl->pdata, pdata, plen);
+	mem_copy(cl->pdata, pdata, plen);
 	cl->plen = pad;
 	cl->answer = rc;
 	cl->cm = rc ? CM_IDLE : CM_CONNECTED;
@@ -209,7 +232,7 @@ static int connect_start(struct rdmx__ep *ep, const void *pdata, size_t plen)
 	if (!lis)
 		return rdmx__fail(-ECONNREFUSED, "fake: no listener on port %u", ep->port);
 	memset(ep->pdata, 0, sizeof(ep->pdata));
-	rdmx__fake_mem_copy(ep->pdata, pdata, plen);
+	mem_copy(ep->pdata, pdata, plen);
 	ep->plen = RDMX__PDATA_CONNECT_MAX; /* IB CM pads the REQ */
 	ep->answer = 1;
 	ep->cm = CM_CONNECTING;
@@ -421,7 +444,6 @@ int rdmx__fake_check_event(struct rdmx__ep *ep)
 	unlock();
 	return down ? rdmx__fail(-ECONNRESET, "fake: connection closed") : 0;
 }
-
 
 void rdmx__fake_cm_signal(struct rdmx__ep *ep)
 {

@@ -28,7 +28,8 @@
 #include <string.h>
 
 #include "errors.h"
-#include "fabric_fake.h"
+#include "fabric_fake_base.h"
+#include "fabric_fake_post.h"
 
 #define FAKE_MTU 3 /* IBV_MTU_1024 */
 #define FAKE_MTU_BYTES 1024u
@@ -202,12 +203,12 @@ static void ud_deliver(struct rdmx__dqp *src, struct rdmx__dqp *dst,
 
 	rq->head = (rq->head + 1) % rq->cap;
 	rq->count--;
-	if (r.len < need || !rdmx__fake_local_ok(r.lkey, r.addr, need, 1)) {
+	if (r.len < need || !local_write_ok(r.lkey, r.addr, need)) {
 		wc.status = r.len < need ? RDMX__WC_LOCAL_LENGTH : RDMX__WC_OTHER;
 		wc.vendor_status = r.len < need ? VS_LOC_LEN : VS_LOC_PROT;
 	} else {
 		grh_fill(r.addr, wr->len);
-		rdmx__fake_mem_copy((uint8_t *)r.addr + RDMX__GRH_LEN, wr->addr, wr->len);
+		mem_copy((uint8_t *)r.addr + RDMX__GRH_LEN, wr->addr, wr->len);
 	}
 	rdmx__fake_cq_push(dst->ep.caps.recv_cq, &wc, NULL, 0);
 }
@@ -226,11 +227,11 @@ static void uc_write(struct rdmx__dqp *q, const struct rdmx__wr *wr)
 {
 	struct rdmx__dqp *dst = dqp_find(q->peer_qpn, RDMX__DQP_UC);
 
-	if (!dst || !dst->connected || !rdmx__fake_remote_write(wr))
+	if (!dst || !dst->connected || !remote_write(wr))
 		rdmx__fake_uc_drops++;
 }
 
-/* Successful unsignaled WRs complete silently, as in fabric_fake.c. */
+/* Successful unsignaled WRs complete silently, as in fabric_fake_post.c. */
 static void send_done(struct rdmx__dqp *q, const struct rdmx__wr *wr)
 {
 	struct rdmx__wc wc = { .wr_id = wr->wr_id, .op = wr->op, .byte_len = wr->len,
@@ -263,7 +264,7 @@ static int wr_check(const struct rdmx__dqp *q, const struct rdmx__wr *wr)
 		return rdmx__fail(-ENOMEM, "fake: send queue of %s QP %u full (%u posted)",
 				  t, q->ep.qpn, q->ep.caps.max_send_wr);
 	if ((wr->flags & RDMX__WR_INLINE) ? wr->len > q->ep.caps.max_inline :
-	    !rdmx__fake_local_ok(wr->lkey, wr->addr, wr->len, 0))
+	    !local_ok(wr->lkey, wr->addr, wr->len))
 		return rdmx__fail(-EINVAL, "fake: %s QP %u: %u bytes at %p: bad lkey or over "
 				  "max_inline", t, q->ep.qpn, wr->len, wr->addr);
 	return 0;

@@ -21,7 +21,8 @@
 #include <time.h>
 
 #include "errors.h"
-#include "fabric_verbs.h"
+#include "fabric_verbs_dev.h"
+#include "fabric_verbs_qp.h"
 
 #define HOP_LIMIT 64
 
@@ -300,12 +301,12 @@ static int vd_post_send(struct rdmx__dqp *q, const struct rdmx__wr *wr, int n)
 		if (rc)
 			return rc;
 	}
-	return rdmx__verbs_post_send(q->qp, wr, n, q->type == RDMX__DQP_UD);
+	return rdmx__verbs_qp_post_send(q->qp, wr, n, q->type == RDMX__DQP_UD);
 }
 
 static int vd_post_recv(struct rdmx__dqp *q, const struct rdmx__wr *wr, int n)
 {
-	return rdmx__verbs_post_recv(q->qp, wr, n);
+	return rdmx__verbs_qp_post_recv(q->qp, wr, n);
 }
 
 const struct rdmx__dgram_ops rdmx__dgram_verbs = {

@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The fake fabric's insides, shared by its two files: fabric_fake.c (memory,
- * queues, execution of work requests, the seam's ops table) and
- * fabric_fake_cm.c (rdma_cm: listeners, requests, connect and accept). The
- * model is described at the top of fabric_fake.c. Not part of the seam.
+ * The fake fabric's ground floor, shared by every file above it: the model's
+ * types (endpoints, queues, completions), all of its state behind one mutex,
+ * its clock, and memory: registered regions, the rights checks every access
+ * passes, and the stores and loads a remote access makes. The files above:
+ * fabric_fake_qp.c (CQs, SRQs, QPs), fabric_fake_post.c (posting, execution,
+ * completions), fabric_fake_cm.c (rdma_cm), fabric_fake_dgram.c (UD, UC),
+ * and fabric_fake.c, which names them in the seam's ops table and describes
+ * the model. Not part of the seam.
  */
-#ifndef RDMX_CORE_FABRIC_FAKE_H
-#define RDMX_CORE_FABRIC_FAKE_H
+#ifndef RDMX_CORE_FABRIC_FAKE_BASE_H
+#define RDMX_CORE_FABRIC_FAKE_BASE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "fabric.h"
@@ -172,44 +178,129 @@ static inline int cm_wait(int64_t deadline)
 	return pthread_cond_timedwait(&G.cm, &G.lock, &t);
 }
 
-/* fabric_fake.c */
-void rdmx__fake_mem_copy(void *dst, const void *src, size_t len);
-void rdmx__fake_qp_error(struct rdmx__ep *qp);
-void rdmx__fake_qp_free_rings(struct rdmx__ep *ep);
-void rdmx__fake_qp_release(struct rdmx__ep *qp);
 
-/* fabric_fake.c, for fabric_fake_dgram.c: push a completion; is the
- * local range readable (@write: writable by the NIC); WRITE @wr into
- * registered memory (0: the rkey or range is refused, nothing written). */
-void rdmx__fake_cq_push(struct rdmx__cq *cq, const struct rdmx__wc *wc,
-			struct rdmx__ep *owner, uint32_t slots);
-int rdmx__fake_local_ok(uint32_t lkey, const void *addr, uint64_t len,
-			int write);
-int rdmx__fake_remote_write(const struct rdmx__wr *wr);
+/* ---------------------------------------------------------------- memory */
 
-/* fabric_fake_cm.c: the seam's rdma_cm operations */
-int rdmx__fake_listen(struct rdmx__fabric *fab, const char *addr, uint16_t port,
-		      struct rdmx__ep **out);
-uint16_t rdmx__fake_local_port(const struct rdmx__ep *ep);
-int rdmx__fake_get_request(struct rdmx__ep *lis, int timeout_ms,
-			   struct rdmx__ep **child, void *pdata, size_t *plen);
-int rdmx__fake_resolve(struct rdmx__fabric *fab, const char *addr,
-		       uint16_t port, int timeout_ms, struct rdmx__ep **out);
-int rdmx__fake_resolve_src(struct rdmx__fabric *fab, const char *src,
-			   const char *addr, uint16_t port, int timeout_ms,
-			   struct rdmx__ep **out);
-int rdmx__fake_connect(struct rdmx__ep *ep, const void *pdata, size_t plen,
-		       int timeout_ms, void *reply, size_t *rlen);
-int rdmx__fake_accept(struct rdmx__ep *ep, const void *pdata, size_t plen,
-		      int timeout_ms);
-int rdmx__fake_accept_poll(struct rdmx__ep *ep);
-int rdmx__fake_reject(struct rdmx__ep *ep, const void *pdata, size_t plen);
-int rdmx__fake_disconnect(struct rdmx__ep *ep);
-int rdmx__fake_check_event(struct rdmx__ep *ep);
-/* ep_fd(): @ep's rdma_cm "channel", an eventfd written on its events; and
- * the write (under the lock). */
-int rdmx__fake_ep_fd(struct rdmx__ep *ep);
-void rdmx__fake_cm_signal(struct rdmx__ep *ep);
-void rdmx__fake_destroy_ep(struct rdmx__ep *ep);
+static inline void mem_copy(void *dst, const void *src, size_t len)
+{
+	if (len)
+		memmove(dst, src, len);
+}
 
-#endif /* RDMX_CORE_FABRIC_FAKE_H */
+/* Bytes into memory its owner may be polling (see the model at the top
+ * of fabric_fake.c). */
+static inline void remote_store(uint64_t raddr, const void *src, size_t len)
+{
+#ifdef FAKE_TSAN
+	uint8_t *d = (uint8_t *)(uintptr_t)raddr;
+	const uint8_t *s = src;
+
+	for (size_t i = 0; i < len; i++)
+		__atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
+#else
+	/* In increasing address order, as rxe and HCAs place a WRITE (a
+	 * memmove may store its last bytes first): bytes up to an 8-byte
+	 * boundary, 8-byte release stores, then the tail bytes. */
+	uint8_t *d = (uint8_t *)(uintptr_t)raddr;
+	const uint8_t *s = src;
+	size_t i = 0;
+	uint64_t w;
+
+	for (; i < len && ((uintptr_t)(d + i) & 7); i++)
+		__atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		__atomic_store_n((uint64_t *)(void *)(d + i), w, __ATOMIC_RELEASE);
+	}
+	for (; i < len; i++)
+		__atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
+#endif
+}
+
+static inline void remote_load(void *dst, uint64_t raddr, size_t len)
+{
+	/* An aligned 8-byte READ is one load, as on HCAs (never torn). */
+	if (len == 8 && !(raddr & 7)) {
+		uint64_t w = __atomic_load_n((const uint64_t *)(uintptr_t)raddr,
+					     __ATOMIC_ACQUIRE);
+
+		memcpy(dst, &w, 8);
+		return;
+	}
+#ifdef FAKE_TSAN
+	const uint8_t *s = (const uint8_t *)(uintptr_t)raddr;
+	uint8_t *d = dst;
+
+	for (size_t i = 0; i < len; i++)
+		d[i] = __atomic_load_n(s + i, __ATOMIC_ACQUIRE);
+#else
+	mem_copy(dst, (const void *)(uintptr_t)raddr, len);
+#endif
+}
+
+/* The MR with @key (an rkey if @remote) if it covers [addr, addr+len). */
+static inline struct fmr *mr_find(uint32_t key, int remote,
+				  uint64_t addr, uint64_t len)
+{
+	for (struct fmr *m = G.mrs; m; m = m->next) {
+		uint64_t base = (uintptr_t)m->pub.addr;
+
+		if ((remote ? m->pub.rkey : m->pub.lkey) != key)
+			continue;
+		if (addr < base || len > m->pub.len || addr - base > m->pub.len - len)
+			return NULL;
+		return m;
+	}
+	return NULL;
+}
+
+static inline int local_ok(uint32_t lkey, const void *addr, uint64_t len)
+{
+	return !len || mr_find(lkey, 0, (uintptr_t)addr, len);
+}
+
+/* Memory the NIC writes locally (a receive, a READ's or FETCH_ADD's
+ * destination) needs local write access, as verbs' LOCAL_WRITE. */
+static inline int local_write_ok(uint32_t lkey, const void *addr,
+				 uint64_t len)
+{
+	struct fmr *m;
+
+	if (!len)
+		return 1;
+	m = mr_find(lkey, 0, (uintptr_t)addr, len);
+	return m && (m->access & RDMX__ACCESS_LOCAL);
+}
+
+static inline int remote_ok(const struct rdmx__wr *wr, uint64_t len,
+			    int access)
+{
+	struct fmr *m;
+
+	if (!len)
+		return 1;
+	m = mr_find(wr->rkey, 1, wr->remote_addr, len);
+	return m && (m->access & access);
+}
+
+/* WRITE @wr into registered memory (UC): 0 if the rkey or range is
+ * refused, and nothing is written. */
+static inline int remote_write(const struct rdmx__wr *wr)
+{
+	if (!remote_ok(wr, wr->len, RDMX__ACCESS_WRITE))
+		return 0;
+	if (wr->len)
+		remote_store(wr->remote_addr, wr->addr, wr->len);
+	return 1;
+}
+
+/* fabric_fake_base.c: the fabric (one process-wide model), its domain and
+ * its memory regions, for the seam's ops table. */
+int rdmx__fake_create(struct rdmx__fabric **out);
+void rdmx__fake_destroy(struct rdmx__fabric *fab);
+const void *rdmx__fake_domain(const struct rdmx__ep *ep);
+int rdmx__fake_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
+		      struct rdmx__mr **out);
+void rdmx__fake_dereg_mr(struct rdmx__mr *mr);
+
+#endif /* RDMX_CORE_FABRIC_FAKE_BASE_H */

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The real fabric's ground floor: the fabric and its devices (a protection
+ * domain per device, shared by every ep on it), and memory regions.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "errors.h"
+#include "fabric_verbs_dev.h"
+
+struct vmr {
+	struct rdmx__mr pub;
+	struct ibv_mr *mr;
+};
+
+/* ---------------------------------------------------------------- fabric */
+
+int rdmx__verbs_create(struct rdmx__fabric **out)
+{
+	struct rdmx__fabric *fab = calloc(1, sizeof(*fab));
+
+	if (!fab)
+		return rdmx__fail(-ENOMEM, "out of memory for the verbs fabric");
+	pthread_mutex_init(&fab->lock, NULL);
+	*out = fab;
+	return 0;
+}
+
+void rdmx__verbs_destroy(struct rdmx__fabric *fab)
+{
+	if (!fab)
+		return;
+	for (int i = 0; i < fab->ndevs; i++)
+		ibv_dealloc_pd(fab->devs[i].pd);
+	pthread_mutex_destroy(&fab->lock);
+	free(fab);
+}
+
+/* The shared PD (and device limits) of @verbs, made on first use. */
+int rdmx__verbs_dev_get(struct rdmx__fabric *fab, struct ibv_context *verbs,
+			struct dev **out)
+{
+	struct dev *d = NULL;
+	int rc = 0;
+
+	pthread_mutex_lock(&fab->lock);
+	for (int i = 0; i < fab->ndevs && !d; i++)
+		if (fab->devs[i].verbs == verbs)
+			d = &fab->devs[i];
+	if (!d && fab->ndevs == MAX_DEVICES)
+		rc = rdmx__fail(-ENOSPC, "more than %d RDMA devices in use", MAX_DEVICES);
+	if (!d && !rc) {
+		d = &fab->devs[fab->ndevs];
+		d->verbs = verbs;
+		d->pd = ibv_alloc_pd(verbs);
+		if (!d->pd || ibv_query_device(verbs, &d->attr))
+			rc = rdmx__fail(-errno ? -errno : -EIO,
+					"cannot open %s: %s", ibv_get_device_name(verbs->device),
+					strerror(errno));
+		else
+			fab->ndevs++;
+	}
+	pthread_mutex_unlock(&fab->lock);
+	*out = d;
+	return rc;
+}
+
+struct ibv_pd *rdmx__verbs_pd(const struct rdmx__ep *ep, struct rdma_cm_id **id)
+{
+	*id = ep->id;
+	return ep->dev ? ep->dev->pd : NULL;
+}
+
+/* The device's PD, shared by every ep on the device. */
+const void *rdmx__verbs_domain(const struct rdmx__ep *ep)
+{
+	return ep->dev;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+int rdmx__verbs_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
+		       struct rdmx__mr **out)
+{
+	int a = IBV_ACCESS_LOCAL_WRITE;
+	struct vmr *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return rdmx__fail(-ENOMEM, "out of memory for a memory region");
+	if (access & RDMX__ACCESS_WRITE)
+		a |= IBV_ACCESS_REMOTE_WRITE;
+	if (access & RDMX__ACCESS_READ)
+		a |= IBV_ACCESS_REMOTE_READ;
+	if (access & RDMX__ACCESS_ATOMIC)
+		a |= IBV_ACCESS_REMOTE_ATOMIC;
+	m->mr = ibv_reg_mr(ep->dev->pd, addr, len, a);
+	if (!m->mr) {
+		int err = errno ? errno : EIO;
+
+		free(m);
+		return rdmx__fail(-err, "ibv_reg_mr of %zu bytes: %s (memlock limit? ulimit -l)",
+				  len, strerror(err));
+	}
+	m->pub = (struct rdmx__mr){ addr, len, m->mr->lkey, m->mr->rkey };
+	*out = &m->pub;
+	return 0;
+}
+
+void rdmx__verbs_dereg_mr(struct rdmx__mr *mr)
+{
+	struct vmr *m = (struct vmr *)mr;
+
+	if (!m)
+		return;
+	ibv_dereg_mr(m->mr);
+	free(m);
+}
