@@ -2,7 +2,8 @@
 /*
  * Core internals: the objects behind the public handles, the protocol
  * operations table every src/protocols/<name>.c fills, and the helpers the
- * protocols share (deadlines, connection-down handling, counted posts).
+ * protocols share (connection-down handling, counted posts; the deadline
+ * is clock.h's, the wait step wait.h's).
  */
 #ifndef RDMX_CORE_INTERNAL_H
 #define RDMX_CORE_INTERNAL_H
@@ -16,9 +17,11 @@
 
 #include <rdmx/rdmx.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "fabric.h"
 #include "ring.h"
+#include "wait.h"
 #include "wire.h"
 
 /* A helper on every message's path, inlined also where the compiler would
@@ -467,69 +470,12 @@ RDMX__HOT int rdmx__one_buf_release(rdmx_conn *c, struct rdmx__one_buf *b,
 const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);
 const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id);
 
-/*
- * A wait bound: timeout_ms < 0 is forever, 0 is "poll once"; and how the
- * wait waits (wait.c): @mode, @spin_us of it, and its park state.
- */
-#define RDMX__SPIN_US_DEFAULT 50u
-#define RDMX__SPIN_US_MAX 1000000u
-struct rdmx__deadline {
-	struct timespec end;       /* valid once armed */
-	int forever;
-	int once;
-	int armed;
-	int timeout_ms;
-	unsigned spins;            /* empty polls so far */
-	uint8_t mode;              /* enum rdmx_wait_mode, never DEFAULT */
-	uint32_t spin_us;          /* adaptive: spin this long, then park */
-	int64_t spin_from_us;      /* adaptive: the first empty poll */
-	unsigned park_us;          /* the last park's length, 0: none yet */
-	int parking;               /* past the spin phase: park when idle */
-	int yielding;              /* adaptive: spun spin_us; yields from now */
-	int timed;                 /* waits on peer-written memory: timed
-				    * parks only (waitset.c) */
-};
 /* An accepted request whose dialer has not completed the handshake. */
 struct rdmx__pending {
 	rdmx_conn *c;
 	struct rdmx__deadline by; /* connect_timeout_ms from the accept */
 	int up;                   /* the accept itself saw it established */
 };
-
-/* wait.c: deadlines and the one wait step. */
-void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms);
-/* Wait in @mode (enum rdmx_wait_mode; DEFAULT is adaptive) spinning
- * @spin_us first in adaptive mode. rdmx__deadline_start() sets adaptive
- * with RDMX__SPIN_US_DEFAULT; rdmx__conn_wait() sets the connection's. */
-void rdmx__deadline_mode(struct rdmx__deadline *d, uint8_t mode,
-			 uint32_t spin_us);
-/* Milliseconds left (INT32_MAX when forever, 0 when passed). */
-int rdmx__deadline_left_ms(struct rdmx__deadline *d);
-/* -ETIMEDOUT with a message once @d has passed, else 0. */
-int rdmx__deadline_passed(struct rdmx__deadline *d);
-
-/* Fill @o's wait_mode and spin_us left at their defaults from @ctx. */
-void rdmx__wait_resolve(const rdmx_ctx *ctx, struct rdmx_conn_opts *o);
-
-/*
- * rdmx__wait_idle - the wait step: call once per empty poll of a wait
- * loop. Spins or yields as the deadline's mode says. Returns 1 when the
- * caller should run its slow checks (peer, deadline, shutdown): every
- * RDMX__WAIT_CHECK_EVERY spins, and every time once the wait parks;
- * then, unless a check ends the wait, the caller calls rdmx__wait_park()
- * (outside its locks), which sleeps once the wait is past its spinning.
- */
-#define RDMX__WAIT_CHECK_EVERY 256u
-int rdmx__wait_idle(struct rdmx__deadline *d);
-void rdmx__wait_park(struct rdmx__deadline *d);
-
-/*
- * rdmx__conn_wait - rdmx__wait_idle() for a wait on one connection, in
- * the connection's wait mode, with its checks. Returns 0 to keep polling,
- * -EAGAIN (no message formatted: rdmx__again) for a zero timeout,
- * -ETIMEDOUT, or the error the connection went down with.
- */
-int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d);
 
 /*
  * rdmx__recv_idle - the end of a receive loop's turn that found nothing:
@@ -590,18 +536,9 @@ void rdmx__group_unwatch(struct rdmx__group *g, rdmx_conn *c);
 void rdmx__group_kick(struct rdmx__group *g);
 void rdmx__group_ws_fini(struct rdmx__group *g);
 int rdmx__lis_park_fd(rdmx_listener *lis);
-/* A caller that polls @lis with no wait (rdmx_listener_next, timeout 0)
- * in an idle loop of its own (rpc herd) has just parked: its next poll
- * looks for a connection request first, as after a park of the
- * listener's own. Without it such a poll looks every 64th time only. */
-void rdmx__listener_parked(rdmx_listener *lis);
 /* Wake @c's sleeping wait: what it waits for came by another path (srq:
  * another connection's poll of the shared CQ queued @c a message). */
 void rdmx__conn_kick(rdmx_conn *c);
-
-/* live.c: down with -ECONNRESET if the peer disconnected; else its
- * down_rc or 0. */
-int rdmx__conn_check_peer(rdmx_conn *c);
 
 /* live.c: keepalives. */
 void rdmx__live_init(rdmx_conn *c);

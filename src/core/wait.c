@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Waiting: the one wait step every blocking call of the library takes,
- * and its deadline. A wait loop polls what it waits for (a CQ, a ring, a
- * listener's requests) and, when the poll finds nothing, calls
- * rdmx__wait_idle() once; every RDMX__WAIT_CHECK_EVERY spins, and before
- * every park, it is told to run its slow checks (the peer's liveness, the
- * deadline, a listener's shutdown), and then calls rdmx__wait_park(),
- * outside any lock. The checks come right after the poll and the park
+ * Waiting: the one wait step every blocking call of the library takes
+ * (its deadline is the clock's, clock.h). A wait loop polls what it waits
+ * for (a CQ, a ring, a listener's requests) and, when the poll finds
+ * nothing, calls rdmx__wait_idle() once; every RDMX__WAIT_CHECK_EVERY
+ * spins, and before every park, it is told to run its slow checks (the
+ * peer's liveness, the deadline, a listener's shutdown), and then calls
+ * rdmx__wait_park(), outside any lock. The checks come right after the poll and the park
  * after them: a peer that wrote and left during a park is seen by the
  * next poll before the check that finds it gone. rdmx__conn_wait() is
  * that loop step for one connection.
@@ -60,38 +60,6 @@
  */
 static unsigned wake_late_us;
 
-/*
- * The clock is read when a wait first has to wait (deadline_arm), not when
- * it starts: most calls on the fast path find their message or buffer on
- * the first poll, and a clock_gettime() per call was ~15% of send_recv's
- * instructions per message (bench/profile). The clock is the coarse one:
- * timeouts are milliseconds, a tick of resolution is plenty, and where the
- * clocksource is slow to read (hpet in a VM: a system call and an emulated
- * device access each time) the coarse clock still costs a memory read.
- */
-#define DEADLINE_CLOCK CLOCK_MONOTONIC_COARSE
-void rdmx__deadline_start(struct rdmx__deadline *d, int timeout_ms)
-{
-	d->forever = timeout_ms < 0;
-	d->once = timeout_ms == 0;
-	d->armed = 0;
-	d->timeout_ms = timeout_ms;
-	d->spins = 0;
-	d->mode = RDMX_WAIT_ADAPTIVE;
-	d->spin_us = RDMX__SPIN_US_DEFAULT;
-	d->park_us = 0;
-	d->parking = 0;
-	d->yielding = 0;
-	d->timed = 0;
-}
-
-void rdmx__deadline_mode(struct rdmx__deadline *d, uint8_t mode,
-			 uint32_t spin_us)
-{
-	d->mode = mode == RDMX_WAIT_DEFAULT ? RDMX_WAIT_ADAPTIVE : mode;
-	d->spin_us = spin_us;
-}
-
 void rdmx__wait_resolve(const rdmx_ctx *ctx, struct rdmx_conn_opts *o)
 {
 	if (o->wait_mode == RDMX_WAIT_DEFAULT)
@@ -100,50 +68,9 @@ void rdmx__wait_resolve(const rdmx_ctx *ctx, struct rdmx_conn_opts *o)
 		o->spin_us = ctx->spin_us;
 }
 
-static void deadline_arm(struct rdmx__deadline *d)
-{
-	clock_gettime(DEADLINE_CLOCK, &d->end);
-	d->armed = 1;
-	if (d->timeout_ms <= 0)
-		return;
-	d->end.tv_sec += d->timeout_ms / 1000;
-	d->end.tv_nsec += (long)(d->timeout_ms % 1000) * 1000000L;
-	if (d->end.tv_nsec >= 1000000000L) {
-		d->end.tv_sec++;
-		d->end.tv_nsec -= 1000000000L;
-	}
-}
-
-int rdmx__deadline_left_ms(struct rdmx__deadline *d)
-{
-	struct timespec now;
-	int64_t ms;
-
-	if (d->forever)
-		return INT32_MAX;
-	if (!d->armed)
-		deadline_arm(d);
-	clock_gettime(DEADLINE_CLOCK, &now);
-	ms = (int64_t)(d->end.tv_sec - now.tv_sec) * 1000 +
-	     (d->end.tv_nsec - now.tv_nsec) / 1000000;
-	if (ms <= 0)
-		return 0;
-	return ms > INT32_MAX ? INT32_MAX : (int)ms;
-}
-
-int rdmx__deadline_passed(struct rdmx__deadline *d)
-{
-	if (d->forever || rdmx__deadline_left_ms(d) > 0)
-		return 0;
-	return rdmx__fail(-ETIMEDOUT, "timed out after %d ms", d->timeout_ms);
-}
-
 static int64_t now_us(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+	return rdmx__now_ns() / 1000;
 }
 
 /* Adaptive: how long to spin - spin_us, or twice the wake lateness. */
@@ -197,10 +124,19 @@ void rdmx__wait_park(struct rdmx__deadline *d)
 				 __ATOMIC_RELAXED);
 }
 
+/*
+ * The clock is read when a wait first has to wait (rdmx__deadline_arm, at
+ * the first empty poll), not when it starts: most calls on the fast path
+ * find their message or buffer on the first poll, and a clock_gettime()
+ * per call was ~15% of send_recv's instructions per message
+ * (bench/profile). The deadline reads the coarse clock (clock.h); the
+ * spin phase, microseconds, reads the fine one every SPIN_CLOCK_EVERY
+ * polls only.
+ */
 int rdmx__wait_idle(struct rdmx__deadline *d)
 {
 	if (!d->armed)
-		deadline_arm(d);
+		rdmx__deadline_arm(d);
 	++d->spins;
 	if (d->mode == RDMX_WAIT_BLOCK ||
 	    (d->mode == RDMX_WAIT_ADAPTIVE && (d->parking || spin_over(d)))) {
