@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "fabric.h"
 
 #define EPHEMERAL_FIRST 49152
@@ -153,12 +154,11 @@ static inline void unlock(void)
 
 /* ------------------------------------------------------------------ time */
 
+/* The fake device's time (retry timers, rdma_cm waits) is the library's
+ * clock; the rdma_cm condition variable waits on CLOCK_MONOTONIC too. */
 static inline int64_t now_ns(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+	return rdmx__now_ns();
 }
 
 static inline int64_t deadline_in(int timeout_ms)

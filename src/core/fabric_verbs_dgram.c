@@ -18,8 +18,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "fabric_verbs_dev.h"
 #include "fabric_verbs_qp.h"
@@ -143,12 +143,12 @@ static int bring_up(struct rdmx__dqp *q)
 	return rc ? rc : modify(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTS");
 }
 
+/* The clock here is entropy for a first PSN, not a bound. */
 static uint32_t first_psn(void)
 {
-	struct timespec t;
+	uint64_t t = (uint64_t)rdmx__now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint32_t)(t.tv_nsec ^ (t.tv_sec * 2654435761u)) & 0xffffff;
+	return (uint32_t)(t % 1000000000u ^ (t / 1000000000u * 2654435761u)) & 0xffffff;
 }
 
 static int make_qp(struct rdmx__dqp *q, struct rdmx__dqp_caps *caps)

@@ -27,24 +27,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
 #define KA_DEFAULT_TIMEOUT 17 /* rdma_cm's for RoCE: 4.096 us * 2^17 = 0.54 s */
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 void rdmx__live_init(rdmx_conn *c)
 {
 	pthread_mutex_init(&c->live.lock, NULL);
-	c->live.posted_ms = now_ms();
+	c->live.posted_ms = rdmx__now_coarse_ms();
 }
 
 void rdmx__live_fini(rdmx_conn *c)
@@ -206,7 +197,7 @@ int rdmx__live_tick(rdmx_conn *c)
 		return 0; /* another thread is at it */
 	if (l->out)
 		ka_reap(c);
-	now = now_ms();
+	now = rdmx__now_coarse_ms(); /* read from every wait's checks */
 	if (!l->out && c->state == RDMX__CONN_UP &&
 	    now - l->posted_ms >= (int64_t)c->opts.liveness_ms / 4)
 		ka_post(c, now);

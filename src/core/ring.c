@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "ring.h"
 
@@ -35,15 +35,14 @@ uint64_t rdmx__ring_stamp(uint64_t seed, uint64_t off)
 	return z ? z : 1;
 }
 
+/* The clock here is entropy for a seed, not a bound. */
 uint64_t rdmx__ring_seed(void)
 {
 	static uint64_t counter;
-	struct timespec ts;
 	uint64_t n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+	uint64_t t = (uint64_t)rdmx__now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
-		     ((uint64_t)getpid() << 16) ^ (uintptr_t)&ts ^ mix64(n));
+	return mix64(t ^ ((uint64_t)getpid() << 16) ^ (uintptr_t)&t ^ mix64(n));
 }
 
 static uint32_t hstamp_of(uint64_t stamp)

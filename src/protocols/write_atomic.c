@@ -612,7 +612,7 @@ static int check_skipped(rdmx_conn *c, uint64_t v)
 	struct wa *p = wa_of(c);
 	int rc;
 
-	if (rdmx__wa_now_ms() - p->reserved_ms < (int64_t)p->r_hole_ms / 4)
+	if (rdmx__now_ms() - p->reserved_ms < (int64_t)p->r_hole_ms / 4)
 		return p->cached_head > v ? skipped(c, v) : 0;
 	rc = read_head(c);
 	if (!rc && p->cached_head > v)
@@ -694,7 +694,7 @@ static int reserve_record(rdmx_conn *c, uint64_t rec, uint64_t *v)
 	struct wa *p = wa_of(c);
 	int rc;
 
-	p->reserved_ms = rdmx__wa_now_ms();
+	p->reserved_ms = rdmx__now_ms();
 	for (;;) {
 		rc = reserve(c, rec, v);
 		if (rc)

@@ -19,21 +19,12 @@
  * sender itself checks the head before a late write: write_atomic.c).
  */
 #include <errno.h>
-#include <time.h>
 
 #include "protocols/write_atomic_priv.h"
 
 #define RECV_BATCH 16u
 #define RECV_DEPTH_MAX 4096u
 #define WC_POLL 32
-
-int64_t rdmx__wa_now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000 + 1;
-}
 
 /* Post zero-length receives until the SRQ holds rdepth. */
 static int ann_post(struct wa_ring *r)
@@ -197,7 +188,7 @@ int rdmx__wa_hole_check(struct wa_ring *r)
 		r->hole_t0 = 0;
 		return 0;
 	}
-	now = rdmx__wa_now_ms();
+	now = rdmx__now_ms() + 1; /* never 0: hole_t0's "off" */
 	if (!r->hole_t0 || v >= r->hole_tail) {
 		r->hole_t0 = now;
 		r->hole_tail = tail;

@@ -142,9 +142,6 @@ void rdmx__wa_ring_leave(struct wa_ring *r, rdmx_conn *c, uint32_t id);
 /* The group_unlist hook: rdmx_conn_close(@c) began. */
 void rdmx__wa_group_unlist(rdmx_conn *c);
 
-/* Milliseconds of a monotonic clock (never 0). */
-int64_t rdmx__wa_now_ms(void);
-
 /* Announcements and holes (write_atomic_imm.c); all called locked. */
 int rdmx__wa_ann_make(struct wa_ring *r, rdmx_conn *c);
 void rdmx__wa_ann_unmake(struct wa_ring *r);

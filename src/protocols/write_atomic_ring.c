@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "protocols/write_atomic_priv.h"
 
@@ -67,13 +66,11 @@ static uint64_t *head_word(struct wa_ring *r)
 	return r->ctrl + HEAD_OFF / 8;
 }
 
+/* The clock here is entropy for a salt, not a bound: the wall clock, which
+ * (unlike the monotonic one) does not start over at every boot. */
 static uint64_t new_salt(const void *where)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return wa_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
-		      (uintptr_t)where) | 1;
+	return wa_mix((uint64_t)rdmx__wall_ns() ^ (uintptr_t)where) | 1;
 }
 
 /* Allocate and register a ring of @size bytes on @c's device. */

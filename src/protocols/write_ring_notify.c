@@ -46,7 +46,6 @@
  */
 #include <errno.h>
 #include <stddef.h>
-#include <time.h>
 
 #include "write_ring_priv.h"
 
@@ -164,24 +163,16 @@ int rdmx__wring_notify_post(rdmx_conn *c, uint64_t end, struct rdmx__wr *wr,
 
 int rdmx__wring_torn_ms = RDMX__WRING_TORN_MS;
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* A tail word whose halves disagree: torn by a WRITE landing now (read
  * again), unless the same bytes stay for rdmx__wring_torn_ms. */
 static int torn_word(struct wring *p, uint64_t w)
 {
 	if (w != p->torn) {
 		p->torn = w;
-		p->torn_since = now_ms();
+		p->torn_since = rdmx__now_ms();
 		return 0;
 	}
-	if (now_ms() - p->torn_since < rdmx__wring_torn_ms)
+	if (rdmx__now_ms() - p->torn_since < rdmx__wring_torn_ms)
 		return 0;
 	return rdmx__fail(-EPROTO, "peer's tail word %016llx fails its check (low half, complement) for %d ms",
 			  (unsigned long long)w, rdmx__wring_torn_ms);
