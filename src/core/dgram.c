@@ -54,6 +54,7 @@ int rdmx__dgram_open(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep,
 	if (!g)
 		return rdmx__fail(-ENOMEM, "out of memory for a %s QP", type_name(type));
 	g->f = f;
+	g->ep = ep;
 	rc = f->dgram->caps(ep, &g->dev);
 	if (!rc && type == RDMX__DQP_UC && !g->dev.uc)
 		rc = rdmx__fail(-ENOTSUP, "the device does not run UC queue pairs");
@@ -74,10 +75,27 @@ int rdmx__dgram_open(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep,
 	return 0;
 }
 
+int rdmx__dgram_open_on(rdmx_conn *c, enum rdmx__dqp_type type, uint32_t depth,
+			uint32_t qkey, struct rdmx__dgram **out)
+{
+	return rdmx__dgram_open(c->f, c->ep, type, depth, qkey, out);
+}
+
 void rdmx__dgram_close(struct rdmx__dgram *g)
 {
 	if (g)
 		free_dgram(g);
+}
+
+int rdmx__dgram_reg(struct rdmx__dgram *g, void *buf, size_t len, int access,
+		    struct rdmx__mr **out)
+{
+	return g->f->reg_mr(g->ep, buf, len, access, out);
+}
+
+void rdmx__dgram_dereg(struct rdmx__dgram *g, struct rdmx__mr *mr)
+{
+	g->f->dereg_mr(mr);
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -217,6 +235,11 @@ int rdmx__dgram_recv(struct rdmx__dgram *g, void *buf, uint32_t len,
 	return g->f->dgram->post_recv(g->qp, &wr, 1);
 }
 
+int rdmx__dgram_poll(struct rdmx__dgram *g, int recv, struct rdmx__wc *wc)
+{
+	return g->f->poll_cq(recv ? g->rcq : g->scq, wc, 1);
+}
+
 int rdmx__dgram_wait(struct rdmx__dgram *g, int recv, int timeout_ms,
 		     const char *what, struct rdmx__wc *wc)
 {
@@ -228,7 +251,7 @@ int rdmx__dgram_wait(struct rdmx__dgram *g, int recv, int timeout_ms,
 		return rdmx__fail(-EINVAL, "%s QP %u: a wait for %s without a bound",
 				  t, g->self.qpn, what);
 	rdmx__deadline_start(&d, timeout_ms);
-	while (!(n = g->f->poll_cq(recv ? g->rcq : g->scq, wc, 1))) {
+	while (!(n = rdmx__dgram_poll(g, recv, wc))) {
 		if (!rdmx__wait_idle(&d))
 			continue;
 		if (rdmx__deadline_left_ms(&d) == 0)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * UD and UC queue pairs for the layers above the core (HERD's transport in
- * src/rpc): one QP with its own two CQs on the device of an ep, the
- * descriptor a peer sends to address or connect it (its wire form read
- * once and validated), SEND/WRITE/receive posts, and a bounded wait for a
- * completion whose timeout says what was waited for on which QP.
+ * src/rpc): one QP with its own two CQs on the device of an ep or of an
+ * rdmx connection, memory registered for it, the descriptor a peer sends
+ * to address or connect it (its wire form read once and validated),
+ * SEND/WRITE/receive posts, a look at its CQs, and a bounded wait for a
+ * completion whose timeout says what was waited for on which QP. A room
+ * above the core reaches the device only through these calls.
  *
  * Descriptor on the wire (RDMX__QP_DESC_WIRE bytes, little-endian):
  *   off len field
@@ -25,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rdmx/rdmx.h>
+
 #include "fabric.h"
 
 #define RDMX__QP_DESC_WIRE 48
@@ -32,6 +36,7 @@
 
 struct rdmx__dgram {
 	const struct rdmx__fabric_ops *f;
+	struct rdmx__ep *ep;          /* the device it was opened on */
 	struct rdmx__dqp *qp;
 	struct rdmx__cq *scq, *rcq;
 	struct rdmx__dgram_caps dev;  /* the device's (UC, MTU) */
@@ -44,7 +49,18 @@ struct rdmx__dgram {
 int rdmx__dgram_open(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep,
 		     enum rdmx__dqp_type type, uint32_t depth, uint32_t qkey,
 		     struct rdmx__dgram **out);
+/* The same on the device of the rdmx connection @c (which must outlive
+ * the QP). */
+int rdmx__dgram_open_on(rdmx_conn *c, enum rdmx__dqp_type type, uint32_t depth,
+			uint32_t qkey, struct rdmx__dgram **out);
 void rdmx__dgram_close(struct rdmx__dgram *g);
+
+/* Register @len bytes at @buf with @access (RDMX__ACCESS_*) on @g's
+ * device, for @g and every QP opened on that device; deregister before
+ * @g is closed. */
+int rdmx__dgram_reg(struct rdmx__dgram *g, void *buf, size_t len, int access,
+		    struct rdmx__mr **out);
+void rdmx__dgram_dereg(struct rdmx__dgram *g, struct rdmx__mr *mr);
 
 /* The descriptor in its wire form; and back, from bytes a peer sent:
  * read once, every field range-checked (-EINVAL with the field named). */
@@ -71,6 +87,10 @@ int rdmx__ud_send(struct rdmx__dgram *g, struct rdmx__ah *ah,
  * RDMX__GRH_LEN, so @len must cover the GRH too. */
 int rdmx__dgram_recv(struct rdmx__dgram *g, void *buf, uint32_t len,
 		     uint32_t lkey, uint64_t wr_id);
+
+/* One look at the receive (@recv) or send CQ: 1 with a completion in
+ * @wc (its status unchecked), 0 for none, or -errno. */
+int rdmx__dgram_poll(struct rdmx__dgram *g, int recv, struct rdmx__wc *wc);
 
 /* One completion of the receive (@recv) or send CQ within @timeout_ms
  * (>= 0: every wait has a bound); -ETIMEDOUT names @what and the QP; an
