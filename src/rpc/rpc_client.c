@@ -12,19 +12,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "rpc/rpc_int.h"
 
 #define PUMP_SLICE_MS 100
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static struct rpc_call *call_of(struct rdmx_rpc_client *c, uint64_t id)
 {
@@ -147,18 +139,19 @@ static int wait_for(struct rdmx_rpc_client *c, int timeout_ms,
 		    struct rpc_call *(*done)(struct rdmx_rpc_client *, const void *),
 		    const void *arg, struct rpc_call **out)
 {
-	double end = now_ms() + timeout_ms;
+	struct rdmx__deadline d;
 	bool polled = false;
 
+	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		int left = timeout_ms < 0 ? PUMP_SLICE_MS : (int)(end - now_ms());
+		int left = rdmx__deadline_left_ms(&d); /* INT32_MAX: no bound */
 
 		*out = done(c, arg);
 		if (*out)
 			return 0;
-		if (timeout_ms >= 0 && left <= 0 && polled)
+		if (!left && polled)
 			return timeout_ms ? -ETIMEDOUT : -EAGAIN;
-		pump(c, left <= 0 ? 0 : left < PUMP_SLICE_MS ? left : PUMP_SLICE_MS);
+		pump(c, left < PUMP_SLICE_MS ? left : PUMP_SLICE_MS);
 		polled = true;
 	}
 }
