@@ -40,10 +40,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "core/internal.h" /* rdmx__deadline */
+#include "core/clock.h"
 #include "rpc/rpc_int.h"
 
 #define RFP_TRAILER 8u
@@ -54,7 +53,7 @@
 #define RFP_SLOT_MAX (1u << 24)
 /* A trailer read torn settles by the next read (a byte copy in flight);
  * one that stays torn this long is a peer's garbage. */
-#define RFP_TORN_MS 1000.0
+#define RFP_TORN_MS 1000
 
 enum { SLOT_FREE = 0, SLOT_WAIT, SLOT_PUSHED };
 
@@ -70,7 +69,7 @@ struct rfp_conn {
 	uint32_t *seq;           /* the seq of the call in each slot */
 	uint32_t *done, *push;   /* server: answered seq, push asked for seq */
 	uint32_t *fails;         /* client: empty fetches of each slot */
-	double *torn;            /* when each slot's trailer first read torn */
+	int64_t *torn;           /* when each slot's trailer first read torn (ms) */
 	uint8_t *state;          /* client: enum above */
 	unsigned char *scratch;  /* server: the buffer alloc lends */
 	rdmx_region *rreq, *rresp;
@@ -86,14 +85,6 @@ struct rfp_lis {
 	rdmx_listener *lis;
 	struct rfp_conn *conns;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static unsigned char *slot_at(struct rfp_conn *r, int resp, uint32_t s)
 {
@@ -153,7 +144,7 @@ static int trailer_whole(const unsigned char *frame, uint32_t len, uint32_t ssiz
  */
 static int torn_again(struct rfp_conn *r, uint32_t s, uint32_t len)
 {
-	double t = now_ms();
+	int64_t t = rdmx__now_ms();
 
 	if (!r->torn[s]) {
 		r->torn[s] = t;
@@ -162,7 +153,7 @@ static int torn_again(struct rfp_conn *r, uint32_t s, uint32_t len)
 	if (t - r->torn[s] < RFP_TORN_MS)
 		return 0;
 	return rdmx__fail(-EPROTO, "rpc rfp: slot %u's %s trailer says %u bytes (slots of "
-			  "%u), not its frame's length, for %.0f ms", s,
+			  "%u), not its frame's length, for %d ms", s,
 			  r->server ? "request" : "response", len, r->ssize, RFP_TORN_MS);
 }
 
@@ -495,9 +486,11 @@ static int lis_event(struct rdmx_rpc_server *s, struct rfp_lis *l,
 static int rfp_next(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_ms)
 {
 	struct rfp_lis *l = s->tstate;
-	double end = now_ms() + timeout_ms;
+	struct rdmx__deadline d;
 	struct rdmx_event e;
 
+	rdmx__deadline_start(&d, timeout_ms);
+	rdmx__deadline_arm(&d);
 	for (unsigned i = 0;; i++) {
 		/* a wait, now and then, is where departures are noticed */
 		int rc = rdmx_listener_next(l->lis, &e, i % 128 == 127 ? 1 : 0);
@@ -508,7 +501,7 @@ static int rfp_next(struct rdmx_rpc_server *s, struct rpc_sev *ev, int timeout_m
 			return rc;
 		if (slots_scan(l, ev))
 			return 0;
-		if (now_ms() >= end)
+		if (!rdmx__deadline_left_ms(&d))
 			return -ETIMEDOUT;
 		if (i % 64 == 63)
 			sched_yield();
