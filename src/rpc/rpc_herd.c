@@ -58,10 +58,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/dgram.h"
-#include "core/internal.h"
+#include "core/wait.h"
 #include "core/wire.h"
 #include "rpc/rpc_int.h"
 
@@ -138,7 +138,8 @@ static void herd_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contr
 	co->protocol = o->protocol;
 }
 
-/* Registered, zeroed memory of @len bytes (a multiple of 64) on @c's device. */
+/* Registered, zeroed memory of @len bytes (a multiple of 64) on the
+ * device of @h's UC QP (and its UD QP's: the connection's). */
 static int mem_get(struct herd_conn *h, size_t len, int access)
 {
 	h->memlen = (len + 63) & ~(size_t)63;
@@ -146,17 +147,17 @@ static int mem_get(struct herd_conn *h, size_t len, int access)
 	if (!h->mem)
 		return rdmx__fail(-ENOMEM, "herd: out of memory for %zu bytes", h->memlen);
 	memset(h->mem, 0, h->memlen);
-	return h->conn->f->reg_mr(h->conn->ep, h->mem, h->memlen, access, &h->mr);
+	return rdmx__dgram_reg(h->uc, h->mem, h->memlen, access, &h->mr);
 }
 
 static void conn_free(struct herd_conn *h)
 {
 	if (h->ah)
 		rdmx__ud_ah_free(h->ud->g, h->ah);
-	rdmx__dgram_close(h->uc);
 	rdmx__dgram_close(h->udq);
-	if (h->mr)
-		h->conn->f->dereg_mr(h->mr);
+	if (h->mr) /* made on h->uc's device (mem_get) */
+		rdmx__dgram_dereg(h->uc, h->mr);
+	rdmx__dgram_close(h->uc);
 	free(h->mem);
 	if (h->hs)
 		free(h->tx);
@@ -181,10 +182,8 @@ static int ctrl_send(struct herd_conn *h, const void *buf, size_t len)
 
 static void ud_free(struct herd_srv *hs, struct herd_ud *u)
 {
-	struct rdmx__fabric_ops const *f = u->g ? u->g->f : NULL;
-
-	if (f && u->mr)
-		f->dereg_mr(u->mr);
+	if (u->mr) /* made on u->g's device (ud_open) */
+		rdmx__dgram_dereg(u->g, u->mr);
 	rdmx__dgram_close(u->g);
 	free(u->buf);
 	pthread_mutex_destroy(&u->lock);
@@ -193,15 +192,15 @@ static void ud_free(struct herd_srv *hs, struct herd_ud *u)
 
 static int ud_open(struct herd_ud *u, rdmx_conn *c)
 {
-	int rc = rdmx__dgram_open(c->f, c->ep, RDMX__DQP_UD, HERD_UD_DEPTH, HERD_QKEY, &u->g);
+	int rc = rdmx__dgram_open_on(c, RDMX__DQP_UD, HERD_UD_DEPTH, HERD_QKEY, &u->g);
 
 	if (rc)
 		return rc;
 	u->buf = aligned_alloc(64, (u->g->dev.ud_max + 63) & ~63u);
 	if (!u->buf)
 		return rdmx__fail(-ENOMEM, "herd: out of memory for a UD send buffer");
-	return c->f->reg_mr(c->ep, u->buf, (u->g->dev.ud_max + 63) & ~63u,
-			    RDMX__ACCESS_LOCAL, &u->mr);
+	return rdmx__dgram_reg(u->g, u->buf, (u->g->dev.ud_max + 63) & ~63u,
+			       RDMX__ACCESS_LOCAL, &u->mr);
 }
 
 static void uds_close(struct herd_srv *hs)
@@ -346,8 +345,7 @@ static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rd
 	h->slot = hs->slot;
 	rc = rdmx__ud_ah(h->ud->g, &h->peer_ud, &h->ah);
 	if (!rc)
-		rc = rdmx__dgram_open(h->conn->f, h->conn->ep, RDMX__DQP_UC, HERD_UC_DEPTH, 0,
-				      &h->uc);
+		rc = rdmx__dgram_open_on(h->conn, RDMX__DQP_UC, HERD_UC_DEPTH, 0, &h->uc);
 	if (!rc)
 		rc = rdmx__uc_connect(h->uc, &uc);
 	if (!rc)
@@ -539,14 +537,13 @@ static int client_mem(struct herd_conn *h, const struct rpc_contract *k)
 
 static int client_qps(struct herd_conn *h)
 {
-	int rc = rdmx__dgram_open(h->conn->f, h->conn->ep, RDMX__DQP_UC, HERD_UC_DEPTH, 0,
-				  &h->uc);
+	int rc = rdmx__dgram_open_on(h->conn, RDMX__DQP_UC, HERD_UC_DEPTH, 0, &h->uc);
 
 	if (rc == -ENOTSUP)
 		return rdmx__fail(rc, "herd: the device runs no UC queue pairs (the RC "
 				  "fallback is not built): use transport msg");
-	return rc ? rc : rdmx__dgram_open(h->conn->f, h->conn->ep, RDMX__DQP_UD,
-					  h->window, HERD_QKEY, &h->udq);
+	return rc ? rc : rdmx__dgram_open_on(h->conn, RDMX__DQP_UD, h->window, HERD_QKEY,
+					     &h->udq);
 }
 
 /* For tests (rdmx__rpc_herd_ud_as): whose UD QP the next setup names.
@@ -579,13 +576,9 @@ static int setup_send(struct herd_conn *h)
  * generator cannot answer, still unknown to another client). */
 static void nonce_make(struct herd_conn *h)
 {
-	struct timespec ts;
-
 	if (getrandom(&h->nonce, sizeof(h->nonce), GRND_NONBLOCK) == sizeof(h->nonce))
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	h->nonce = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
-		   ((uint64_t)(uintptr_t)h << 17);
+	h->nonce = (uint64_t)rdmx__now_ns() ^ ((uint64_t)(uintptr_t)h << 17);
 }
 
 /* The server's reply (read once): the slots and its UC QP. */
@@ -742,7 +735,7 @@ static int ud_take(struct herd_conn *h, struct rpc_rx *rx)
 {
 	const uint8_t *buf;
 	struct rdmx__wc wc;
-	int n = h->udq->f->poll_cq(h->udq->rcq, &wc, 1);
+	int n = rdmx__dgram_poll(h->udq, 1, &wc);
 
 	if (n <= 0)
 		return n;
