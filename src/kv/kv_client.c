@@ -25,8 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/wire.h"
 #include "kv/kv_door.h"
@@ -237,13 +237,12 @@ static int lookup_once(struct rdmx_kv_client *c, const void *key, size_t klen,
 static int get_read(struct rdmx_kv_client *c, const void *key, size_t klen,
 		    void *buf, size_t cap, size_t *len, uint32_t *flags, uint64_t *cas)
 {
-	struct timespec ts;
+	uint64_t now_s = (uint64_t)(rdmx__wall_ns() / 1000000000); /* the store's clock */
 	struct rdmx__kv_ehdr h;
 	int rc = -EAGAIN;
 
-	clock_gettime(CLOCK_REALTIME, &ts); /* the store's clock */
 	for (int i = 0; i < RDMX__KV_RETRIES && rc == -EAGAIN; i++) {
-		rc = lookup_once(c, key, klen, (uint64_t)ts.tv_sec, cap, &h);
+		rc = lookup_once(c, key, klen, now_s, cap, &h);
 		if (rc == -EAGAIN)
 			c->st.retries++;
 	}

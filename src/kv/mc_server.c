@@ -26,6 +26,7 @@
 #include <rdmx/kv.h>
 #include <rdmx/rdmx.h>
 
+#include "core/clock.h"
 #include "core/errors.h"
 #include "kv/kv_door.h"
 #include "kv/mc_proto.h"
@@ -110,14 +111,13 @@ static int listen_open(struct rdmx_kv_server *s)
  */
 static uint64_t seed_new(void)
 {
-	struct timespec ts;
-	uint64_t seed;
+	uint64_t seed, t;
 
 	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
 		return seed;
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* no entropy yet: still not fixed */
-	return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid() << 32 ^
-	       (uint64_t)ts.tv_sec;
+	t = (uint64_t)rdmx__now_ns(); /* no entropy yet: still not fixed */
+	return t % 1000000000u * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid() << 32 ^
+	       t / 1000000000u;
 }
 
 static int server_alloc(struct rdmx_kv_server *s)

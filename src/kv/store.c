@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "kv/kv_internal.h"
 
 struct rdmx__kv {
@@ -63,11 +63,8 @@ struct kv_found {
 
 static uint64_t clock_realtime(void *arg)
 {
-	struct timespec ts;
-
 	(void)arg;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec;
+	return (uint64_t)(rdmx__wall_ns() / 1000000000);
 }
 
 uint64_t rdmx__kv_now(const struct rdmx__kv *kv)
