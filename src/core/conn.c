@@ -198,11 +198,13 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	return c;
 }
 
-/* Free everything; the QP goes first (with the ep), then protocol state. */
+/* Free everything; the QP goes first (with the ep), then its CQs (qp.h),
+ * then protocol state. */
 static void conn_free(rdmx_conn *c, int did_setup)
 {
 	if (c->ep)
 		c->f->destroy_ep(c->ep);
+	rdmx__qp_unmake(c);
 	if (did_setup)
 		c->proto->teardown(c);
 	rdmx__group_leave(c);

@@ -18,6 +18,7 @@
 
 #include "errors.h"
 #include "fabric.h"
+#include "qp.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -124,7 +125,7 @@ struct rdmx_listener {
  * zero-length RDMA WRITE (the keepalive) goes out every quarter of the
  * connection's liveness bound. The peer's NIC must acknowledge it; a
  * dead host makes it fail with RETRY once the transport's retries, timed
- * from the bound (rdmx__conn_create_qp), are over, and the connection goes
+ * from the bound (rdmx__qp_make, qp.c), are over, and the connection goes
  * down with -ECONNRESET. Its completion carries RDMX__KA_WRID and is taken
  * out by rdmx__poll_cq(), which protocols call on every CQ their sends
  * complete on; completions the core polls while looking for the keepalive
@@ -193,7 +194,8 @@ struct rdmx_conn {
 	int down_rc;             /* why the connection went down */
 	uint64_t posted[RDMX__OP_CMP_SWAP + 1]; /* work requests by op */
 	uint64_t posted_recv;
-	uint32_t max_inline;      /* the QP's, see rdmx__conn_create_qp() */
+	uint32_t max_inline;      /* the QP's, see rdmx__qp_make() */
+	struct rdmx__qp qp;       /* its CQs (qp.h) */
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
 	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
 	int recv_later;          /* an error rdmx_recv_many met after the
@@ -213,11 +215,13 @@ struct rdmx_conn {
 /*
  * One connection protocol. The core allocates priv_size bytes per connection,
  * resolves the device, exchanges hellos, and calls:
- *   setup()     once the device is known (register memory, create CQs and
- *               the QP, post receives) - before any hello goes out;
+ *   setup()     once the device is known (register memory, have the core
+ *               make the CQs and QP: rdmx__qp_make, post receives) -
+ *               before any hello goes out;
  *   hello_out() this side's protocol block;
  *   hello_in()  the peer's block: -EPROTO with a message on a mismatch;
- *   teardown()  after the QP is gone: free what setup() made.
+ *   teardown()  after the QP and its CQs are gone (qp.h): free what
+ *               setup() made.
  * The data-path operations implement the public calls of the same names;
  * the core has already checked that the connection is up. Every message
  * handle a protocol fills is made by rdmx__msg_set() (below).
