@@ -648,12 +648,6 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			const char *what);
 
 /* Counted posts: the counters show which verbs a side used. */
-/*
- * Create @c's QP with @caps, asking for RDMX__INLINE_WANT bytes of inline
- * data when caps->max_inline is 0 (and again without, if the device
- * refuses); c->max_inline is what the QP got.
- */
-int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps);
 /* sendvec.c: rdmx_sendv's wait for room for a message of @len: the
  * protocol's msg_alloc(), first without a wait, then within what is left
  * of @d (started with @timeout_ms). */
