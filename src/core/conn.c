@@ -103,43 +103,6 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	return (*proto)->check_opts ? (*proto)->check_opts(*proto, out, 0) : 0;
 }
 
-
-/*
- * Small payloads go inline, as perftest's latency tests send them: the
- * provider copies them into the work request, so the device does not
- * fetch them through the memory registration.
- */
-#define RDMX__INLINE_WANT 256
-
-/*
- * rxe never counts down a transport retry_cnt of 7 (rxe_comp.c): it retries
- * forever, so a dead peer would never fail a keepalive. The IB spec gives 7
- * no such meaning (only rnr_retry 7 is "forever"); 6 is the most retries
- * that end on every provider.
- */
-#define RDMX__RETRY_FINITE_MAX 6
-
-int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps)
-{
-	int rc;
-
-	if (caps->retry_count > RDMX__RETRY_FINITE_MAX)
-		caps->retry_count = RDMX__RETRY_FINITE_MAX;
-	if (!caps->max_inline)
-		caps->max_inline = RDMX__INLINE_WANT;
-	caps->max_send_wr += RDMX__KA_WRS;
-	caps->ack_timeout = rdmx__live_ack_timeout(c->opts.liveness_ms,
-						   caps->retry_count);
-	c->live.scq = caps->send_cq;
-	rc = c->f->create_qp(c->ep, caps);
-	if (rc && caps->max_inline) {
-		caps->max_inline = 0;
-		rc = c->f->create_qp(c->ep, caps);
-	}
-	c->max_inline = rc ? 0 : caps->max_inline;
-	return rc;
-}
-
 int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n)
 {
 	struct rdmx__wr w;
@@ -198,11 +161,13 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	return c;
 }
 
-/* Free everything; the QP goes first (with the ep), then protocol state. */
+/* Free everything; the QP goes first (with the ep), then its CQs (qp.h),
+ * then protocol state. */
 static void conn_free(rdmx_conn *c, int did_setup)
 {
 	if (c->ep)
 		c->f->destroy_ep(c->ep);
+	rdmx__qp_unmake(c);
 	if (did_setup)
 		c->proto->teardown(c);
 	rdmx__group_leave(c);

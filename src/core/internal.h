@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "fabric.h"
+#include "qp.h"
 #include "ring.h"
 #include "wait.h"
 #include "wire.h"
@@ -127,7 +128,7 @@ struct rdmx_listener {
  * zero-length RDMA WRITE (the keepalive) goes out every quarter of the
  * connection's liveness bound. The peer's NIC must acknowledge it; a
  * dead host makes it fail with RETRY once the transport's retries, timed
- * from the bound (rdmx__conn_create_qp), are over, and the connection goes
+ * from the bound (rdmx__qp_make, qp.c), are over, and the connection goes
  * down with -ECONNRESET. Its completion carries RDMX__KA_WRID and is taken
  * out by rdmx__poll_cq(), which protocols call on every CQ their sends
  * complete on; completions the core polls while looking for the keepalive
@@ -196,7 +197,8 @@ struct rdmx_conn {
 	int down_rc;             /* why the connection went down */
 	uint64_t posted[RDMX__OP_CMP_SWAP + 1]; /* work requests by op */
 	uint64_t posted_recv;
-	uint32_t max_inline;      /* the QP's, see rdmx__conn_create_qp() */
+	uint32_t max_inline;      /* the QP's, see rdmx__qp_make() */
+	struct rdmx__qp qp;       /* its CQs (qp.h) */
 	struct rdmx__group *group; /* accepted: the listener's group, else NULL */
 	int reset_reported;      /* rdmx_listener_recv said -ECONNRESET for it */
 	int recv_later;          /* an error rdmx_recv_many met after the
@@ -216,11 +218,13 @@ struct rdmx_conn {
 /*
  * One connection protocol. The core allocates priv_size bytes per connection,
  * resolves the device, exchanges hellos, and calls:
- *   setup()     once the device is known (register memory, create CQs and
- *               the QP, post receives) - before any hello goes out;
+ *   setup()     once the device is known (register memory, have the core
+ *               make the CQs and QP: rdmx__qp_make, post receives) -
+ *               before any hello goes out;
  *   hello_out() this side's protocol block;
  *   hello_in()  the peer's block: -EPROTO with a message on a mismatch;
- *   teardown()  after the QP is gone: free what setup() made.
+ *   teardown()  after the QP and its CQs are gone (qp.h): free what
+ *               setup() made.
  * The data-path operations implement the public calls of the same names;
  * the core has already checked that the connection is up. Every message
  * handle a protocol fills is made by rdmx__msg_set() (below).
@@ -581,12 +585,6 @@ int rdmx__conn_wc_error(rdmx_conn *c, const struct rdmx__wc *wc,
 			const char *what);
 
 /* Counted posts: the counters show which verbs a side used. */
-/*
- * Create @c's QP with @caps, asking for RDMX__INLINE_WANT bytes of inline
- * data when caps->max_inline is 0 (and again without, if the device
- * refuses); c->max_inline is what the QP got.
- */
-int rdmx__conn_create_qp(rdmx_conn *c, struct rdmx__qp_caps *caps);
 /* sendvec.c: rdmx_sendv's wait for room for a message of @len: the
  * protocol's msg_alloc(), first without a wait, then within what is left
  * of @d (started with @timeout_ms). */

@@ -21,7 +21,7 @@
  * registration before anything is posted, so a bad offset is -EINVAL and
  * never a QP in error. The work request is signaled with wr_id
  * RDMX__OS_WRID(slot) and takes one of RDMX__OS_WRS send-queue slots the
- * core reserves beside the protocol's (rdmx__conn_create_qp). Its
+ * core reserves beside the protocol's (rdmx__qp_make). Its
  * completion arrives on the protocol's send CQ: whoever polls it
  * (rdmx__poll_cq in the protocol, rdmx__live_reap here) hands it to
  * rdmx__os_done(), so the protocols' own completion accounting never sees

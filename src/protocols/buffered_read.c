@@ -64,6 +64,7 @@
 
 #include "core/doorbell.h"
 #include "core/internal.h"
+#include "core/qp.h"
 #include "core/ring.h"
 #include "core/wire.h"
 #include "buffered_read.h"
@@ -85,7 +86,6 @@
 enum { RD_IDLE, RD_TAIL, RD_DATA };
 
 struct br {
-	struct rdmx__cq *scq, *rcq;
 	struct rdmx__br_ctl *ctl;  /* registered: the peer READs and WRITEs it */
 	struct rdmx__mr *ctl_mr, *ring_mr, *mirror_mr;
 	uint8_t *ring, *mirror;
@@ -161,25 +161,10 @@ static int post_bell_recv(rdmx_conn *c, uint32_t i)
 
 static int create_queues(rdmx_conn *c)
 {
-	struct br *p = br_of(c);
-	struct rdmx__qp_caps caps = {
-		.max_send_wr = N_WRS,
-		.max_recv_wr = RDMX__BR_BELLS,
-		.rnr_retry = c->opts.rnr_retry,
-		.retry_count = c->opts.retry_count,
-	};
-	int rc;
+	/* receives: the doorbells */
+	struct rdmx__qp_want w = { .send_wr = N_WRS, .recv_wr = RDMX__BR_BELLS };
+	int rc = rdmx__qp_make(c, &w);
 
-	rc = c->f->create_cq(c->ep, N_WRS + RDMX__KA_WRS, &p->scq);
-	if (!rc)
-		rc = c->f->create_cq(c->ep, RDMX__BR_BELLS, &p->rcq);
-	if (rc)
-		return rc;
-	caps.send_cq = p->scq;
-	caps.recv_cq = p->rcq;
-	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV); /* the doorbells */
-	rc = rdmx__conn_create_qp(c, &caps);
 	for (uint32_t i = 0; !rc && i < RDMX__BR_BELLS; i++)
 		rc = post_bell_recv(c, i);
 	return rc;
@@ -190,10 +175,6 @@ static void br_teardown(rdmx_conn *c)
 	struct br *p = br_of(c);
 	size_t size = c->opts.ring_size;
 
-	if (p->rcq)
-		c->f->destroy_cq(p->rcq);
-	if (p->scq)
-		c->f->destroy_cq(p->scq);
 	if (p->ctl_mr)
 		c->f->dereg_mr(p->ctl_mr);
 	if (p->mirror_mr)
@@ -206,8 +187,8 @@ static void br_teardown(rdmx_conn *c)
 	rdmx__ring_rel_free(&p->rel);
 }
 
-/* On failure the caller destroys the ep (and QP) first, then calls
- * br_teardown(), which copes with a half-made setup. */
+/* On failure the core destroys the ep (and QP) and its CQs first, then
+ * calls br_teardown(), which copes with a half-made setup. */
 static int br_setup(rdmx_conn *c)
 {
 	struct br *p = br_of(c);
@@ -413,7 +394,7 @@ static int repost_bell(rdmx_conn *c, uint64_t wr_id)
 static int reap_bells(rdmx_conn *c)
 {
 	struct br *p = br_of(c);
-	int n = rdmx__bell_reap(c, &p->bell, p->rcq, repost_bell);
+	int n = rdmx__bell_reap(c, &p->bell, c->qp.rcq, repost_bell);
 
 	if (n > 0) {
 		woke(p);
@@ -483,7 +464,7 @@ static int reap(rdmx_conn *c)
 {
 	struct br *p = br_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), rc = 0, got = 0;
+	int n = rdmx__poll_cq(c, c->qp.scq, wc, WC_BATCH), rc = 0, got = 0;
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());

@@ -84,6 +84,7 @@
 
 #include "core/doorbell.h"
 #include "core/internal.h"
+#include "core/qp.h"
 #include "core/sendpool.h"
 #include "core/wire.h"
 #include "direct_write.h"
@@ -106,7 +107,6 @@ enum { BUF_ADV, BUF_HELD, BUF_FREE }; /* receive buffers */
 
 struct dw {
 	struct rdmx__sendpool sp;  /* send buffers: data WRITEs */
-	struct rdmx__cq *scq, *rcq;
 	/* receiver */
 	uint8_t *rbuf;             /* nrecv buffers of rslot bytes */
 	struct rdmx__mr *rmr;
@@ -212,24 +212,9 @@ static int create_queues(rdmx_conn *c)
 	/* data WRITEs, a descriptor WRITE per buffer, doorbells, our count;
 	 * receives: doorbells only */
 	uint32_t swr = p->sp.n + p->nrecv + N_BELL + 1;
-	struct rdmx__qp_caps caps = {
-		.max_send_wr = swr,
-		.max_recv_wr = N_BELL,
-		.rnr_retry = c->opts.rnr_retry,
-		.retry_count = c->opts.retry_count,
-	};
-	int rc;
+	struct rdmx__qp_want w = { .send_wr = swr, .recv_wr = N_BELL };
+	int rc = rdmx__qp_make(c, &w);
 
-	rc = c->f->create_cq(c->ep, (int)(swr + RDMX__KA_WRS), &p->scq);
-	if (!rc)
-		rc = c->f->create_cq(c->ep, N_BELL, &p->rcq);
-	if (rc)
-		return rc;
-	caps.send_cq = p->scq;
-	caps.recv_cq = p->rcq;
-	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV);
-	rc = rdmx__conn_create_qp(c, &caps);
 	for (uint32_t i = 0; !rc && i < N_BELL; i++)
 		rc = post_bell_recv(c);
 	return rc;
@@ -239,10 +224,6 @@ static void dw_teardown(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
 
-	if (p->rcq)
-		c->f->destroy_cq(p->rcq);
-	if (p->scq)
-		c->f->destroy_cq(p->scq);
 	if (p->dmr)
 		c->f->dereg_mr(p->dmr);
 	if (p->rmr)
@@ -256,8 +237,8 @@ static void dw_teardown(rdmx_conn *c)
 	rdmx__sendpool_unmake(c, &p->sp);
 }
 
-/* On failure the caller destroys the ep (and QP) first, then calls
- * dw_teardown(), which copes with a half-made setup. */
+/* On failure the core destroys the ep (and QP) and its CQs first, then
+ * calls dw_teardown(), which copes with a half-made setup. */
 static int dw_setup(rdmx_conn *c)
 {
 	struct dw *p = dw_of(c);
@@ -464,7 +445,7 @@ static int take_sends(rdmx_conn *c, int *placed)
 {
 	struct dw *p = dw_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH);
+	int n = rdmx__poll_cq(c, c->qp.scq, wc, WC_BATCH);
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
@@ -500,7 +481,7 @@ static int reap(rdmx_conn *c)
 	 * before its last poll is in ours now (dw_sleep_announce) */
 	rc = placed ? ring_if_asleep(c) : 0;
 	if (!rc)
-		rc = rdmx__bell_reap(c, &p->bell, p->rcq, repost_bell);
+		rc = rdmx__bell_reap(c, &p->bell, c->qp.rcq, repost_bell);
 	if (rc < 0)
 		return rc;
 	if (p->pend_n && (rc = post_pending(c)))

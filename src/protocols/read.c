@@ -90,6 +90,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/qp.h"
 #include "core/sendpool.h"
 #include "protocols/read.h"
 
@@ -130,7 +131,6 @@ struct rd {
 	uint32_t *posted, nposted; /* buffers posted, not given back */
 	uint32_t unacked;          /* posted, not acked: with sp.nalloc, the
 				    * credits used */
-	struct rdmx__cq *scq, *rcq;
 	uint64_t *ack;             /* the peer WRITEs generations here */
 	struct rdmx__mr *ackmr;
 
@@ -329,25 +329,13 @@ static int register_all(rdmx_conn *c)
 static int create_queues(rdmx_conn *c)
 {
 	struct rd *p = rd_of(c);
-	struct rdmx__qp_caps caps = {
-		.max_send_wr = p->nsend + READ_DEPTH + p->ndesc,
-		.max_recv_wr = p->ndesc,
-		.rnr_retry = c->opts.rnr_retry,
-		.retry_count = c->opts.retry_count,
+	struct rdmx__qp_want w = {
+		.send_wr = p->nsend + READ_DEPTH + p->ndesc,
+		.recv_wr = p->ndesc,
 		.rd_atomic = READ_DEPTH,
 	};
-	int rc;
 
-	rc = c->f->create_cq(c->ep, (int)(caps.max_send_wr + RDMX__KA_WRS), &p->scq);
-	if (!rc)
-		rc = c->f->create_cq(c->ep, (int)p->ndesc, &p->rcq);
-	if (rc)
-		return rc;
-	caps.send_cq = p->scq;
-	caps.recv_cq = p->rcq;
-	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV);
-	return rdmx__conn_create_qp(c, &caps);
+	return rdmx__qp_make(c, &w);
 }
 
 static void rd_teardown(rdmx_conn *c)
@@ -357,10 +345,6 @@ static void rd_teardown(rdmx_conn *c)
 	void *mem[] = { p->ack, p->tx, p->posted, p->dbuf, p->rbuf, p->rstate,
 			p->free_rb, p->fifo, p->ackq, p->acksrc };
 
-	if (p->rcq)
-		c->f->destroy_cq(p->rcq);
-	if (p->scq)
-		c->f->destroy_cq(p->scq);
 	for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++)
 		if (mrs[i])
 			c->f->dereg_mr(mrs[i]);
@@ -369,8 +353,8 @@ static void rd_teardown(rdmx_conn *c)
 	rdmx__sendpool_unmake(c, &p->sp);
 }
 
-/* On failure the core destroys the ep first, then calls rd_teardown(),
- * which copes with a half-made setup. */
+/* On failure the core destroys the ep and the CQs (qp.h) first, then
+ * calls rd_teardown(), which copes with a half-made setup. */
 static int rd_setup(rdmx_conn *c)
 {
 	struct rd *p = rd_of(c);
@@ -563,9 +547,8 @@ static int on_desc(rdmx_conn *c, const struct rdmx__wc *wc)
 
 static int reap_rq(rdmx_conn *c)
 {
-	struct rd *p = rd_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = c->f->poll_cq(p->rcq, wc, WC_BATCH), err = 0, rc;
+	int n = c->f->poll_cq(c->qp.rcq, wc, WC_BATCH), err = 0, rc;
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling receive completions: %s", rdmx__last());
@@ -692,9 +675,8 @@ static int on_send_wc(rdmx_conn *c, const struct rdmx__wc *wc)
 
 static int reap_sq(rdmx_conn *c)
 {
-	struct rd *p = rd_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), err = 0, rc;
+	int n = rdmx__poll_cq(c, c->qp.scq, wc, WC_BATCH), err = 0, rc;
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/qp.h"
 #include "core/repost.h"
 #include "core/sendpool.h"
 #include "core/unpack.h"
@@ -45,7 +46,6 @@ enum { SLOT_FREE, SLOT_POSTED, SLOT_HELD }; /* receive buffers */
 
 struct sr {
 	struct rdmx__sendpool sp; /* send buffers */
-	struct rdmx__cq *scq, *rcq;
 	uint8_t *rbuf;
 	struct rdmx__mr *rmr;
 	size_t slot;              /* bytes per buffer */
@@ -107,35 +107,15 @@ static int alloc_recv(struct sr *p)
 static int create_queues(rdmx_conn *c)
 {
 	struct sr *p = sr_of(c);
-	struct rdmx__qp_caps caps = {
-		.max_send_wr = p->sp.n,
-		.max_recv_wr = p->nrecv,
-		.rnr_retry = c->opts.rnr_retry,
-		.retry_count = c->opts.retry_count,
-	};
-	int rc;
+	struct rdmx__qp_want w = { .send_wr = p->sp.n, .recv_wr = p->nrecv };
 
-	rc = c->f->create_cq(c->ep, (int)(p->sp.n + RDMX__KA_WRS), &p->scq);
-	if (rc)
-		return rc;
-	rc = c->f->create_cq(c->ep, (int)p->nrecv, &p->rcq);
-	if (rc)
-		return rc;
-	caps.send_cq = p->scq;
-	caps.recv_cq = p->rcq;
-	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV);
-	return rdmx__conn_create_qp(c, &caps);
+	return rdmx__qp_make(c, &w);
 }
 
 static void sr_teardown(rdmx_conn *c)
 {
 	struct sr *p = sr_of(c);
 
-	if (p->rcq)
-		c->f->destroy_cq(p->rcq);
-	if (p->scq)
-		c->f->destroy_cq(p->scq);
 	if (p->rmr)
 		c->f->dereg_mr(p->rmr);
 	free(p->rbuf);
@@ -144,8 +124,8 @@ static void sr_teardown(rdmx_conn *c)
 	rdmx__sendpool_unmake(c, &p->sp);
 }
 
-/* On failure the caller destroys the ep (and QP) first, then calls
- * sr_teardown(), which copes with a half-made setup. */
+/* On failure the core destroys the ep (and QP) and its CQs first, then
+ * calls sr_teardown(), which copes with a half-made setup. */
 static int sr_setup(rdmx_conn *c)
 {
 	struct sr *p = sr_of(c);
@@ -213,7 +193,7 @@ static int reap_sends(rdmx_conn *c)
 {
 	struct sr *p = sr_of(c);
 
-	return rdmx__sendpool_reap(c, &p->sp, p->scq);
+	return rdmx__sendpool_reap(c, &p->sp, c->qp.scq);
 }
 
 /* The receive buffer a handle refers to (its message @ent of the buffer
@@ -274,7 +254,7 @@ static int take_one(rdmx_conn *c, struct rdmx_msg *m)
 		return 1;
 	}
 	if (p->wc_i == p->wc_n) {
-		rc = c->f->poll_cq(p->rcq, p->wc, WC_BATCH);
+		rc = c->f->poll_cq(c->qp.rcq, p->wc, WC_BATCH);
 		if (rc < 0)
 			return rdmx__conn_down(c, rc, "polling receive completions: %s",
 					       rdmx__last());

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "core/qp.h"
 #include "core/repost.h"
 #include "core/sendpool.h"
 #include "core/unpack.h"
@@ -80,8 +81,7 @@ struct member {
 struct srq_shared {
 	int made;
 	const struct rdmx__fabric_ops *f;
-	struct rdmx__srq *srq;
-	struct rdmx__cq *rcq;
+	struct rdmx__qp_shared rx; /* the SRQ and its receive CQ */
 	struct rdmx__mr *mr;
 	uint8_t *buf;
 	size_t slot;             /* bytes between buffers */
@@ -100,7 +100,6 @@ struct srq_shared {
 /* Per connection: the send side, and its queue of received messages. */
 struct srq_conn {
 	struct rdmx__sendpool sp;
-	struct rdmx__cq *scq;
 	uint32_t mhead, mtail;   /* queued for this connection (g->lock) */
 	unsigned idle;
 	struct srq_credit cr;    /* flow control, both directions */
@@ -167,16 +166,13 @@ static int buf_post(struct srq_shared *sh, rdmx_conn *c, uint32_t idx)
 	sh->posted++;
 	if (c)
 		c->posted_recv++;
-	return sh->f->post_srq_recv(sh->srq, &wr, 1);
+	return sh->f->post_srq_recv(sh->rx.srq, &wr, 1);
 }
 
 /* Free what shared_make() made; copes with a half-made state. */
 static void shared_unmake(struct srq_shared *sh)
 {
-	if (sh->rcq)
-		sh->f->destroy_cq(sh->rcq);
-	if (sh->srq)
-		sh->f->destroy_srq(sh->srq);
+	rdmx__qp_shared_unmake(sh->f, &sh->rx);
 	if (sh->mr)
 		sh->f->dereg_mr(sh->mr);
 	free(sh->buf);
@@ -209,9 +205,7 @@ static int shared_make(rdmx_conn *c, struct srq_shared *sh)
 		rc = c->f->reg_mr(c->ep, sh->buf, sh->slot * sh->depth,
 				  RDMX__ACCESS_LOCAL, &sh->mr);
 	if (!rc)
-		rc = c->f->create_srq(c->ep, (int)sh->depth, &sh->srq);
-	if (!rc)
-		rc = c->f->create_cq(c->ep, (int)sh->depth, &sh->rcq);
+		rc = rdmx__qp_shared_make(c, sh->depth, &sh->rx);
 	for (uint32_t i = 0; !rc && i < sh->depth; i++)
 		rc = buf_post(sh, c, i);
 	if (rc) {
@@ -342,7 +336,7 @@ static int poll_shared(struct srq_shared *sh)
 	int n, queued = 0, rc;
 
 	do {
-		n = sh->f->poll_cq(sh->rcq, sh->wc, WC_BATCH);
+		n = sh->f->poll_cq(sh->rx.rcq, sh->wc, WC_BATCH);
 		if (n < 0)
 			return n;
 		for (int i = 0; i < n; i++) {
@@ -382,24 +376,13 @@ static int create_qp(rdmx_conn *c)
 {
 	struct srq_shared *sh = sh_of(c->group);
 	struct srq_conn *p = sc_of(c);
-	struct rdmx__qp_caps caps = {
-		.max_send_wr = p->sp.n + SRQ_CREDIT_WRS,
-		.rnr_retry = c->opts.rnr_retry,
-		.retry_count = c->opts.retry_count,
-		.recv_cq = sh->rcq,
-		.srq = sh->srq,
+	struct rdmx__qp_want w = {
+		.send_wr = p->sp.n + SRQ_CREDIT_WRS,
+		.shared = &sh->rx,
 	};
-	int rc;
 
 	rdmx__repost_init(&p->rp, sh->depth);
-	rc = c->f->create_cq(c->ep, (int)(p->sp.n + SRQ_CREDIT_WRS + RDMX__KA_WRS),
-			     &p->scq);
-	if (rc)
-		return rc;
-	caps.send_cq = p->scq;
-	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, sh->rcq, RDMX__WATCH_RECV);
-	return rdmx__conn_create_qp(c, &caps);
+	return rdmx__qp_make(c, &w);
 }
 
 static int list_member(rdmx_conn *c)
@@ -413,8 +396,8 @@ static int list_member(rdmx_conn *c)
 	return rc;
 }
 
-/* On failure the caller destroys the ep first, then calls srq_teardown(),
- * which copes with a half-made setup. */
+/* On failure the core destroys the ep and the send CQ (qp.h) first, then
+ * calls srq_teardown(), which copes with a half-made setup. */
 static int srq_setup(rdmx_conn *c)
 {
 	struct srq_conn *p = sc_of(c);
@@ -480,8 +463,6 @@ static void srq_teardown(rdmx_conn *c)
 
 	if (c->group && sh_of(c->group)->made)
 		shared_leave(c);
-	if (p->scq)
-		c->f->destroy_cq(p->scq);
 	rdmx__sendpool_unmake(c, &p->sp);
 	rdmx__srq_credit_teardown(c, &p->cr);
 }
@@ -552,7 +533,7 @@ static int reap_sends(rdmx_conn *c)
 {
 	struct srq_conn *p = sc_of(c);
 
-	return rdmx__sendpool_reap(c, &p->sp, p->scq);
+	return rdmx__sendpool_reap(c, &p->sp, c->qp.scq);
 }
 
 /* What is left of @d for a second wait in the same call: the caller's
@@ -725,7 +706,7 @@ static int repost_flush(struct srq_shared *sh, rdmx_conn *c)
 		b->owner = NULL;
 	}
 	sh->posted += n;
-	rc = rdmx__repost_flush(c, &p->rp, sh->srq);
+	rc = rdmx__repost_flush(c, &p->rp, sh->rx.srq);
 	rdmx__srq_credit_freed(c, &p->cr, n, share_of(sh));
 	return rc;
 }

@@ -219,29 +219,20 @@ static int alloc_tx(rdmx_conn *c)
 static int create_tx(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
-	struct rdmx__qp_caps caps = {
-		.max_send_wr = c->opts.send_depth + 4,
-		.srq = p->rx->srq,
-		.rnr_retry = c->opts.rnr_retry,
-		.retry_count = c->opts.retry_count,
+	/* every record is announced by a receive completion on the ring's
+	 * CQ (shared by a listener's members: who takes another member's
+	 * announcement kicks it, write_atomic_ring.c park()) */
+	struct rdmx__qp_want w = {
+		.send_wr = c->opts.send_depth + 4,
+		.send_cqe = c->opts.send_depth + 8, /* p->sp.n + 8 */
+		.shared = &p->rx->ann,
 	};
 	int rc = alloc_tx(c);
 
 	if (!rc)
 		rc = c->f->reg_mr(c->ep, p->scratch, 64, RDMX__ACCESS_LOCAL,
 				  &p->scratch_mr);
-	if (!rc)
-		rc = c->f->create_cq(c->ep, (int)(p->sp.n + 8 + RDMX__KA_WRS), &p->cq);
-	if (rc)
-		return rc;
-	caps.send_cq = p->cq;
-	caps.recv_cq = p->rx->rcq;
-	/* every record is announced by a receive completion on the ring's
-	 * CQ (shared by a listener's members: who takes another member's
-	 * announcement kicks it, write_atomic_ring.c park()) */
-	rdmx__conn_watch(c, p->cq, 0);
-	rdmx__conn_watch(c, p->rx->rcq, RDMX__WATCH_RECV);
-	return rdmx__conn_create_qp(c, &caps);
+	return rc ? rc : rdmx__qp_make(c, &w);
 }
 
 /* The ring this connection receives on: the listener's, made once. */
@@ -285,7 +276,8 @@ static int wa_check_opts(const struct rdmx_protocol_ops *proto,
 	return 0;
 }
 
-/* On failure the core destroys the ep, then calls wa_teardown(). */
+/* On failure the core destroys the ep and the send CQ (qp.h), then calls
+ * wa_teardown(). */
 static int wa_setup(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
@@ -312,8 +304,6 @@ static void wa_teardown(rdmx_conn *c)
 
 	if (p->joined)
 		rdmx__wa_ring_leave(p->rx, c, p->rx_id);
-	if (p->cq)
-		c->f->destroy_cq(p->cq);
 	if (p->scratch_mr)
 		c->f->dereg_mr(p->scratch_mr);
 	rdmx__sendpool_unmake(c, &p->sp);
@@ -419,7 +409,7 @@ static int reap(rdmx_conn *c)
 {
 	struct wa *p = wa_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->cq, wc, WC_BATCH);
+	int n = rdmx__poll_cq(c, c->qp.scq, wc, WC_BATCH);
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());

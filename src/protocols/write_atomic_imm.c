@@ -37,7 +37,7 @@ static int ann_post(struct wa_ring *r)
 			wr[i] = (struct rdmx__wr){ .op = RDMX__OP_RECV,
 						   .addr = r->ctrl,
 						   .lkey = r->tail_mr->lkey };
-		rc = r->f->post_srq_recv(r->srq, wr, RECV_BATCH);
+		rc = r->f->post_srq_recv(r->ann.srq, wr, RECV_BATCH);
 		if (rc)
 			return rc;
 		r->rposted += RECV_BATCH;
@@ -52,9 +52,7 @@ int rdmx__wa_ann_make(struct wa_ring *r, rdmx_conn *c)
 	int rc;
 
 	r->rdepth = slots < RECV_DEPTH_MAX ? (uint32_t)slots : RECV_DEPTH_MAX;
-	rc = c->f->create_srq(c->ep, (int)r->rdepth, &r->srq);
-	if (!rc)
-		rc = c->f->create_cq(c->ep, (int)r->rdepth, &r->rcq);
+	rc = rdmx__qp_shared_make(c, r->rdepth, &r->ann);
 	if (!rc)
 		rc = ann_post(r);
 	return rc;
@@ -62,10 +60,7 @@ int rdmx__wa_ann_make(struct wa_ring *r, rdmx_conn *c)
 
 void rdmx__wa_ann_unmake(struct wa_ring *r)
 {
-	if (r->srq)
-		r->f->destroy_srq(r->srq);
-	if (r->rcq)
-		r->f->destroy_cq(r->rcq);
+	rdmx__qp_shared_unmake(r->f, &r->ann);
 }
 
 /* The sender id of the member on QP @qpn, or UINT32_MAX. */
@@ -130,7 +125,7 @@ void rdmx__wa_ann_poll(struct wa_ring *r)
 	int n;
 
 	do {
-		n = r->f->poll_cq(r->rcq, wc, WC_POLL);
+		n = r->f->poll_cq(r->ann.rcq, wc, WC_POLL);
 		for (int i = 0; i < n; i++)
 			ann_one(r, &wc[i]);
 		if (n > 0)

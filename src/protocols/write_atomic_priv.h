@@ -8,6 +8,7 @@
 #define RDMX_PROTOCOLS_WRITE_ATOMIC_PRIV_H
 
 #include "core/internal.h"
+#include "core/qp.h"
 #include "core/sendpool.h"
 #include "protocols/write_atomic_rec.h"
 
@@ -56,8 +57,8 @@ struct wa_ring {
 	uint32_t *qpns;           /* by sender id: the member's QP number */
 	uint32_t nmembers, cap_members;
 	/* announcements: one zero-length receive per WRITE_WITH_IMM */
-	struct rdmx__srq *srq;
-	struct rdmx__cq *rcq;     /* their completions; qp_num names the writer */
+	struct rdmx__qp_shared ann; /* an SRQ of them and its CQ, where
+				   * qp_num names the writer */
 	uint32_t rdepth, rposted;
 	/* holes: reservations that stay unwritten */
 	uint32_t hole_ms;         /* skipped after this long (opts.liveness_ms) */
@@ -85,7 +86,6 @@ struct wa {
 	struct vq parked;         /* records on rx waiting for this conn */
 	int down_seen;            /* the listener saw it down (rx->lock) */
 	/* sending */
-	struct rdmx__cq *cq;
 	struct rdmx__mr *scratch_mr;
 	uint64_t *scratch;        /* [0] FETCH_ADD result, [1] head, [2..] pad */
 	uint32_t pads;            /* pad WRITEs in flight (not from sp) */

@@ -88,6 +88,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/qp.h"
 #include "write_ring_priv.h"
 
 #define BLOCK_LEN 40 /* fits the connect private data (56 bytes) */
@@ -202,27 +203,17 @@ static int make_ctl(rdmx_conn *c)
 static int create_queues(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
-	struct rdmx__qp_caps caps = {
-		.max_send_wr = WRING_WRS_MAX * c->opts.send_depth + 8,
-		.max_recv_wr = p->nrecv ? p->nrecv : 1,
-		.rnr_retry = c->opts.rnr_retry,
-		.retry_count = c->opts.retry_count,
-	};
-	int rc;
-
-	rc = c->f->create_cq(c->ep, (int)(c->opts.send_depth + 8 + RDMX__KA_WRS), &p->scq);
-	if (!rc)
-		rc = c->f->create_cq(c->ep, (int)caps.max_recv_wr, &p->rcq);
-	if (rc)
-		return rc;
-	caps.send_cq = p->scq;
-	caps.recv_cq = p->rcq;
 	/* a receive completion wakes a sleeping receiver: with notify IMM
 	 * one per record; with POLL, OFF or REV the doorbell of "Sleeping
-	 * receivers" above */
-	rdmx__conn_watch(c, p->scq, 0);
-	rdmx__conn_watch(c, p->rcq, RDMX__WATCH_RECV);
-	return rdmx__conn_create_qp(c, &caps);
+	 * receivers" above. A record posts up to WRING_WRS_MAX requests, its
+	 * last one signaled. */
+	struct rdmx__qp_want w = {
+		.send_wr = WRING_WRS_MAX * c->opts.send_depth + 8,
+		.send_cqe = c->opts.send_depth + 8,
+		.recv_wr = p->nrecv ? p->nrecv : 1,
+	};
+
+	return rdmx__qp_make(c, &w);
 }
 
 /* Options this engine cannot work with: -EINVAL with the reason. */
@@ -277,10 +268,6 @@ void rdmx__wring_teardown(rdmx_conn *c)
 {
 	struct wring *p = wr_of(c);
 
-	if (p->rcq)
-		c->f->destroy_cq(p->rcq);
-	if (p->scq)
-		c->f->destroy_cq(p->scq);
 	if (p->ctl_mr)
 		c->f->dereg_mr(p->ctl_mr);
 	unmap_rings(c);

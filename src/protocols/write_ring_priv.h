@@ -54,7 +54,6 @@ struct wring {
 	int imm;                  /* notify = IMM */
 	uint8_t notify;           /* enum rdmx_notify, resolved */
 	int local_magic;          /* our two rings are double-mapped */
-	struct rdmx__cq *scq, *rcq;
 	uint8_t *ring, *stage;    /* own receive ring, staging mirror */
 	struct ctl *ctl;
 	size_t ctl_len;

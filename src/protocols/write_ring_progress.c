@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "core/qp.h"
 #include "write_ring_priv.h"
 
 /* Post head-update receive @idx of the control block (set-up, and again
@@ -75,9 +76,8 @@ static int send_done(rdmx_conn *c, const struct rdmx__wc *wc)
 
 static int reap_sends(rdmx_conn *c)
 {
-	struct wring *p = wr_of(c);
 	struct rdmx__wc wc[WC_BATCH];
-	int n = rdmx__poll_cq(c, p->scq, wc, WC_BATCH), rc;
+	int n = rdmx__poll_cq(c, c->qp.scq, wc, WC_BATCH), rc;
 
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling send completions: %s", rdmx__last());
@@ -119,7 +119,7 @@ static int reap_recvs(rdmx_conn *c)
 
 	if (!p->nrecv)
 		return 0;
-	n = c->f->poll_cq(p->rcq, wc, WC_BATCH);
+	n = c->f->poll_cq(c->qp.rcq, wc, WC_BATCH);
 	if (n < 0)
 		return rdmx__conn_down(c, n, "polling receive completions: %s", rdmx__last());
 	for (int i = 0; i < n; i++)
