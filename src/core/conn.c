@@ -100,7 +100,7 @@ static int opts_load(const struct rdmx_conn_opts *in, struct rdmx_conn_opts *out
 	if (out->coalesce > RDMX_COALESCE_ON)
 		return rdmx__fail(-EINVAL, "coalesce %u is not an enum rdmx_coalesce value",
 				  out->coalesce);
-	return (*proto)->check_opts ? (*proto)->check_opts(*proto, out, 0) : 0;
+	return (*proto)->conn->check_opts(*proto, out, 0);
 }
 
 int rdmx__post_send(rdmx_conn *c, const struct rdmx__wr *wr, int n)
@@ -141,7 +141,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 
 	if (!c)
 		return NULL;
-	c->priv = calloc(1, proto->priv_size ? proto->priv_size : 1);
+	c->priv = calloc(1, proto->conn->priv_size ? proto->conn->priv_size : 1);
 	if (!c->priv) {
 		free(c);
 		return NULL;
@@ -151,6 +151,7 @@ static rdmx_conn *conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	c->ctx = ctx;
 	c->f = ctx->fops;
 	c->proto = proto;
+	c->data_ops = proto->data;
 	c->opts = *o;
 	rdmx__wait_resolve(ctx, &c->opts);
 	c->max_msg = o->max_msg_size;
@@ -169,7 +170,7 @@ static void conn_free(rdmx_conn *c, int did_setup)
 		c->f->destroy_ep(c->ep);
 	rdmx__qp_unmake(c);
 	if (did_setup)
-		c->proto->teardown(c);
+		c->proto->conn->teardown(c);
 	rdmx__group_leave(c);
 	rdmx__live_fini(c);
 	rdmx__os_fini(c);
@@ -183,11 +184,9 @@ static void conn_free(rdmx_conn *c, int did_setup)
 /* The protocol's checks with the connection's max_msg, then its setup(). */
 static int conn_setup(rdmx_conn *c)
 {
-	int rc = 0;
+	int rc = c->proto->conn->check_opts(c->proto, &c->opts, c->max_msg);
 
-	if (c->proto->check_opts)
-		rc = c->proto->check_opts(c->proto, &c->opts, c->max_msg);
-	return rc ? rc : c->proto->setup(c);
+	return rc ? rc : c->proto->conn->setup(c);
 }
 
 void rdmx_conn_close(rdmx_conn *c)
@@ -228,7 +227,7 @@ static int hello_build(rdmx_conn *c, uint16_t flags, uint8_t *buf, size_t cap)
 	size_t blen = 0;
 	int rc;
 
-	rc = c->proto->hello_out(c, h.block, cap - RDMX__HELLO_HDR, &blen);
+	rc = c->proto->conn->hello_out(c, h.block, cap - RDMX__HELLO_HDR, &blen);
 	if (rc)
 		return rc;
 	h.block_len = (uint8_t)blen;
@@ -267,7 +266,7 @@ static int dial_reply(rdmx_conn *c, const uint8_t *reply, size_t rlen)
 				  h.max_msg, c->max_msg);
 	c->max_msg = h.max_msg;
 	c->peer_recv_depth = h.recv_depth;
-	return c->proto->hello_in(c, h.block, h.block_len);
+	return c->proto->conn->hello_in(c, h.block, h.block_len);
 }
 
 static int dial_connect(rdmx_conn *c, const char *addr, uint16_t port)
@@ -530,7 +529,7 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	c->is_server = 1;
 	c->max_msg = h->max_msg < c->max_msg ? h->max_msg : c->max_msg;
 	c->peer_recv_depth = h->recv_depth;
-	c->mem_charge = lis->proto->mem_estimate ? lis->proto->mem_estimate(c) : 0;
+	c->mem_charge = lis->proto->conn->mem_estimate(c);
 	rc = rdmx__group_admit(lis->group, c, &lis->lopts);
 	if (rc) {
 		c->ep = NULL;
@@ -545,7 +544,7 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 		conn_free(c, 1);
 		return rc;
 	}
-	rc = lis->proto->hello_in(c, h->block, h->block_len);
+	rc = lis->proto->conn->hello_in(c, h->block, h->block_len);
 	len = rc ? rc : hello_build(c, RDMX__HELLO_REPLY, reply, sizeof(reply));
 	if (len < 0) {
 		c->ep = NULL;
@@ -752,7 +751,7 @@ static int msg_alloc_locked(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 		return rdmx__fail(-EMSGSIZE,
 				  "message of %zu bytes exceeds the connection's maximum of %u",
 				  size, c->max_msg);
-	return c->proto->msg_alloc(c, size, m, timeout_ms);
+	return c->data_ops->msg_alloc(c, size, m, timeout_ms);
 }
 
 int rdmx_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
@@ -808,9 +807,9 @@ static int send_locked(rdmx_conn *c, struct rdmx_msg *m, unsigned flags)
 
 	if (rc)
 		return rc;
-	if ((flags & RDMX_SEND_MORE) && c->proto->send_more)
-		return c->proto->send_more(c, m);
-	return c->proto->send(c, m);
+	if (flags & RDMX_SEND_MORE)
+		return c->data_ops->send_more(c, m);
+	return c->data_ops->send(c, m);
 }
 
 int rdmx_send_flags(rdmx_conn *c, struct rdmx_msg *m, unsigned flags,
@@ -840,7 +839,7 @@ int rdmx__send_from(rdmx_conn *c, struct rdmx_msg *m, const void *from,
 	pthread_mutex_lock(&c->lock);
 	rc = send_check(c, m);
 	if (!rc)
-		rc = c->proto->send_from(c, m, from, lkey);
+		rc = c->data_ops->send_from(c, m, from, lkey);
 	rc = send_counted(c, rc, len, tok);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -865,7 +864,7 @@ int rdmx_flush(rdmx_conn *c, int timeout_ms)
 	pthread_mutex_lock(&c->lock);
 	rc = conn_usable(c);
 	if (!rc)
-		rc = c->proto->flush(c, timeout_ms);
+		rc = c->data_ops->flush(c, timeout_ms);
 	rc = rdmx__conn_keep(c, rc);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
@@ -881,7 +880,7 @@ int rdmx_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms)
 	 * so the protocol is asked even when the connection is down. */
 	pthread_mutex_lock(&c->lock);
 	rc = c->recv_later ? rdmx__recv_later(c) :
-			     rdmx__conn_keep(c, c->proto->recv(c, m, timeout_ms));
+			     rdmx__conn_keep(c, c->data_ops->recv(c, m, timeout_ms));
 	pthread_mutex_unlock(&c->lock);
 	if (!rc) {
 		RDMX__COUNT(c, msgs_recv, 1);
@@ -897,7 +896,7 @@ int rdmx_msg_release(rdmx_conn *c, struct rdmx_msg *m)
 	if (!c || !m)
 		return rdmx__fail(-EINVAL, "rdmx_msg_release: connection and msg are required");
 	pthread_mutex_lock(&c->lock);
-	rc = rdmx__conn_keep(c, c->proto->release(c, m));
+	rc = rdmx__conn_keep(c, c->data_ops->release(c, m));
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

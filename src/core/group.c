@@ -18,8 +18,8 @@ int rdmx__group_create(const struct rdmx_protocol_ops *proto,
 
 	if (!g)
 		goto fail;
-	if (proto->shared_size) {
-		g->shared = calloc(1, proto->shared_size);
+	if (proto->group->shared_size) {
+		g->shared = calloc(1, proto->group->shared_size);
 		if (!g->shared)
 			goto free_group;
 	}
@@ -54,8 +54,7 @@ void rdmx__group_put(struct rdmx__group *g)
 	pthread_mutex_unlock(&g->lock);
 	if (left)
 		return;
-	if (g->proto->shared_teardown)
-		g->proto->shared_teardown(g);
+	g->proto->group->shared_teardown(g);
 	rdmx__group_ws_fini(g);
 	pthread_cond_destroy(&g->unheld);
 	pthread_mutex_destroy(&g->lock);
@@ -140,8 +139,7 @@ void rdmx__group_unlist(rdmx_conn *c)
 		if (g->conns[i] != c)
 			continue;
 		g->conns[i] = g->conns[--g->n];
-		if (g->proto->group_unlist)
-			g->proto->group_unlist(c);
+		g->proto->group->group_unlist(c);
 		break;
 	}
 	if (c->admitted) {
@@ -196,7 +194,7 @@ static int member_recv(rdmx_conn *c, struct rdmx_msg *m)
 
 	if (pthread_mutex_trylock(&c->lock))
 		return -EAGAIN;
-	rc = c->proto->recv(c, m, 0);
+	rc = c->data_ops->recv(c, m, 0);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -265,11 +263,16 @@ int rdmx__group_shut(struct rdmx__group *g)
 int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		     int timeout_ms)
 {
+	return g->proto->group->group_recv(g, m, timeout_ms);
+}
+
+/* The members in turn (protocol.h), under the listener's wait mode. */
+int rdmx__default_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
+			     int timeout_ms)
+{
 	struct rdmx__deadline d;
 	int rc;
 
-	if (g->proto->group_recv)
-		return g->proto->group_recv(g, m, timeout_ms);
 	rdmx__deadline_start(&d, timeout_ms);
 	rdmx__deadline_mode(&d, g->wait_mode, g->spin_us);
 	for (;;) {
@@ -290,6 +293,23 @@ int rdmx__group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 		rdmx__group_park(g, -1, &d);
 	}
 }
+
+void rdmx__default_shared_teardown(struct rdmx__group *g)
+{
+	(void)g;
+}
+
+void rdmx__default_group_unlist(rdmx_conn *c)
+{
+	(void)c;
+}
+
+const struct rdmx__group_ops rdmx__group_none = {
+	.shared_size = 0,
+	.shared_teardown = rdmx__default_shared_teardown,
+	.group_recv = rdmx__default_group_recv,
+	.group_unlist = rdmx__default_group_unlist,
+};
 
 /* Arm every member for a sleep on @g's set: 1 to poll again, 0 to sleep
  * @*bound_ms, -errno for a timed park. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Core internals: the objects behind the public handles, the protocol
- * operations table every src/protocols/<name>.c fills, and the helpers the
- * protocols share (connection-down handling, counted posts; the deadline
- * is clock.h's, the wait step wait.h's).
+ * Core internals: the objects behind the public handles (the protocol
+ * contract every src/protocols/<name>.c fills is protocol.h), and the
+ * helpers the protocols share (connection-down handling, counted posts;
+ * the deadline is clock.h's, the wait step wait.h's).
  */
 #ifndef RDMX_CORE_INTERNAL_H
 #define RDMX_CORE_INTERNAL_H
@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "fabric.h"
+#include "protocol.h"
 #include "qp.h"
 #include "ring.h"
 #include "wait.h"
@@ -42,19 +43,18 @@ struct rdmx_ctx {
 	uint32_t spin_us;          /* resolved: never 0 */
 };
 
-struct rdmx_protocol_ops;
-
 /*
  * The connections accepted on one listener: what rdmx_listener_recv()
  * polls, and the receive side that srq and write_atomic share among them
  * (their SRQ or ring lives in @shared). Reference counted: the listener
  * holds one reference and every member connection one, so the shared
  * resources outlive the listener until the last connection is closed;
- * proto->shared_teardown() runs when the last reference goes, after every
- * member's QP is gone. Member connections may be used by different
- * threads: @lock guards the member list, every member's @holds, and
- * whatever in @shared the protocol says it guards; @unheld is signalled
- * when a member's holds drop to zero (rdmx__group_unlist waits for it).
+ * proto->group->shared_teardown() runs when the last reference goes,
+ * after every member's QP is gone. Member connections may be used by
+ * different threads: @lock guards the member list, every member's @holds,
+ * and whatever in @shared the protocol says it guards; @unheld is
+ * signalled when a member's holds drop to zero (rdmx__group_unlist waits
+ * for it).
  */
 struct rdmx__group {
 	pthread_mutex_t lock;
@@ -64,10 +64,10 @@ struct rdmx__group {
 	rdmx_conn **conns;       /* members that are up, in accept order */
 	size_t n, cap;
 	size_t next;             /* round-robin cursor of rdmx_listener_recv */
-	void *shared;            /* proto->shared_size bytes, zeroed */
+	void *shared;            /* proto->group->shared_size bytes, zeroed */
 	int shut;                /* atomic: rdmx_listener_shutdown() was called */
 	unsigned admitted;       /* connections admitted, not yet freed */
-	uint64_t mem;            /* their proto->mem_estimate() bytes */
+	uint64_t mem;            /* their proto->conn->mem_estimate() bytes */
 	uint8_t wait_mode;       /* the listener's, resolved (wait.c) */
 	uint32_t spin_us;
 	int epfd;                /* waitset.c: the members' wait sets and
@@ -178,6 +178,7 @@ struct rdmx_conn {
 	const struct rdmx__fabric_ops *f;
 	struct rdmx__ep *ep;
 	const struct rdmx_protocol_ops *proto;
+	const struct rdmx__data_ops *data_ops; /* proto->data (protocol.h) */
 	struct rdmx_conn_opts opts;
 	uint32_t max_msg;        /* negotiated */
 	uint16_t peer_recv_depth;
@@ -207,141 +208,12 @@ struct rdmx_conn {
 	struct rdmx__live live;
 	uint64_t mem_charge;     /* admitted: bytes charged to the group */
 	int admitted;            /* counted in group->admitted */
-	void *priv;              /* proto->priv_size bytes, zeroed */
+	void *priv;              /* proto->conn->priv_size bytes, zeroed */
 	struct rdmx__os os;      /* one-sided operations in flight */
 	uint16_t tok_tag;        /* this connection's mark in its tokens */
 	void *user;              /* rdmx_conn_set_user() */
 	struct rdmx_conn_stats stats; /* counters, __atomic relaxed adds */
 	struct rdmx__waitset ws;  /* waitset.c */
-};
-
-/*
- * One connection protocol. The core allocates priv_size bytes per connection,
- * resolves the device, exchanges hellos, and calls:
- *   setup()     once the device is known (register memory, have the core
- *               make the CQs and QP: rdmx__qp_make, post receives) -
- *               before any hello goes out;
- *   hello_out() this side's protocol block;
- *   hello_in()  the peer's block: -EPROTO with a message on a mismatch;
- *   teardown()  after the QP and its CQs are gone (qp.h): free what
- *               setup() made.
- * The data-path operations implement the public calls of the same names;
- * the core has already checked that the connection is up. Every message
- * handle a protocol fills is made by rdmx__msg_set() (below).
- *
- * Protocols whose accepted connections share a receive side set
- * shared_size: the core allocates that much zeroed memory per listener
- * (c->group->shared) before the first setup() of an accepted connection;
- * setup() creates the shared resources the first time it sees them
- * unmade, shared_teardown() frees them. group_recv(), if set, implements
- * rdmx_listener_recv() (else the core polls the members in turn with
- * recv(c, m, 0), each under the member's lock). group_unlist(), if set,
- * runs under the group lock when a member is unlisted (closing): after it
- * the listener must never reach that member again.
- *
- * The options: the core checks the ones every protocol reads (sizes,
- * depths, retries, timeouts, wait mode); check_opts(), if set, checks the
- * ones only this protocol reads (ring_size, notify, eager_max, ...) and
- * their fit with the message size: 0, or -EINVAL with a message. The core
- * calls it with @max_msg 0 when rdmx_dial() or rdmx_listen() loads the
- * options (only what the options alone decide), and with the connection's
- * max_msg before each setup(). @proto is the table it was called through,
- * for protocols that share a check among several tables.
- *
- * A family of protocols that share one engine (write_simplex, write_magic
- * and write_duplex share write_ring.c) gives each member its own table
- * whose @family points at a const descriptor of what sets the member
- * apart (struct rdmx__wring_variant); the engine reads it from c->proto,
- * as an rdma-core provider family's shared code reads its per-device
- * descriptor. The core never reads @family; NULL outside a family.
- */
-struct rdmx_protocol_ops {
-	const char *name;
-	uint8_t id;              /* enum rdmx__proto_id (wire.h): on the wire */
-	size_t priv_size;
-	int (*setup)(rdmx_conn *c);
-	int (*hello_out)(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len);
-	int (*hello_in)(rdmx_conn *c, const uint8_t *block, size_t len);
-	void (*teardown)(rdmx_conn *c);
-	int (*msg_alloc)(rdmx_conn *c, size_t size, struct rdmx_msg *m,
-			 int timeout_ms);
-	int (*send)(rdmx_conn *c, struct rdmx_msg *m);
-	int (*flush)(rdmx_conn *c, int timeout_ms);
-	int (*recv)(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
-	int (*release)(rdmx_conn *c, struct rdmx_msg *m);
-	size_t shared_size;
-	void (*shared_teardown)(struct rdmx__group *g);
-	int (*group_recv)(struct rdmx__group *g, struct rdmx_msg *m,
-			  int timeout_ms);
-	void (*group_unlist)(rdmx_conn *c);
-	int (*check_opts)(const struct rdmx_protocol_ops *proto,
-			  const struct rdmx_conn_opts *o, uint32_t max_msg);
-	const void *family;
-	/* Bytes of memory setup() of @c will register for this connection
-	 * alone (not a receive side shared by the listener's connections),
-	 * from c->opts and the negotiated c->max_msg; NULL counts 0. The
-	 * listener's memory cap is checked against it before setup(). */
-	uint64_t (*mem_estimate)(const rdmx_conn *c);
-	/* Work requests the protocol posts from threads other than the
-	 * connection's (srq's credit WRITEs): the core takes their
-	 * completions out of the send CQ like its own and hands each here;
-	 * 1 if @wc was one. Runs under core locks: atomics only, no group
-	 * lock. NULL: none. */
-	int (*own_wc)(rdmx_conn *c, const struct rdmx__wc *wc);
-	/* Per-send completions (token.c): take in what completed (one
-	 * step, never waiting) and put in *@done how many of the
-	 * connection's sends are complete (rdmx.h says what complete means
-	 * per protocol); they complete in send order, so *@done counts a
-	 * prefix of the sends. send() returning 0 is one send, posted (its
-	 * handle spent); a failing send() posted nothing and leaves the
-	 * handle valid. Returns > 0 if the step saw anything, 0, or -errno
-	 * (the connection down; *@done still counts what completed before). */
-	int (*sends_done)(rdmx_conn *c, uint64_t *done);
-	/* A receiver that polls memory the peer fills without a completion
-	 * here (a ring with notify POLL), about to sleep on the wait set
-	 * (waitset.c): publish it, so that the peer adds a doorbell (a
-	 * completion here) to what it writes next. 1 when published now:
-	 * the caller polls once more before it sleeps (a record may have
-	 * landed before the peer could see the word); 0 when already
-	 * published for this sleep; -errno. NULL: receives complete here. */
-	int (*sleep_announce)(rdmx_conn *c);
-	/* rdmx_send_flags(RDMX_SEND_MORE) (issue 10): send @m as send()
-	 * does (same checks, returns and handle rules), but the protocol
-	 * may hold it to post it with later ones (a chain of work
-	 * requests, records coalesced into one WRITE, messages packed into
-	 * one SEND). What is held goes out with the next send(), flush(),
-	 * a msg_alloc() that would wait, a sends_done() that would wait on
-	 * a held send, or the protocol's own bound; close drops it. NULL:
-	 * the core calls send(). */
-	int (*send_more)(rdmx_conn *c, struct rdmx_msg *m);
-	/* rdmx_recv_many(): the first message as recv() takes it (waiting
-	 * up to @timeout_ms), then those already in, never waiting, up to
-	 * @max (>= 1). Returns the count (>= 1), or -errno when it took
-	 * none; an error met after the first message goes in *@later (the
-	 * core returns it from the next receive call). NULL: the core
-	 * loops recv() (timeout 0 after the first). */
-	int (*recv_many)(rdmx_conn *c, struct rdmx_msg *m, int max,
-			 int timeout_ms, int *later);
-	/* rdmx_msg_release_many(): release() of each of @m[0..@n-1], all
-	 * tried; 0 or the first error. NULL: the core loops release(). */
-	int (*release_many)(rdmx_conn *c, struct rdmx_msg *m, int n);
-	/* rdmx_send_mr_tok() (issue 9 section 5, zero copy): send @m (from
-	 * msg_alloc(), m->len set) as send() does (same checks, returns and
-	 * handle rules), but with its bytes taken from @from, registered
-	 * with @lkey on this connection's device, instead of from @m's
-	 * buffer: the NIC reads them until the send completes. Never held
-	 * or packed. NULL: the core copies them into @m and calls send(). */
-	int (*send_from)(rdmx_conn *c, struct rdmx_msg *m, const void *from,
-			 uint32_t lkey);
-	/* rdmx_sendv() (sendvec.c): send copies of @iov[0..@n-1] (checked:
-	 * each within max_msg), in order, as a burst rung before it
-	 * returns, each waiting for room within @timeout_ms as msg_alloc()
-	 * does. Returns how many were sent (1..@n; the core counts them
-	 * afterwards, so the hook must not need rdmx__sends() to advance in
-	 * between), or -errno when none was. NULL: the core loops
-	 * msg_alloc() and send_more()/send(). */
-	int (*sendv)(rdmx_conn *c, const struct iovec *iov, int n,
-		     int timeout_ms);
 };
 
 /* conn.c: option checks for the protocols' check_opts(). */
@@ -469,10 +341,6 @@ RDMX__HOT int rdmx__one_buf_release(rdmx_conn *c, struct rdmx__one_buf *b,
 	rdmx__msg_spend(m);
 	return n > 0;
 }
-
-/* protocol.c: the table of built-in protocols. */
-const struct rdmx_protocol_ops *rdmx__protocol_by_name(const char *name);
-const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id);
 
 /* An accepted request whose dialer has not completed the handshake. */
 struct rdmx__pending {

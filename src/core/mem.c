@@ -198,7 +198,8 @@ int rdmx_send_mr_tok(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 	if (!conn || !mr || !tok)
 		return rdmx__fail(-EINVAL, "rdmx_send_mr_tok: connection, mr and tok are required");
 	rc = rdmx__mr_range(mr, off, len);
-	if (!rc && !conn->proto->send_from) /* the protocol frames: a copy */
+	if (!rc && conn->data_ops->send_from == rdmx__default_send_from)
+		/* the protocol frames: a copy */
 		return send_copy(conn, mr, off, len, timeout_ms, tok);
 	if (!rc)
 		rc = rdmx__mr_on(conn, mr, &reg);

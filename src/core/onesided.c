@@ -401,7 +401,7 @@ static int slot_result(rdmx_conn *c, unsigned slot)
 static void os_poll(rdmx_conn *c)
 {
 	if (rdmx__live_reap(c) == -ENOBUFS)
-		(void)c->proto->flush(c, 0);
+		(void)c->data_ops->flush(c, 0);
 }
 
 static int wait_timeout(rdmx_conn *c, unsigned slot, int timeout_ms)

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The table of built-in protocols: one entry per src/protocols/<name>.c. */
+/* The table of built-in protocols: one entry per src/protocols/<name>.c;
+ * and the core's defaults for the contract's hooks a protocol has nothing
+ * of its own for (protocol.h; the group's are group.c's, the vector
+ * calls' recvvec.c's and sendvec.c's). */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -59,6 +62,54 @@ const struct rdmx_protocol_ops *rdmx__protocol_by_id(uint8_t id)
 		if (protocols[i]->id == id)
 			return protocols[i];
 	return NULL;
+}
+
+int rdmx__default_check_opts(const struct rdmx_protocol_ops *proto,
+			     const struct rdmx_conn_opts *o, uint32_t max_msg)
+{
+	(void)proto;
+	(void)o;
+	(void)max_msg;
+	return 0;
+}
+
+uint64_t rdmx__default_mem_estimate(const rdmx_conn *c)
+{
+	(void)c;
+	return 0;
+}
+
+int rdmx__default_send_more(rdmx_conn *c, struct rdmx_msg *m)
+{
+	return c->data_ops->send(c, m);
+}
+
+int rdmx__default_send_from(rdmx_conn *c, struct rdmx_msg *m, const void *from,
+			    uint32_t lkey)
+{
+	(void)lkey;
+	if (m->len)
+		memcpy(m->data, from, m->len);
+	return c->data_ops->send(c, m);
+}
+
+int rdmx__default_sends_done(rdmx_conn *c, uint64_t *done)
+{
+	(void)done;
+	return rdmx__fail(-EOPNOTSUPP, "%s: no per-send completions", c->proto->name);
+}
+
+int rdmx__default_own_wc(rdmx_conn *c, const struct rdmx__wc *wc)
+{
+	(void)c;
+	(void)wc;
+	return 0;
+}
+
+int rdmx__default_sleep_announce(rdmx_conn *c)
+{
+	(void)c;
+	return 0;
 }
 
 int rdmx__one_buf_busy(const rdmx_conn *c, const struct rdmx__one_buf *b)

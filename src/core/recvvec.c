@@ -15,16 +15,16 @@
 
 #include "core/internal.h"
 
-/* The generic vector receive: recv(), then recv() with timeout 0 until
- * it finds nothing (-EAGAIN) or fails. */
-static int recv_loop(rdmx_conn *c, struct rdmx_msg *m, int max, int timeout_ms,
-		     int *later)
+/* The generic vector receive (protocol.h): recv(), then recv() with
+ * timeout 0 until it finds nothing (-EAGAIN) or fails. */
+int rdmx__default_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max,
+			    int timeout_ms, int *later)
 {
-	int n = 1, rc = c->proto->recv(c, m, timeout_ms);
+	int n = 1, rc = c->data_ops->recv(c, m, timeout_ms);
 
 	if (rc)
 		return rc;
-	while (n < max && !(rc = c->proto->recv(c, &m[n], 0)))
+	while (n < max && !(rc = c->data_ops->recv(c, &m[n], 0)))
 		n++;
 	if (rc && rc != -EAGAIN)
 		*later = rc;
@@ -46,9 +46,7 @@ static int recv_many_locked(rdmx_conn *c, struct rdmx_msg *m, int max,
 
 	if (c->recv_later)
 		return rdmx__recv_later(c);
-	n = c->proto->recv_many ?
-		    c->proto->recv_many(c, m, max, timeout_ms, &later) :
-		    recv_loop(c, m, max, timeout_ms, &later);
+	n = c->data_ops->recv_many(c, m, max, timeout_ms, &later);
 	if (n < 0)
 		return rdmx__conn_keep(c, n);
 	if (later) /* recorded now, its message read back when returned */
@@ -75,13 +73,14 @@ int rdmx_recv_many(rdmx_conn *c, struct rdmx_msg *m, int max, int timeout_ms)
 	return n;
 }
 
-/* The generic vector release: every handle tried, the first error kept. */
-static int release_loop(rdmx_conn *c, struct rdmx_msg *m, int n)
+/* The generic vector release (protocol.h): every handle tried, the first
+ * error kept. */
+int rdmx__default_release_many(rdmx_conn *c, struct rdmx_msg *m, int n)
 {
 	int first = 0;
 
 	for (int i = 0; i < n; i++) {
-		int rc = c->proto->release(c, &m[i]);
+		int rc = c->data_ops->release(c, &m[i]);
 
 		if (rc && !first)
 			first = rc;
@@ -96,8 +95,7 @@ int rdmx_msg_release_many(rdmx_conn *c, struct rdmx_msg *m, int n)
 	if (!c || !m || n < 0)
 		return rdmx__fail(-EINVAL, "rdmx_msg_release_many: connection, msgs and n >= 0 are required");
 	pthread_mutex_lock(&c->lock);
-	rc = c->proto->release_many ? c->proto->release_many(c, m, n) :
-				      release_loop(c, m, n);
+	rc = c->data_ops->release_many(c, m, n);
 	rc = rdmx__conn_keep(c, rc);
 	pthread_mutex_unlock(&c->lock);
 	return rc;

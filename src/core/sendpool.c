@@ -473,7 +473,7 @@ int rdmx__sendpool_conn_sendv(rdmx_conn *c, const struct iovec *iov, int n,
 		k = slot_fill(sp, idx, iov + i, n - i, &wr);
 		rc = chain_add(c, sp, idx, &wr, &m, i + k < n);
 		if (rc) {
-			c->proto->release(c, &m);
+			c->data_ops->release(c, &m);
 			break;
 		}
 		sp->nmsg[idx] = (uint32_t)k; /* @inflight counts sends */

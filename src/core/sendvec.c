@@ -25,10 +25,10 @@
 int rdmx__sendv_alloc(rdmx_conn *c, size_t len, struct rdmx_msg *m,
 		      struct rdmx__deadline *d, int timeout_ms)
 {
-	int rc = c->proto->msg_alloc(c, len, m, 0);
+	int rc = c->data_ops->msg_alloc(c, len, m, 0);
 
 	if (rc == -EAGAIN && timeout_ms) /* the clock only when it must wait */
-		rc = c->proto->msg_alloc(c, len, m, timeout_ms < 0 ? -1 :
+		rc = c->data_ops->msg_alloc(c, len, m, timeout_ms < 0 ? -1 :
 					 rdmx__deadline_left_ms(d));
 	return rc;
 }
@@ -46,18 +46,17 @@ static int send_one(rdmx_conn *c, const struct iovec *v, int more,
 	if (v->iov_len)
 		memcpy(m.data, v->iov_base, v->iov_len);
 	m.len = v->iov_len;
-	rc = more && c->proto->send_more ? c->proto->send_more(c, &m) :
-					   c->proto->send(c, &m);
+	rc = more ? c->data_ops->send_more(c, &m) : c->data_ops->send(c, &m);
 	if (rc)
-		c->proto->release(c, &m); /* still the sender's buffer */
+		c->data_ops->release(c, &m); /* still the sender's buffer */
 	return rc;
 }
 
-/* The generic vector send: how many were sent, or -errno for none. Each
- * send is counted as it goes (a hold pool's slot takes the send's
- * sequence from the count, sendpool.h). */
-static int sendv_loop(rdmx_conn *c, const struct iovec *iov, int n,
-		      int timeout_ms)
+/* The generic vector send (protocol.h): how many were sent, or -errno
+ * for none. Each send is counted as it goes (a hold pool's slot takes the
+ * send's sequence from the count, sendpool.h). */
+int rdmx__default_sendv(rdmx_conn *c, const struct iovec *iov, int n,
+			int timeout_ms)
 {
 	struct rdmx__deadline d;
 	uint64_t done;
@@ -70,8 +69,9 @@ static int sendv_loop(rdmx_conn *c, const struct iovec *iov, int n,
 			break;
 		RDMX__COUNT(c, msgs_sent, 1);
 	}
-	if (i && i < n && c->proto->send_more) /* ring what the last one held */
-		c->proto->sends_done(c, &done);
+	/* ring what the last one held */
+	if (i && i < n && c->data_ops->send_more != rdmx__default_send_more)
+		c->data_ops->sends_done(c, &done);
 	return i ? i : rc;
 }
 
@@ -102,13 +102,10 @@ static int sendv_locked(rdmx_conn *c, const struct iovec *iov, int n,
 		rc = sendv_check(c, iov, n, &bytes);
 	if (rc)
 		return rc;
-	if (c->proto->sendv) {
-		rc = c->proto->sendv(c, iov, n, timeout_ms);
-		if (rc > 0)
-			RDMX__COUNT(c, msgs_sent, (uint64_t)rc);
-	} else {
-		rc = sendv_loop(c, iov, n, timeout_ms);
-	}
+	rc = c->data_ops->sendv(c, iov, n, timeout_ms);
+	/* the default counted each as it went */
+	if (rc > 0 && c->data_ops->sendv != rdmx__default_sendv)
+		RDMX__COUNT(c, msgs_sent, (uint64_t)rc);
 	if (rc <= 0)
 		return rc;
 	for (int i = rc; i < n; i++) /* the bytes of what was sent */

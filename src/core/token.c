@@ -75,7 +75,7 @@ static int wait_seq(rdmx_conn *c, uint64_t seq, int timeout_ms)
 
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		n = c->proto->sends_done(c, &done);
+		n = c->data_ops->sends_done(c, &done);
 		if ((done & SEQ_MASK) >= seq)
 			return 0;
 		if (n < 0)
@@ -99,7 +99,5 @@ int rdmx__send_wait(rdmx_conn *c, rdmx_token tok, int timeout_ms)
 
 	if (rc)
 		return rc;
-	if (!c->proto->sends_done)
-		return rdmx__fail(-EOPNOTSUPP, "%s: no per-send completions", c->proto->name);
 	return wait_seq(c, seq, timeout_ms);
 }

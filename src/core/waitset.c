@@ -188,7 +188,7 @@ static int ws_arm(rdmx_conn *c)
  * polling once it published. 1: poll again, 0: sleep, -errno. */
 static int arm_announce(rdmx_conn *c, int fresh)
 {
-	int rc = c->proto->sleep_announce ? c->proto->sleep_announce(c) : 0;
+	int rc = c->data_ops->sleep_announce(c);
 
 	return rc < 0 ? rc : fresh | rc;
 }
@@ -219,7 +219,8 @@ void rdmx__conn_park(rdmx_conn *c, struct rdmx__deadline *d)
 	 * current; without it the spin would shrink to spin_us on a
 	 * platform that wakes late, and a ping-pong would sleep every time */
 	if (!ws_sleeps(c, d) || (d->mode == RDMX_WAIT_ADAPTIVE && !d->park_us) ||
-	    (c->proto->sleep_announce && d->park_us < NAP_BEFORE_ANNOUNCE_US)) {
+	    (c->data_ops->sleep_announce != rdmx__default_sleep_announce &&
+	     d->park_us < NAP_BEFORE_ANNOUNCE_US)) {
 		rdmx__wait_park(d);
 		return;
 	}

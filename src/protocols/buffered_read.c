@@ -892,23 +892,36 @@ static uint64_t br_mem_estimate(const rdmx_conn *c)
 	return 2 * (uint64_t)c->opts.ring_size + sizeof(struct rdmx__br_ctl);
 }
 
-const struct rdmx_protocol_ops rdmx__proto_buffered_read = {
-	.name = "buffered_read",
-	.id = RDMX__PROTO_BUFFERED_READ,
+static const struct rdmx__conn_ops br_conn_ops = {
 	.priv_size = sizeof(struct br),
+	.check_opts = br_check_opts,
+	.mem_estimate = br_mem_estimate,
 	.setup = br_setup,
 	.hello_out = br_hello_out,
 	.hello_in = br_hello_in,
 	.teardown = br_teardown,
+};
+
+static const struct rdmx__data_ops br_data_ops = {
 	.msg_alloc = br_msg_alloc,
 	.send = br_send,
+	.send_more = rdmx__default_send_more,
+	.send_from = rdmx__default_send_from,
+	.sendv = rdmx__default_sendv,
 	.flush = br_flush,
+	.sends_done = br_sends_done,
 	.recv = br_recv,
 	.recv_many = br_recv_many,
 	.release = br_release,
 	.release_many = br_release_many,
-	.mem_estimate = br_mem_estimate,
-	.check_opts = br_check_opts,
-	.sends_done = br_sends_done,
+	.own_wc = rdmx__default_own_wc,
 	.sleep_announce = br_sleep_announce,
+};
+
+const struct rdmx_protocol_ops rdmx__proto_buffered_read = {
+	.name = "buffered_read",
+	.id = RDMX__PROTO_BUFFERED_READ,
+	.conn = &br_conn_ops,
+	.data = &br_data_ops,
+	.group = &rdmx__group_none,
 };

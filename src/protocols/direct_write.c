@@ -704,21 +704,36 @@ static uint64_t dw_mem_estimate(const rdmx_conn *c)
 	       (uint64_t)2 * c->opts.recv_depth * DESC + TAIL;
 }
 
-const struct rdmx_protocol_ops rdmx__proto_direct_write = {
-	.name = "direct_write",
-	.id = RDMX__PROTO_DIRECT_WRITE,
+static const struct rdmx__conn_ops dw_conn_ops = {
 	.priv_size = sizeof(struct dw),
+	.check_opts = rdmx__default_check_opts,
+	.mem_estimate = dw_mem_estimate,
 	.setup = dw_setup,
 	.hello_out = dw_hello_out,
 	.hello_in = dw_hello_in,
 	.teardown = dw_teardown,
+};
+
+static const struct rdmx__data_ops dw_data_ops = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = dw_send,
 	.send_more = dw_send_more,
+	.send_from = rdmx__default_send_from,
+	.sendv = rdmx__default_sendv,
 	.flush = rdmx__sendpool_conn_flush,
-	.recv = dw_recv,
-	.release = dw_release,
-	.mem_estimate = dw_mem_estimate,
 	.sends_done = rdmx__sendpool_conn_sends_done,
+	.recv = dw_recv,
+	.recv_many = rdmx__default_recv_many,
+	.release = dw_release,
+	.release_many = rdmx__default_release_many,
+	.own_wc = rdmx__default_own_wc,
 	.sleep_announce = dw_sleep_announce,
+};
+
+const struct rdmx_protocol_ops rdmx__proto_direct_write = {
+	.name = "direct_write",
+	.id = RDMX__PROTO_DIRECT_WRITE,
+	.conn = &dw_conn_ops,
+	.data = &dw_data_ops,
+	.group = &rdmx__group_none,
 };

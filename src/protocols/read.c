@@ -911,21 +911,36 @@ static int rd_check_opts(const struct rdmx_protocol_ops *proto,
 	return rdmx__check_range("eager_max", o->eager_max, 0, UINT16_MAX);
 }
 
-const struct rdmx_protocol_ops rdmx__proto_read = {
-	.name = "read",
-	.id = RDMX__PROTO_READ,
+static const struct rdmx__conn_ops rd_conn_ops = {
 	.priv_size = sizeof(struct rd),
+	.check_opts = rd_check_opts,
+	.mem_estimate = rd_mem_estimate,
 	.setup = rd_setup,
 	.hello_out = rd_hello_out,
 	.hello_in = rd_hello_in,
 	.teardown = rd_teardown,
+};
+
+static const struct rdmx__data_ops rd_data_ops = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rd_send,
 	.send_more = rd_send_more,
+	.send_from = rdmx__default_send_from,
+	.sendv = rdmx__default_sendv,
 	.flush = rd_flush,
 	.sends_done = rdmx__sendpool_conn_sends_done,
 	.recv = rd_recv,
+	.recv_many = rdmx__default_recv_many,
 	.release = rd_release,
-	.mem_estimate = rd_mem_estimate,
-	.check_opts = rd_check_opts,
+	.release_many = rdmx__default_release_many,
+	.own_wc = rdmx__default_own_wc,
+	.sleep_announce = rdmx__default_sleep_announce,
+};
+
+const struct rdmx_protocol_ops rdmx__proto_read = {
+	.name = "read",
+	.id = RDMX__PROTO_READ,
+	.conn = &rd_conn_ops,
+	.data = &rd_data_ops,
+	.group = &rdmx__group_none,
 };

@@ -371,14 +371,17 @@ static uint64_t sr_mem_estimate(const rdmx_conn *c)
 	       ((uint64_t)c->opts.send_depth + c->opts.recv_depth);
 }
 
-const struct rdmx_protocol_ops rdmx__proto_send_recv = {
-	.name = "send_recv",
-	.id = RDMX__PROTO_SEND_RECV,
+static const struct rdmx__conn_ops sr_conn_ops = {
 	.priv_size = sizeof(struct sr),
+	.check_opts = rdmx__default_check_opts,
+	.mem_estimate = sr_mem_estimate,
 	.setup = sr_setup,
 	.hello_out = sr_hello_out,
 	.hello_in = sr_hello_in,
 	.teardown = sr_teardown,
+};
+
+static const struct rdmx__data_ops sr_data_ops = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = rdmx__sendpool_conn_send,
 	.send_more = rdmx__sendpool_conn_send_more,
@@ -390,5 +393,14 @@ const struct rdmx_protocol_ops rdmx__proto_send_recv = {
 	.recv_many = sr_recv_many,
 	.release = sr_release,
 	.release_many = sr_release_many,
-	.mem_estimate = sr_mem_estimate,
+	.own_wc = rdmx__default_own_wc,
+	.sleep_announce = rdmx__default_sleep_announce,
+};
+
+const struct rdmx_protocol_ops rdmx__proto_send_recv = {
+	.name = "send_recv",
+	.id = RDMX__PROTO_SEND_RECV,
+	.conn = &sr_conn_ops,
+	.data = &sr_data_ops,
+	.group = &rdmx__group_none,
 };

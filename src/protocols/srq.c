@@ -913,7 +913,7 @@ uint32_t rdmx__srq_posted(rdmx_conn *c)
 	struct srq_shared *sh;
 	uint32_t n = 0;
 
-	if (!g || c->proto->setup != srq_setup) /* not an srq connection */
+	if (!g || c->proto->conn->setup != srq_setup) /* not an srq connection */
 		return 0;
 	sh = sh_of(g);
 	pthread_mutex_lock(&g->lock);
@@ -940,14 +940,17 @@ static int srq_own_wc(rdmx_conn *c, const struct rdmx__wc *wc)
 	return rdmx__srq_credit_wc(c, &sc_of(c)->cr, wc);
 }
 
-const struct rdmx_protocol_ops rdmx__proto_srq = {
-	.name = "srq",
-	.id = RDMX__PROTO_SRQ,
+static const struct rdmx__conn_ops srq_conn_ops = {
 	.priv_size = sizeof(struct srq_conn),
+	.check_opts = rdmx__default_check_opts,
+	.mem_estimate = srq_mem_estimate,
 	.setup = srq_setup,
 	.hello_out = srq_hello_out,
 	.hello_in = srq_hello_in,
 	.teardown = srq_teardown,
+};
+
+static const struct rdmx__data_ops srq_data_ops = {
 	.msg_alloc = srq_msg_alloc,
 	.send = srq_send,
 	.send_more = srq_send_more,
@@ -959,10 +962,21 @@ const struct rdmx_protocol_ops rdmx__proto_srq = {
 	.recv_many = srq_recv_many,
 	.release = srq_release,
 	.release_many = srq_release_many,
+	.own_wc = srq_own_wc,
+	.sleep_announce = rdmx__default_sleep_announce,
+};
+
+static const struct rdmx__group_ops srq_group_ops = {
 	.shared_size = sizeof(struct srq_shared),
 	.shared_teardown = srq_shared_teardown,
 	.group_recv = srq_group_recv,
 	.group_unlist = shared_leave_locked,
-	.mem_estimate = srq_mem_estimate,
-	.own_wc = srq_own_wc,
+};
+
+const struct rdmx_protocol_ops rdmx__proto_srq = {
+	.name = "srq",
+	.id = RDMX__PROTO_SRQ,
+	.conn = &srq_conn_ops,
+	.data = &srq_data_ops,
+	.group = &srq_group_ops,
 };

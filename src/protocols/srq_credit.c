@@ -239,9 +239,9 @@ static void credit_reap(rdmx_conn *c, struct srq_credit *cr, int owner)
 	if (__atomic_load_n(&cr->inflight, __ATOMIC_ACQUIRE) < (int)SRQ_CREDIT_WRS)
 		return;
 	if (owner) {
-		(void)c->proto->flush(c, 0);
+		(void)c->data_ops->flush(c, 0);
 	} else if (!pthread_mutex_trylock(&c->lock)) {
-		(void)c->proto->flush(c, 0);
+		(void)c->data_ops->flush(c, 0);
 		pthread_mutex_unlock(&c->lock);
 	}
 	rdmx__live_reap(c);

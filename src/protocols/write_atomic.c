@@ -929,25 +929,43 @@ static uint64_t wa_mem_estimate(const rdmx_conn *c)
 	return wa_rec_size(c->max_msg) * c->opts.send_depth + 64;
 }
 
-const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
-	.name = "write_atomic",
-	.id = RDMX__PROTO_WRITE_ATOMIC,
+static const struct rdmx__conn_ops wa_conn_ops = {
 	.priv_size = sizeof(struct wa),
+	.check_opts = wa_check_opts,
+	.mem_estimate = wa_mem_estimate,
 	.setup = wa_setup,
 	.hello_out = wa_hello_out,
 	.hello_in = wa_hello_in,
 	.teardown = wa_teardown,
+};
+
+static const struct rdmx__data_ops wa_data_ops = {
 	.msg_alloc = rdmx__sendpool_msg_alloc,
 	.send = wa_send,
 	.send_more = wa_send_more,
+	.send_from = rdmx__default_send_from,
+	.sendv = rdmx__default_sendv,
 	.flush = wa_flush,
 	.sends_done = wa_sends_done,
 	.recv = rdmx__wa_recv,
+	.recv_many = rdmx__default_recv_many,
 	.release = wa_release,
+	.release_many = rdmx__default_release_many,
+	.own_wc = rdmx__default_own_wc,
+	.sleep_announce = rdmx__default_sleep_announce,
+};
+
+static const struct rdmx__group_ops wa_group_ops = {
 	.shared_size = sizeof(struct wa_ring),
 	.shared_teardown = wa_shared_teardown,
 	.group_recv = rdmx__wa_group_recv,
 	.group_unlist = rdmx__wa_group_unlist,
-	.mem_estimate = wa_mem_estimate,
-	.check_opts = wa_check_opts,
+};
+
+const struct rdmx_protocol_ops rdmx__proto_write_atomic = {
+	.name = "write_atomic",
+	.id = RDMX__PROTO_WRITE_ATOMIC,
+	.conn = &wa_conn_ops,
+	.data = &wa_data_ops,
+	.group = &wa_group_ops,
 };

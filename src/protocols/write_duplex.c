@@ -38,5 +38,4 @@ static const struct rdmx__wring_variant duplex_variant = {
 };
 
 const struct rdmx_protocol_ops rdmx__proto_write_duplex =
-	RDMX__WRING_OPS("write_duplex", RDMX__PROTO_WRITE_DUPLEX, &duplex_variant,
-			rdmx__wring_sleep_announce);
+	RDMX__WRING_OPS("write_duplex", RDMX__PROTO_WRITE_DUPLEX, &duplex_variant);

@@ -39,5 +39,4 @@ static const struct rdmx__wring_variant magic_variant = {
 };
 
 const struct rdmx_protocol_ops rdmx__proto_write_magic =
-	RDMX__WRING_OPS("write_magic", RDMX__PROTO_WRITE_MAGIC, &magic_variant,
-			rdmx__wring_sleep_announce);
+	RDMX__WRING_OPS("write_magic", RDMX__PROTO_WRITE_MAGIC, &magic_variant);

@@ -84,32 +84,23 @@ int rdmx__wring_release_many(rdmx_conn *c, struct rdmx_msg *m, int n);
 uint64_t rdmx__wring_mem_estimate(const rdmx_conn *c);
 
 /*
- * The ops table of a protocol of this engine: its name, wire id, variant
- * (.family) and sleep_announce hook (rdmx__wring_sleep_announce: it
- * publishes nothing where the connection's receiver has no doorbell, with
- * ack READ or notify IMM); everything else is the engine's.
+ * The engine's tables (write_ring_ops.c), one for the three protocols:
+ * sleep_announce is rdmx__wring_sleep_announce (it publishes nothing where
+ * the connection's receiver has no doorbell, with ack READ or notify IMM);
+ * the group table is rdmx__group_none.
  */
-#define RDMX__WRING_OPS(nm, pid, variant, announce) {		\
+extern const struct rdmx__conn_ops rdmx__wring_conn_ops;
+extern const struct rdmx__data_ops rdmx__wring_data_ops;
+
+/* The descriptor of a protocol of this engine: its name, wire id and
+ * variant (.family); the tables are the engine's. */
+#define RDMX__WRING_OPS(nm, pid, variant) {			\
 	.name = (nm),						\
 	.id = (pid),						\
-	.priv_size = RDMX__WRING_PRIV_SIZE,			\
-	.setup = rdmx__wring_setup,				\
-	.hello_out = rdmx__wring_hello_out,			\
-	.hello_in = rdmx__wring_hello_in,			\
-	.teardown = rdmx__wring_teardown,			\
-	.msg_alloc = rdmx__wring_msg_alloc,			\
-	.send = rdmx__wring_send,				\
-	.send_more = rdmx__wring_send_more,			\
-	.flush = rdmx__wring_flush,				\
-	.sends_done = rdmx__wring_sends_done,			\
-	.recv = rdmx__wring_recv,				\
-	.recv_many = rdmx__wring_recv_many,			\
-	.sleep_announce = (announce),				\
-	.release = rdmx__wring_release,				\
-	.release_many = rdmx__wring_release_many,		\
-	.mem_estimate = rdmx__wring_mem_estimate,		\
-	.check_opts = rdmx__wring_check_opts,			\
 	.family = (variant),					\
+	.conn = &rdmx__wring_conn_ops,				\
+	.data = &rdmx__wring_data_ops,				\
+	.group = &rdmx__group_none,				\
 }
 
 #endif /* RDMX_PROTOCOLS_WRITE_RING_H */

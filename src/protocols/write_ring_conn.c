@@ -107,7 +107,7 @@ static const struct rdmx__wring_variant *variant_of(const struct rdmx_protocol_o
 /* A connection of this engine: its table runs rdmx__wring_setup(). */
 static int is_wring(const rdmx_conn *c)
 {
-	return c && c->proto->setup == rdmx__wring_setup;
+	return c && c->proto->conn->setup == rdmx__wring_setup;
 }
 
 int rdmx__wring_stats(const rdmx_conn *c, struct rdmx__wring_stats *out)

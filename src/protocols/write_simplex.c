@@ -67,5 +67,4 @@ static const struct rdmx__wring_variant simplex_variant = {
 };
 
 const struct rdmx_protocol_ops rdmx__proto_write_simplex =
-	RDMX__WRING_OPS("write_simplex", RDMX__PROTO_WRITE_SIMPLEX, &simplex_variant,
-			rdmx__wring_sleep_announce);
+	RDMX__WRING_OPS("write_simplex", RDMX__PROTO_WRITE_SIMPLEX, &simplex_variant);

@@ -147,8 +147,8 @@ static uint64_t conn_charge(void)
 	c.opts = opts();
 	c.proto = rdmx__protocol_by_name(protocol);
 	c.max_msg = c.opts.max_msg_size;
-	assert_non_null(c.proto->mem_estimate);
-	return c.proto->mem_estimate(&c);
+	assert_non_null(c.proto->conn->mem_estimate);
+	return c.proto->conn->mem_estimate(&c);
 }
 
 static void test_mem_cap(void **state)

@@ -298,7 +298,7 @@ static void test_pack_old_floor(void **state)
 
 	(void)state;
 	open_sized(&p, "send_recv", 64, 64, 1, RDMX_COALESCE_DEFAULT, 64);
-	assert_int_equal(p.client->proto->hello_in(p.client, old, sizeof(old)), 0);
+	assert_int_equal(p.client->proto->conn->hello_in(p.client, old, sizeof(old)), 0);
 	a = counts(&p);
 	burst(p.client, 0, RDMX__PACK_MAX, RDMX_SEND_MORE);
 	b = counts(&p);
