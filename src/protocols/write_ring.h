@@ -4,8 +4,9 @@
  * write_magic, write_duplex): one engine, three variants. The record
  * format, placement and release bookkeeping are src/core/ring.h; this is
  * memory, queues, the hello block, the data path and flow control. Each
- * protocol file documents its variant and holds its ops table, made of the
- * functions below, and the struct rdmx__wring_variant the table points at.
+ * protocol file documents its variant and holds its descriptor, which
+ * points at the engine's tables (made of the functions below, in
+ * write_ring_ops.c) and at the struct rdmx__wring_variant of the variant.
  */
 #ifndef RDMX_PROTOCOLS_WRITE_RING_H
 #define RDMX_PROTOCOLS_WRITE_RING_H
