@@ -87,7 +87,8 @@ static int ka_filter(rdmx_conn *c, struct rdmx__wc *wc, int n)
 			rdmx__os_done(c, &wc[i]);
 			continue;
 		}
-		if (c->data_ops->own_wc(c, &wc[i]))
+		if (c->data_ops->own_wc != rdmx__default_own_wc &&
+		    c->data_ops->own_wc(c, &wc[i]))
 			continue;
 		if (wc[i].wr_id != RDMX__KA_WRID) {
 			if (kept != i)
@@ -156,7 +157,8 @@ static int ka_reap(rdmx_conn *c)
 			rdmx__os_done(c, &wc[i]);
 			continue;
 		}
-		if (c->data_ops->own_wc(c, &wc[i]))
+		if (c->data_ops->own_wc != rdmx__default_own_wc &&
+		    c->data_ops->own_wc(c, &wc[i]))
 			continue;
 		/* A protocol WR ahead of the keepalive failed (RETRY on a cut
 		 * link): the keepalive behind it is only flushed, and the

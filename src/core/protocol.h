@@ -158,7 +158,10 @@ struct rdmx__data_ops {
 	 * connection's (srq's credit WRITEs): the core takes their
 	 * completions out of the send CQ like its own and hands each here;
 	 * 1 if @wc was one. Runs under core locks: atomics only, no group
-	 * lock. Default rdmx__default_own_wc: none (0). */
+	 * lock. Default rdmx__default_own_wc: none (0); the core, which
+	 * asks once per completion, skips the call to the default
+	 * (bench/profile: the call cost send_recv 3 and read 6 instructions
+	 * a message, the comparison none). */
 	int (*own_wc)(rdmx_conn *c, const struct rdmx__wc *wc);
 	/* A receiver that polls memory the peer fills without a completion
 	 * here (a ring with notify POLL), about to sleep on the wait set
