@@ -3,7 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "fabric.h"
+#include "mem.h"
+#include "opts.h"
+#include "wait.h"
 
 static const struct rdmx__fabric_ops *fabric_by_name(const char *name)
 {

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "dgram.h"
 #include "errors.h"
-#include "internal.h"
+#include "wait.h"
 
 #define QPN_MAX 0xffffffu
 #define LID_UNICAST_MAX 0xbfff

@@ -3,6 +3,9 @@
 #include <errno.h>
 
 #include "doorbell.h"
+#include "errors.h"
+#include "live.h"
+#include "post.h"
 
 int rdmx__bell_announce(rdmx_conn *c, struct rdmx__bell *b, uint64_t *src,
 			const struct rdmx__wr *wr)

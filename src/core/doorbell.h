@@ -24,7 +24,8 @@
 
 #include <stdint.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "fabric.h"
 
 #define RDMX__BELL_POSTED 1 /* our count's WRITE is posted */
 #define RDMX__BELL_PLACED 2 /* ... and completed: the last look is done */

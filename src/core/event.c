@@ -14,7 +14,14 @@
 #include <errno.h>
 #include <stdatomic.h>
 
-#include "internal.h"
+#include "accept.h"
+#include "conn.h"
+#include "errors.h"
+#include "event.h"
+#include "group.h"
+#include "msg.h"
+#include "wait.h"
+#include "waitset.h"
 
 #define ACCEPT_EVERY 64  /* events between two looks at a busy listener */
 
@@ -42,7 +49,7 @@ static int next_msg(rdmx_listener *lis, struct rdmx_event *ev, int wait_ms)
 
 	if (!rc || rc == -ECONNRESET) {
 		ev->type = rc ? RDMX_EVENT_CLOSED : RDMX_EVENT_MSG;
-		ev->conn = rdmx_msg_conn(&ev->msg);
+		ev->conn = rdmx__msg_conn(&ev->msg);
 		if (!rc) {
 			RDMX__COUNT(ev->conn, msgs_recv, 1);
 			RDMX__COUNT(ev->conn, bytes_recv, ev->msg.len);

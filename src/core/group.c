@@ -8,7 +8,14 @@
 #include <poll.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "group.h"
+#include "live.h"
+#include "msg.h"
+#include "protocol.h"
+#include "wait.h"
+#include "waitset.h"
 
 
 int rdmx__group_create(const struct rdmx_protocol_ops *proto,

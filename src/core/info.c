@@ -1,74 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Connection information (addresses, the user pointer, counters), the
- * library version, and the sizes of the option structs (issue 9 s6).
- *
- * Option structs grow at their end. The caller's @size says how much of
- * the struct its binary knows: the library starts from its defaults and
- * copies only those bytes, so a binary built against an older header gets
- * defaults for the fields added since. Version 0 of each struct is what
- * existed when @size was introduced; struct rdmx_ctx_opts had no init
- * function before, so a @size of 0 there means version 0 (hand-filled
- * structs keep working), while struct rdmx_conn_opts was always filled by
- * rdmx_conn_opts_init() and so requires its @size.
+ * Connection information (protocol, sizes, addresses, the user pointer,
+ * counters) and the library version.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "protocol.h"
 
-#define CONN_OPTS_V0 (offsetof(struct rdmx_conn_opts, src_addr) + sizeof(char *))
-#define CTX_OPTS_V0 (offsetof(struct rdmx_ctx_opts, fabric) + sizeof(char *))
-
-/* Only IP address text: the source picks the device, names do not. */
-static int src_check(const char *src)
+const char *rdmx_conn_error(const rdmx_conn *c)
 {
-	unsigned char a[16];
-
-	if (!src || !*src || inet_pton(AF_INET, src, a) == 1 ||
-	    inet_pton(AF_INET6, src, a) == 1)
-		return 0;
-	return rdmx__fail(-EINVAL, "src_addr '%s' is not an IPv4 or IPv6 address", src);
+	return c ? c->err.msg : "no connection";
 }
 
-int rdmx__conn_opts_copy(const struct rdmx_conn_opts *in,
-			 struct rdmx_conn_opts *out)
+const char *rdmx_conn_protocol(const rdmx_conn *c)
 {
-	if (in->size < CONN_OPTS_V0 || in->size > sizeof(*out))
-		return rdmx__fail(-EINVAL, "struct rdmx_conn_opts of size %u (this "
-				  "library: %zu..%zu): fill it with rdmx_conn_opts_init()",
-				  in->size, CONN_OPTS_V0, sizeof(*out));
-	rdmx_conn_opts_init(out);
-	memcpy(out, in, in->size);
-	out->size = sizeof(*out);
-	return src_check(out->src_addr);
+	return c ? c->proto->name : "";
 }
 
-void rdmx_ctx_opts_init(struct rdmx_ctx_opts *o)
+size_t rdmx_conn_max_msg(const rdmx_conn *c)
 {
-	if (!o)
-		return;
-	memset(o, 0, sizeof(*o));
-	o->size = sizeof(*o);
-}
-
-int rdmx__ctx_opts_copy(const struct rdmx_ctx_opts *in,
-			struct rdmx_ctx_opts *out)
-{
-	size_t n = in && in->size ? in->size : CTX_OPTS_V0;
-
-	rdmx_ctx_opts_init(out);
-	if (!in)
-		return 0;
-	if (n < CTX_OPTS_V0 || n > sizeof(*out))
-		return rdmx__fail(-EINVAL, "struct rdmx_ctx_opts of size %zu (this "
-				  "library: %zu..%zu): fill it with rdmx_ctx_opts_init()",
-				  n, CTX_OPTS_V0, sizeof(*out));
-	memcpy(out, in, n);
-	out->size = sizeof(*out);
-	return 0;
+	return c ? c->max_msg : 0;
 }
 
 static int addr_of(const rdmx_conn *c, int peer, char *buf, size_t len)

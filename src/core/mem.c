@@ -24,7 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "fabric.h"
+#include "mem.h"
+#include "post.h"
 
 #define MR_DOMAINS 4
 #define SLAB_MIN_SHIFT 6      /* 64 B */
@@ -153,65 +157,6 @@ int rdmx__mr_on(rdmx_conn *c, rdmx_mr *mr, const struct rdmx__mr **out)
 	if (!*out)
 		rc = mr_add(c, mr, dom, out);
 	pthread_mutex_unlock(&mr->lock);
-	return rc;
-}
-
-/* ------------------------------------------------------------- send */
-
-/* The copy: @len bytes at @off in @mr into a send buffer, sent. */
-static int send_copy(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
-		     int timeout_ms, rdmx_token *tok)
-{
-	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(conn, len, &m, timeout_ms);
-
-	if (rc)
-		return rc;
-	memcpy(m.data, (const char *)mr->addr + off, len);
-	m.len = len;
-	rc = rdmx_send_tok(conn, &m, tok);
-	if (rc)
-		rdmx_msg_release(conn, &m); /* the buffer stays ours: give it back */
-	return rc;
-}
-
-int rdmx_send_mr(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
-		 int timeout_ms)
-{
-	int rc;
-
-	if (!conn || !mr)
-		return rdmx__fail(-EINVAL, "rdmx_send_mr: connection and mr are required");
-	rc = rdmx__mr_range(mr, off, len);
-	if (rc)
-		return rdmx__conn_keep(conn, rc);
-	return send_copy(conn, mr, off, len, timeout_ms, NULL);
-}
-
-int rdmx_send_mr_tok(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
-		     int timeout_ms, rdmx_token *tok)
-{
-	const struct rdmx__mr *reg;
-	struct rdmx_msg m;
-	int rc;
-
-	if (!conn || !mr || !tok)
-		return rdmx__fail(-EINVAL, "rdmx_send_mr_tok: connection, mr and tok are required");
-	rc = rdmx__mr_range(mr, off, len);
-	if (!rc && conn->data_ops->send_from == rdmx__default_send_from)
-		/* the protocol frames: a copy */
-		return send_copy(conn, mr, off, len, timeout_ms, tok);
-	if (!rc)
-		rc = rdmx__mr_on(conn, mr, &reg);
-	if (rc)
-		return rdmx__conn_keep(conn, rc);
-	rc = rdmx_msg_alloc(conn, len, &m, timeout_ms);
-	if (rc)
-		return rc;
-	m.len = len;
-	rc = rdmx__send_from(conn, &m, (const char *)mr->addr + off, reg->lkey, tok);
-	if (rc)
-		rdmx_msg_release(conn, &m); /* nothing was posted */
 	return rc;
 }
 

@@ -32,12 +32,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "fabric.h"
+#include "live.h"
+#include "mem.h"
+#include "opslots.h"
+#include "post.h"
+#include "protocol.h"
+#include "token.h"
+#include "wait.h"
+#include "waitset.h"
+#include "wire.h"
 
 #define DESC_MAGIC 0x52584452u
 #define DESC_VERSION 1
-#define OS_POSTED 1
-#define OS_DONE 2
 #define OP_MAX_LEN (UINT32_C(1) << 31) /* an RC message's limit */
 
 struct rdmx_region {
@@ -50,48 +59,6 @@ struct rdmx_region {
 
 #define ACCESS_KNOWN (RDMX_ACCESS_REMOTE_READ | RDMX_ACCESS_REMOTE_WRITE | \
 		      RDMX_ACCESS_REMOTE_ATOMIC)
-
-void rdmx__os_init(rdmx_conn *c)
-{
-	pthread_mutex_init(&c->os.lock, NULL);
-}
-
-void rdmx__os_fini(rdmx_conn *c)
-{
-	pthread_mutex_destroy(&c->os.lock);
-}
-
-static const char *op_name(int op)
-{
-	switch (op) {
-	case RDMX__OP_READ: return "READ";
-	case RDMX__OP_WRITE: return "WRITE";
-	case RDMX__OP_FETCH_ADD: return "FETCH_ADD";
-	case RDMX__OP_CMP_SWAP: return "CMP_SWAP";
-	default: return "operation";
-	}
-}
-
-void rdmx__os_done(rdmx_conn *c, const struct rdmx__wc *wc)
-{
-	unsigned slot = (unsigned)(wc->wr_id & 0xff);
-	int rc = 0;
-
-	if (slot >= RDMX__OS_WRS)
-		return;
-	if (wc->status != RDMX__WC_OK) {
-		char what[32];
-
-		snprintf(what, sizeof(what), "one-sided %s", op_name(c->os.op[slot]));
-		rc = rdmx__conn_wc_error(c, wc, what);
-	}
-	pthread_mutex_lock(&c->os.lock);
-	if (c->os.state[slot] == OS_POSTED) {
-		c->os.state[slot] = OS_DONE;
-		c->os.rc[slot] = rc;
-	}
-	pthread_mutex_unlock(&c->os.lock);
-}
 
 /* ------------------------------------------------------- export, import */
 
@@ -225,30 +192,6 @@ static int atomic_check(rdmx_conn *c, const rdmx_region *r, size_t roff,
 	return 0;
 }
 
-/* A free slot for @op (os.lock), or -ENOBUFS. */
-static int slot_take(rdmx_conn *c, int op)
-{
-	for (unsigned i = 0; i < RDMX__OS_WRS; i++) {
-		if (c->os.state[i])
-			continue;
-		c->os.state[i] = OS_POSTED;
-		c->os.op[i] = (uint8_t)op;
-		c->os.gen[i] = (c->os.gen[i] + 1) & 0xffffffu;
-		if (!c->os.gen[i])
-			c->os.gen[i] = 1;
-		return (int)i;
-	}
-	return rdmx__fail(-ENOBUFS, "%u one-sided operations outstanding: "
-			  "rdmx_wait() for one first", RDMX__OS_WRS);
-}
-
-static void slot_put(rdmx_conn *c, unsigned slot)
-{
-	pthread_mutex_lock(&c->os.lock);
-	c->os.state[slot] = 0;
-	pthread_mutex_unlock(&c->os.lock);
-}
-
 /* Post @wr (remote side filled) from @off of @mr (c->lock held). */
 static int os_post(rdmx_conn *c, struct rdmx__wr *wr, rdmx_mr *mr, size_t off,
 		   rdmx_token *tok)
@@ -261,9 +204,7 @@ static int os_post(rdmx_conn *c, struct rdmx__wr *wr, rdmx_mr *mr, size_t off,
 	rc = rdmx__mr_on(c, mr, &m);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&c->os.lock);
-	slot = slot_take(c, wr->op);
-	pthread_mutex_unlock(&c->os.lock);
+	slot = rdmx__os_take(c, wr->op);
 	if (slot < 0)
 		return slot;
 	wr->wr_id = RDMX__OS_WRID(slot);
@@ -272,7 +213,7 @@ static int os_post(rdmx_conn *c, struct rdmx__wr *wr, rdmx_mr *mr, size_t off,
 	wr->lkey = m->lkey;
 	rc = rdmx__post_send(c, wr, 1);
 	if (rc) {
-		slot_put(c, (unsigned)slot);
+		rdmx__os_put(c, (unsigned)slot);
 		return rc;
 	}
 	*tok = (uint64_t)c->os.gen[slot] << 8 | (unsigned)slot;
@@ -364,38 +305,6 @@ int rdmx_cmp_swap(rdmx_conn *conn, const rdmx_region *region, size_t roff,
 
 /* ---------------------------------------------------------------- wait */
 
-/* The slot of @tok if it is outstanding, else -EINVAL. */
-static int token_slot(rdmx_conn *c, rdmx_token tok)
-{
-	unsigned slot = (unsigned)(tok & 0xff);
-	int ok;
-
-	if (slot >= RDMX__OS_WRS)
-		return rdmx__fail(-EINVAL, "token 0x%llx is not one of this connection's",
-				  (unsigned long long)tok);
-	pthread_mutex_lock(&c->os.lock);
-	ok = c->os.state[slot] && c->os.gen[slot] == (uint32_t)(tok >> 8);
-	pthread_mutex_unlock(&c->os.lock);
-	if (!ok)
-		return rdmx__fail(-EINVAL, "token 0x%llx is not outstanding on this "
-				  "connection (waited already?)", (unsigned long long)tok);
-	return (int)slot;
-}
-
-/* Completed: its result, the slot freed; else 1. */
-static int slot_result(rdmx_conn *c, unsigned slot)
-{
-	int rc = 1;
-
-	pthread_mutex_lock(&c->os.lock);
-	if (c->os.state[slot] == OS_DONE) {
-		rc = c->os.rc[slot];
-		c->os.state[slot] = 0;
-	}
-	pthread_mutex_unlock(&c->os.lock);
-	return rc;
-}
-
 /* One poll: the protocol's completions go to the stash; a full stash is
  * the protocol's to drain (its flush polls through rdmx__poll_cq). */
 static void os_poll(rdmx_conn *c)
@@ -412,7 +321,7 @@ static int wait_timeout(rdmx_conn *c, unsigned slot, int timeout_ms)
 		strcpy(peer, "?");
 	return rdmx__fail(-ETIMEDOUT, "rdmx_wait: one-sided %s on the connection "
 			  "to %s not completed within %d ms",
-			  op_name(c->os.op[slot]), peer, timeout_ms);
+			  rdmx__os_op_name(c->os.op[slot]), peer, timeout_ms);
 }
 
 static int wait_slot(rdmx_conn *c, unsigned slot, int timeout_ms)
@@ -422,19 +331,19 @@ static int wait_slot(rdmx_conn *c, unsigned slot, int timeout_ms)
 
 	rdmx__deadline_start(&d, timeout_ms);
 	for (;;) {
-		rc = slot_result(c, slot);
+		rc = rdmx__os_result(c, slot);
 		if (rc <= 0)
 			return rc;
 		os_poll(c);
 		if (!timeout_ms) { /* a poll that finds nothing: no message */
-			rc = slot_result(c, slot);
+			rc = rdmx__os_result(c, slot);
 			return rc == 1 ? -EAGAIN : rc;
 		}
 		rc = rdmx__conn_wait(c, &d);
 		if (rc == -ETIMEDOUT)
 			return wait_timeout(c, slot, timeout_ms);
 		if (rc) {
-			slot_put(c, slot); /* the connection is down: spent */
+			rdmx__os_put(c, slot); /* the connection is down: spent */
 			return rc;
 		}
 	}
@@ -450,7 +359,7 @@ int rdmx_wait(rdmx_conn *conn, rdmx_token tok, int timeout_ms)
 	if (RDMX__TOK_IS_SEND(tok)) { /* rdmx_send_tok(): token.c */
 		rc = rdmx__send_wait(conn, tok, timeout_ms);
 	} else {
-		slot = token_slot(conn, tok);
+		slot = rdmx__os_slot(conn, tok);
 		rc = slot < 0 ? slot : wait_slot(conn, (unsigned)slot, timeout_ms);
 	}
 	if (rc != -EAGAIN)

@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "protocol.h"
 
 extern const struct rdmx_protocol_ops rdmx__proto_send_recv;
 extern const struct rdmx_protocol_ops rdmx__proto_srq;
@@ -110,12 +112,4 @@ int rdmx__default_sleep_announce(rdmx_conn *c)
 {
 	(void)c;
 	return 0;
-}
-
-int rdmx__one_buf_busy(const rdmx_conn *c, const struct rdmx__one_buf *b)
-{
-	if (!b->live)
-		return 0;
-	return rdmx__fail(-EBUSY, "%s: one buffer at a time: send or release the last one from rdmx_msg_alloc first",
-			  c->proto->name);
 }

@@ -85,7 +85,7 @@ struct rdmx__conn_ops {
 /*
  * The data path. The operations implement the public calls of the same
  * names; the core has already checked that the connection is up. Every
- * message handle a protocol fills is made by rdmx__msg_set() (internal.h).
+ * message handle a protocol fills is made by rdmx__msg_set() (msg.h).
  * msg_alloc, send, flush, recv, release and sends_done are the protocol's
  * own; the rest may point at the default named beside them.
  *

@@ -3,8 +3,11 @@
  * Queue pairs: see qp.h for what a protocol declares, what the core adds,
  * who owns what and the cleanup rule.
  */
-#include "internal.h"
+#include "conn.h"
+#include "fabric.h"
+#include "live.h"
 #include "qp.h"
+#include "waitset.h"
 
 /*
  * Small payloads go inline, as perftest's latency tests send them: the

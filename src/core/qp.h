@@ -35,8 +35,10 @@
  * what was never made. So a setup that fails halfway leaves nothing for
  * the protocol's teardown() to know about its queues.
  *
- * Floor: above waits (rdmx__conn_watch) and liveness (the ACK timeout,
- * c->live.scq), below connections (conn.c calls rdmx__qp_unmake).
+ * struct rdmx__qp, embedded in the connection, is laid out with it in
+ * conn.h. Floor (src/core/README.md): above waits (rdmx__conn_watch) and
+ * liveness (the ACK timeout, c->live.scq), below connections (open.c's
+ * conn_free calls rdmx__qp_unmake).
  */
 #ifndef RDMX_CORE_QP_H
 #define RDMX_CORE_QP_H
@@ -45,6 +47,7 @@
 
 #include <rdmx/rdmx.h>
 
+#include "conn.h"
 #include "fabric.h"
 
 /* An SRQ and the CQ its receives complete on, shared by several QPs. */
@@ -63,13 +66,6 @@ struct rdmx__qp_want {
 	const struct rdmx__qp_shared *shared; /* receives go to its SRQ and
 				  * complete on its CQ; NULL: the QP's own */
 	uint8_t rd_atomic;       /* READs/atomics outstanding, 0: device max */
-};
-
-/* A connection's queues (c->qp): NULL until rdmx__qp_make(). */
-struct rdmx__qp {
-	struct rdmx__cq *scq;    /* the send CQ, the connection's own */
-	struct rdmx__cq *rcq;    /* where receives complete: own or shared */
-	int own_rcq;             /* rcq was made here (destroyed here) */
 };
 
 /*

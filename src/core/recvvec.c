@@ -13,7 +13,10 @@
  */
 #include <errno.h>
 
-#include "core/internal.h"
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/protocol.h"
+#include "core/recvvec.h"
 
 /* The generic vector receive (protocol.h): recv(), then recv() with
  * timeout 0 until it finds nothing (-EAGAIN) or fails. */

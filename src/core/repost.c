@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 
+#include "post.h"
 #include "repost.h"
 
 int rdmx__repost_flush(rdmx_conn *c, struct rdmx__repost *r,

@@ -11,7 +11,8 @@
 #ifndef RDMX_CORE_REPOST_H
 #define RDMX_CORE_REPOST_H
 
-#include "internal.h"
+#include "conn.h"
+#include "fabric.h"
 
 #define RDMX__REPOST_MAX 16
 

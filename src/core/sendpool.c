@@ -7,8 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
+#include "errors.h"
+#include "live.h"
 #include "pack.h"
+#include "post.h"
+#include "protocol.h"
 #include "sendpool.h"
+#include "sendvec.h"
+#include "wait.h"
+#include "waitset.h"
 
 #define WC_BATCH 16
 

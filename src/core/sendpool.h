@@ -85,7 +85,11 @@
 
 #include <stddef.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "fabric.h"
+#include "msg.h"
+#include "post.h"
+#include "token.h"
 
 enum rdmx__sp_state {
 	RDMX__SP_FREE,

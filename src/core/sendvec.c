@@ -20,7 +20,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/protocol.h"
+#include "core/sendvec.h"
+#include "core/token.h"
+#include "core/wait.h"
 
 int rdmx__sendv_alloc(rdmx_conn *c, size_t len, struct rdmx_msg *m,
 		      struct rdmx__deadline *d, int timeout_ms)

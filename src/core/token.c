@@ -25,7 +25,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "protocol.h"
+#include "token.h"
+#include "wait.h"
+#include "waitset.h"
 
 #define SEQ_MASK ((UINT64_C(1) << RDMX__TOK_SEQ_BITS) - 1)
 

@@ -17,7 +17,9 @@
 #ifndef RDMX_CORE_UNPACK_H
 #define RDMX_CORE_UNPACK_H
 
-#include "internal.h"
+#include "conn.h"
+#include "fabric.h"
+#include "msg.h"
 #include "pack.h"
 
 struct rdmx__sendpool;

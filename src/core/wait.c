@@ -8,8 +8,8 @@
  * peer's liveness, the deadline, a listener's shutdown), and then calls
  * rdmx__wait_park(), outside any lock. The checks come right after the poll and the park
  * after them: a peer that wrote and left during a park is seen by the
- * next poll before the check that finds it gone. rdmx__conn_wait() is
- * that loop step for one connection.
+ * next poll before the check that finds it gone. rdmx__conn_wait()
+ * (waitset.c) is that loop step for one connection.
  *
  * Wait modes (enum rdmx_wait_mode):
  *  - spin: busy-poll; past SPIN_FREE polls, yield the CPU every
@@ -39,7 +39,11 @@
 #include <sched.h>
 #include <time.h>
 
-#include "internal.h"
+#include <rdmx/rdmx.h>
+
+#include "clock.h"
+#include "errors.h"
+#include "wait.h"
 
 #define SPIN_FREE 4096u       /* spin mode: polls before the first yield */
 #define SPIN_YIELD_EVERY 16u  /* then a yield every this many polls */
@@ -59,14 +63,6 @@
  * gave a 500 us p50 round trip where spinning gave 34 us).
  */
 static unsigned wake_late_us;
-
-void rdmx__wait_resolve(const rdmx_ctx *ctx, struct rdmx_conn_opts *o)
-{
-	if (o->wait_mode == RDMX_WAIT_DEFAULT)
-		o->wait_mode = ctx->wait_mode;
-	if (!o->spin_us)
-		o->spin_us = ctx->spin_us;
-}
 
 static int64_t now_us(void)
 {
@@ -146,22 +142,4 @@ int rdmx__wait_idle(struct rdmx__deadline *d)
 	if ((d->spins > SPIN_FREE || d->yielding) && !(d->spins & (SPIN_YIELD_EVERY - 1)))
 		sched_yield();
 	return !(d->spins % RDMX__WAIT_CHECK_EVERY);
-}
-
-int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
-{
-	int rc;
-
-	if (d->once)
-		return rdmx__conn_once(c);
-	if (!d->spins) /* the first empty poll */
-		rdmx__deadline_mode(d, c->opts.wait_mode, c->opts.spin_us);
-	if (!rdmx__wait_idle(d))
-		return 0;
-	rc = rdmx__conn_check_peer(c);
-	if (!rc)
-		rc = rdmx__deadline_passed(d);
-	if (!rc)
-		rdmx__conn_park(c, d);
-	return rc;
 }

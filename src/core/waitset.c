@@ -3,7 +3,9 @@
  * Sleeping in the kernel: a connection's wait set, the pollable fds of
  * connections (rdmx_conn_fd) and listeners (rdmx_listener_fd), and the
  * listener-level sleep on all of a listener's members at once (below:
- * rdmx__group_park, whose members' wait sets sit in the group's epoll set).
+ * rdmx__group_park, whose members' wait sets sit in the group's epoll set);
+ * and rdmx__conn_wait, the one wait step (wait.c) with a connection's
+ * checks, the step every wait on a connection takes.
  *
  * A protocol's setup() names the CQs its waits depend on
  * (rdmx__conn_watch): its send CQ, and the CQ its receives complete on
@@ -12,7 +14,7 @@
  * disconnect), made on first use; it is what rdmx_conn_fd() returns and
  * what a parked wait sleeps on.
  *
- * A park (rdmx__conn_park, from the one wait step in wait.c) on a
+ * A park (rdmx__conn_park, from rdmx__conn_wait) on a
  * connection whose receives complete on a watched CQ:
  *  1. arms every watched CQ (cq_arm); if one was armed only now, it
  *     returns without sleeping: the caller polls again, as a completion
@@ -43,7 +45,13 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
-#include "internal.h"
+#include "conn.h"
+#include "errors.h"
+#include "fabric.h"
+#include "live.h"
+#include "protocol.h"
+#include "wait.h"
+#include "waitset.h"
 
 int rdmx__wait_backstop_ms = RDMX__WAIT_BACKSTOP_MS;
 
@@ -477,4 +485,22 @@ int rdmx__lis_park_fd(rdmx_listener *lis)
 	fd = lis->parkfd >= 0 ? lis->parkfd : lis_park_make(lis);
 	pthread_mutex_unlock(&make_lock);
 	return fd;
+}
+
+int rdmx__conn_wait(rdmx_conn *c, struct rdmx__deadline *d)
+{
+	int rc;
+
+	if (d->once)
+		return rdmx__conn_once(c);
+	if (!d->spins) /* the first empty poll */
+		rdmx__deadline_mode(d, c->opts.wait_mode, c->opts.spin_us);
+	if (!rdmx__wait_idle(d))
+		return 0;
+	rc = rdmx__conn_check_peer(c);
+	if (!rc)
+		rc = rdmx__deadline_passed(d);
+	if (!rc)
+		rdmx__conn_park(c, d);
+	return rc;
 }

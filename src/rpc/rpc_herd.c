@@ -61,7 +61,10 @@
 
 #include "core/clock.h"
 #include "core/dgram.h"
+#include "core/event.h"
+#include "core/live.h"
 #include "core/wait.h"
+#include "core/waitset.h"
 #include "core/wire.h"
 #include "rpc/rpc_int.h"
 

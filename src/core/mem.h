@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Application memory: registrations and the registered allocator (mem.c).
+ */
+#ifndef RDMX_CORE_MEM_H
+#define RDMX_CORE_MEM_H
+
+#include <stddef.h>
+#include <rdmx/rdmx.h>
+
+#include "fabric.h"
+
+/* mem.c: application memory. @mr registered on @c's domain (made on the
+ * first use there). */
+int rdmx__mr_on(rdmx_conn *c, rdmx_mr *mr, const struct rdmx__mr **out);
+/* 0 if [off, off+len) lies inside @mr, else -EINVAL with a message. */
+int rdmx__mr_range(const rdmx_mr *mr, size_t off, size_t len);
+unsigned rdmx__mr_access(const rdmx_mr *mr);
+int rdmx__slab_create(rdmx_ctx *ctx);
+void rdmx__slab_destroy(rdmx_ctx *ctx);
+
+#endif /* RDMX_CORE_MEM_H */
