@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "core/conn.h"
 #include "harness.h"
 #include "seam.h"
 

@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/internal.h"
+#include <rdmx/rdmx.h>
+
+#include "core/wire.h"
 
 /*
  * Connect to @port with @plen bytes of private data @pd: 0 (then

@@ -2,7 +2,7 @@
 /*
  * Listener groups: the connections accepted on one listener, the receive
  * resources they may share (srq, write_atomic), and rdmx_listener_recv().
- * See struct rdmx__group in internal.h for the lifetime rules.
+ * See struct rdmx__group in conn.h for the lifetime rules.
  */
 #include <errno.h>
 #include <poll.h>

@@ -20,7 +20,7 @@
  * post completed (rdmx__sendpool_done) and keeps no flag of its own. Every wait (alloc, flush) is the one wait
  * step, rdmx__conn_wait, bounded by the caller's timeout.
  *
- * The message handle (internal.h, rdmx__msg_set) of a slot is its index
+ * The message handle (msg.h, rdmx__msg_set) of a slot is its index
  * with kind RDMX__MSG_SEND; rdmx__sendpool_slot checks a handle (user
  * memory) before anything uses it: its connection, its kind, the index in
  * range and the slot ALLOC. The post's wr_id is wr_kind << 32 | slot.
@@ -177,7 +177,7 @@ int rdmx__sendpool_flush(rdmx_conn *c, struct rdmx__sendpool *sp,
 int rdmx__sendpool_msg_alloc(rdmx_conn *c, size_t size, struct rdmx_msg *m,
 			     int timeout_ms);
 int rdmx__sendpool_conn_flush(rdmx_conn *c, int timeout_ms);
-/* The sends_done operation (internal.h) of those protocols: one reap. */
+/* The sends_done operation (protocol.h) of those protocols: one reap. */
 int rdmx__sendpool_conn_sends_done(rdmx_conn *c, uint64_t *done);
 /* The send operation of the two-sided protocols (send_recv, srq): the
  * slot's bytes as one SEND, SEND_WITH_IMM when @m carries immediate data. */

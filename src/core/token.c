@@ -5,7 +5,7 @@
  *
  * A token is the send's sequence number on its connection (rdmx__sends()
  * once the send succeeded: the stats' msgs_sent, counted under the
- * connection's lock) with the connection's tag (internal.h,
+ * connection's lock) with the connection's tag (token.h,
  * rdmx__tok_make); nothing is allocated per send, and a send whose token
  * nobody waits for costs nothing but a branch. The protocol answers one question
  * through its sends_done hook: how many of the connection's sends are

@@ -63,8 +63,17 @@
 #include <string.h>
 
 #include "core/doorbell.h"
-#include "core/internal.h"
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/live.h"
+#include "core/msg.h"
+#include "core/opts.h"
+#include "core/post.h"
+#include "core/protocol.h"
 #include "core/qp.h"
+#include "core/wait.h"
+#include "core/waitset.h"
 #include "core/ring.h"
 #include "core/wire.h"
 #include "buffered_read.h"

@@ -83,8 +83,16 @@
 #include <string.h>
 
 #include "core/doorbell.h"
-#include "core/internal.h"
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/live.h"
+#include "core/msg.h"
+#include "core/post.h"
+#include "core/protocol.h"
 #include "core/qp.h"
+#include "core/wait.h"
+#include "core/waitset.h"
 #include "core/sendpool.h"
 #include "core/wire.h"
 #include "direct_write.h"

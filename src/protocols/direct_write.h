@@ -3,7 +3,7 @@
 #ifndef RDMX_PROTOCOLS_DIRECT_WRITE_H
 #define RDMX_PROTOCOLS_DIRECT_WRITE_H
 
-#include "core/internal.h"
+#include "core/conn.h"
 
 /* Bytes of a descriptor ({u32 buffer index, u32 0, u64 number}) and of a
  * message footer ({u32 len, u32 imm, u32 flags, u32 0, u64 number}). */

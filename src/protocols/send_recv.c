@@ -34,8 +34,18 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "core/internal.h"
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/live.h"
+#include "core/msg.h"
+#include "core/pack.h"
+#include "core/post.h"
+#include "core/protocol.h"
 #include "core/qp.h"
+#include "core/wait.h"
+#include "core/waitset.h"
+#include "core/wire.h"
 #include "core/repost.h"
 #include "core/sendpool.h"
 #include "core/unpack.h"

@@ -3,7 +3,7 @@
 #ifndef RDMX_PROTOCOLS_SRQ_H
 #define RDMX_PROTOCOLS_SRQ_H
 
-#include "core/internal.h"
+#include "core/conn.h"
 
 /* Receive buffers posted right now on the SRQ @c receives from. */
 uint32_t rdmx__srq_posted(rdmx_conn *c);

@@ -71,6 +71,15 @@
 #include <string.h>
 
 #include "core/sendpool.h"
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/live.h"
+#include "core/post.h"
+#include "core/protocol.h"
+#include "core/wait.h"
+#include "core/waitset.h"
+#include "core/wire.h"
 #include "srq_credit.h"
 
 #define AREA_BYTES 64

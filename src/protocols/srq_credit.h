@@ -6,7 +6,9 @@
 #ifndef RDMX_PROTOCOLS_SRQ_CREDIT_H
 #define RDMX_PROTOCOLS_SRQ_CREDIT_H
 
-#include "core/internal.h"
+#include "core/fabric.h"
+#include "core/sendpool.h"
+#include "core/wait.h"
 
 struct rdmx__sendpool;
 

@@ -179,6 +179,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/live.h"
+#include "core/msg.h"
+#include "core/opts.h"
+#include "core/post.h"
+#include "core/protocol.h"
+#include "core/sendpool.h"
+#include "core/wait.h"
+#include "core/waitset.h"
+#include "core/wire.h"
 #include "protocols/write_atomic_priv.h"
 
 #define WC_BATCH 16

@@ -20,6 +20,8 @@
  */
 #include <errno.h>
 
+#include "core/conn.h"
+#include "core/fabric.h"
 #include "protocols/write_atomic_priv.h"
 
 #define RECV_BATCH 16u

@@ -7,7 +7,8 @@
 #ifndef RDMX_PROTOCOLS_WRITE_ATOMIC_PRIV_H
 #define RDMX_PROTOCOLS_WRITE_ATOMIC_PRIV_H
 
-#include "core/internal.h"
+#include "core/conn.h"
+#include "core/fabric.h"
 #include "core/qp.h"
 #include "core/sendpool.h"
 #include "protocols/write_atomic_rec.h"

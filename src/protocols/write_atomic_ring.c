@@ -11,6 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/group.h"
+#include "core/live.h"
+#include "core/msg.h"
+#include "core/post.h"
+#include "core/wait.h"
+#include "core/waitset.h"
 #include "protocols/write_atomic_priv.h"
 
 /* ----------------------------------------------------------- vq helpers */

@@ -30,6 +30,8 @@
  * would need posted receives and completions on the receiver, the very
  * thing this protocol avoids.
  */
+#include "core/protocol.h"
+#include "core/wire.h"
 #include "write_ring.h"
 
 /* The engine's variant: pad records at the ring's end, the head READ by the sender. */

@@ -31,6 +31,8 @@
  * memory), ring_size a multiple of the page size (it is: >= 4096 and a
  * power of two).
  */
+#include "core/protocol.h"
+#include "core/wire.h"
 #include "write_ring.h"
 
 /* The engine's variant: double-mapped rings, head updates by SEND. */

@@ -11,7 +11,7 @@
 #ifndef RDMX_PROTOCOLS_WRITE_RING_H
 #define RDMX_PROTOCOLS_WRITE_RING_H
 
-#include "core/internal.h"
+#include "core/protocol.h"
 
 /*
  * What tells the variants apart, as data: each variant's file fills one

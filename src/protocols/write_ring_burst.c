@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "core/ring.h"
 #include "write_ring_burst.h"
 
 #define NO_PAD UINT64_MAX

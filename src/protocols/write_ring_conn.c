@@ -88,12 +88,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/conn.h"
+#include "core/doorbell.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/live.h"
+#include "core/msg.h"
+#include "core/opts.h"
+#include "core/post.h"
+#include "core/protocol.h"
 #include "core/qp.h"
+#include "core/ring.h"
+#include "core/wait.h"
+#include "core/waitset.h"
+#include "core/wire.h"
 #include "write_ring_priv.h"
 
 #define BLOCK_LEN 40 /* fits the connect private data (56 bytes) */
 
-/* Message handles (internal.h): a SEND handle's value is the alloc id,
+/* Message handles (core/msg.h): a SEND handle's value is the alloc id,
  * a RECV handle's the record's sequence number. */
 
 #define HELLO_MAGIC 0x1

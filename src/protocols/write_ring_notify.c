@@ -47,6 +47,13 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "core/conn.h"
+#include "core/doorbell.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/protocol.h"
+#include "core/ring.h"
+#include "core/wire.h"
 #include "write_ring_priv.h"
 
 static const char *const notify_names[] = { "default", "poll", "imm", "off", "rev" };

@@ -14,6 +14,10 @@
 
 #include "core/doorbell.h"
 #include "core/ring.h"
+#include "core/conn.h"
+#include "core/fabric.h"
+#include "core/msg.h"
+#include "core/protocol.h"
 #include "write_ring.h"
 #include "write_ring_burst.h"
 

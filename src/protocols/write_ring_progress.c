@@ -9,7 +9,15 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "core/conn.h"
+#include "core/doorbell.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/live.h"
+#include "core/post.h"
+#include "core/protocol.h"
 #include "core/qp.h"
+#include "core/wire.h"
 #include "write_ring_priv.h"
 
 /* Post head-update receive @idx of the control block (set-up, and again

@@ -8,6 +8,15 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "core/conn.h"
+#include "core/doorbell.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/msg.h"
+#include "core/protocol.h"
+#include "core/ring.h"
+#include "core/wait.h"
+#include "core/waitset.h"
 #include "write_ring_priv.h"
 
 static void fill_recv_msg(rdmx_conn *c, const struct rdmx__ring_rec_view *v,

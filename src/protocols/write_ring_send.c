@@ -10,6 +10,15 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "core/conn.h"
+#include "core/errors.h"
+#include "core/fabric.h"
+#include "core/msg.h"
+#include "core/post.h"
+#include "core/protocol.h"
+#include "core/ring.h"
+#include "core/wait.h"
+#include "core/waitset.h"
 #include "write_ring_priv.h"
 
 /* ---------------------------------------------------------------- sends */

@@ -58,6 +58,8 @@
  * receiver none (poll) or 1 receive + CQE (IMM); plus one 8-byte SEND per
  * quarter ring released.
  */
+#include "core/protocol.h"
+#include "core/wire.h"
 #include "write_ring.h"
 
 /* The engine's variant: pad records at the ring's end, head updates by SEND. */

@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/conn.h"
+#include "core/protocol.h"
 #include "core/wire.h"
 #include "fuzz.h"
 #include "peer.h"

@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "core/protocol.h"
 #include "core/wire.h"
 #include "fuzz.h"
 #include "peer.h"

@@ -17,6 +17,7 @@
  */
 #include <string.h>
 
+#include "core/protocol.h"
 #include "core/wire.h"
 #include "fuzz.h"
 #include "peer.h"

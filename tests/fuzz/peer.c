@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/post.h"
 #include "fuzz.h"
 #include "peer.h"
 

@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/internal.h"
+#include <rdmx/rdmx.h>
+
+#include "core/fabric.h"
+#include "core/wire.h"
 
 /* The process's fake-fabric context (created once). */
 rdmx_ctx *fz_ctx(void);

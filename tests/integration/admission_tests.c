@@ -17,7 +17,8 @@
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
 
-#include "core/internal.h"
+#include "core/conn.h"
+#include "core/protocol.h"
 #include "harness.h"
 #include "seam.h"
 

@@ -26,7 +26,6 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
 #include "harness.h"
 #include "protocols/write_atomic_priv.h"
 #include "atomic_common.h"

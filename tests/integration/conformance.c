@@ -19,7 +19,8 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
+#include "core/msg.h"
+#include "core/protocol.h"
 #include "harness.h"
 #include "seam.h"
 #include "many_senders.h"

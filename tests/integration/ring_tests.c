@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
+#include "core/conn.h"
 #include "core/ring.h"
 #include "harness.h"
 #include "protocols/write_ring.h"

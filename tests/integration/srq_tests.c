@@ -20,7 +20,6 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
 #include "harness.h"
 #include "seam.h"
 #include "protocols/srq.h"

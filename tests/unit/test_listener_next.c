@@ -23,7 +23,8 @@
 
 #include <rdmx/rdmx.h>
 
-#include "core/internal.h" /* rdmx__listener_parked */
+#include "core/event.h"
+#include "core/waitset.h"
 #include "harness.h"
 
 #define NCLIENTS 3

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
+#include "core/conn.h"
 #include "harness.h"
 
 #define BOUND_MS 1000

@@ -20,9 +20,10 @@
 
 #include <cmocka.h>
 
+#include "core/conn.h"
+#include "core/fabric.h"
 #include "harness.h"
 #ifdef TH_FAKE
-#include "core/internal.h"
 #endif
 
 #define WAIT_MS 20000 /* generous: emulated rxe under load */

@@ -16,7 +16,6 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
 #include "core/qp.h"
 #include "harness.h"
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
+#include "core/conn.h"
 #include "harness.h"
 #include "seam.h"
 #include "protocols/read.h"

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
+#include "core/protocol.h"
 #include "core/pack.h"
 #include "core/sendpool.h"
 #include "core/unpack.h"

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "core/errors.h"
-#include "core/internal.h"
+#include "core/protocol.h"
 #include "core/wire.h"
 
 static struct rdmx__hello sample(void)

@@ -17,7 +17,8 @@
 
 #include <cmocka.h>
 
-#include "core/internal.h"
+#include "core/ring.h"
+#include "core/wire.h"
 #include "harness.h"
 #include "protocols/write_ring_priv.h"
 
