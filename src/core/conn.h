@@ -63,7 +63,7 @@ struct rdmx__group {
 	int shut;                /* atomic: rdmx_listener_shutdown() was called */
 	unsigned admitted;       /* connections admitted, not yet freed */
 	uint64_t mem;            /* their proto->conn->mem_estimate() bytes */
-	uint8_t wait_mode;       /* the listener's, resolved (wait.c) */
+	uint8_t wait_mode;       /* the listener's, resolved (opts.c) */
 	uint32_t spin_us;
 	int epfd;                /* waitset.c: the members' wait sets and
 				  * @kick, -1 until a listener wait parks */

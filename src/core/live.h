@@ -24,11 +24,11 @@
  */
 #define RDMX__KA_WRID UINT64_C(0xfffffffffffe4b41)
 
-/* live.c: down with -ECONNRESET if the peer disconnected; else its
+/* Down with -ECONNRESET if the peer disconnected; else its
  * down_rc or 0. */
 int rdmx__conn_check_peer(rdmx_conn *c);
 
-/* live.c: keepalives. */
+/* Keepalives. */
 void rdmx__live_init(rdmx_conn *c);
 void rdmx__live_fini(rdmx_conn *c);
 /* The local ACK timeout code that ends @retry_count retries inside half
@@ -46,7 +46,7 @@ int rdmx__conn_flushed(rdmx_conn *c);
 int rdmx__poll_cq(rdmx_conn *c, struct rdmx__cq *cq, struct rdmx__wc *wc,
 		  int n);
 
-/* live.c: poll @c's send CQ now for the core's completions (keepalive,
+/* Poll @c's send CQ now for the core's completions (keepalive,
  * one-sided), stashing the protocol's; a failed protocol send says why the
  * connection died. Returns the connection's error once it is down, else
  * -ENOBUFS when the stash is full (the protocol must poll first), else 0. */
