@@ -350,7 +350,7 @@ static int established(struct rdmx__ep *ep, int rc)
 }
 
 /*
- * The local ACK timeout liveness asked for (rdmx__conn_create_qp): rdma_cm
+ * The local ACK timeout liveness asked for (rdmx__qp_make, qp.c): rdma_cm
  * uses it when it moves the QP to RTS. Without it (or if refused) the QP
  * keeps rdma_cm's default, which only makes a short bound late.
  */
