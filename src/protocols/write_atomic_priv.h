@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * write_atomic internals shared by write_atomic.c (set-up, hellos,
- * sending) and write_atomic_ring.c (the receive ring: scanning, handing
- * out, releasing, rdmx_listener_recv). See write_atomic.c for the design.
+ * write_atomic internals shared by its files, bottom first:
+ * write_atomic_imm.c (announcements and holes), write_atomic_ring.c (the
+ * receive ring: scanning, handing out, releasing, rdmx_listener_recv),
+ * write_atomic_send.c (sending), write_atomic.c (set-up, hellos; the
+ * design at its top) and write_atomic_ops.c (the tables).
  */
 #ifndef RDMX_PROTOCOLS_WRITE_ATOMIC_PRIV_H
 #define RDMX_PROTOCOLS_WRITE_ATOMIC_PRIV_H
@@ -16,6 +18,8 @@
 #define CTRL_BYTES 4096
 #define HEAD_OFF 64          /* head word: this far after the tail word */
 #define DOWN_POLLS 100000u
+
+enum { K_WRITE = 1, K_PAD, K_FAA, K_READ }; /* wr_id >> 32 of our sends */
 
 /* A growable FIFO of 64-bit virtual offsets. */
 struct vq {
@@ -155,5 +159,24 @@ int rdmx__wa_recv(rdmx_conn *c, struct rdmx_msg *m, int timeout_ms);
 int rdmx__wa_release_rx(struct wa_ring *r, rdmx_conn *c, uint64_t v);
 int rdmx__wa_group_recv(struct rdmx__group *g, struct rdmx_msg *m,
 			int timeout_ms);
+
+/* The send side (write_atomic_send.c): the send pool's hooks and the
+ * protocol operations. */
+extern const struct rdmx__sendpool_ops rdmx__wa_pool_ops;
+int rdmx__wa_send(rdmx_conn *c, struct rdmx_msg *m);
+int rdmx__wa_send_more(rdmx_conn *c, struct rdmx_msg *m);
+int rdmx__wa_flush(rdmx_conn *c, int timeout_ms);
+int rdmx__wa_sends_done(rdmx_conn *c, uint64_t *done);
+int rdmx__wa_release(rdmx_conn *c, struct rdmx_msg *m);
+
+/* Set-up and hellos (write_atomic.c). */
+int rdmx__wa_check_opts(const struct rdmx_protocol_ops *proto,
+			const struct rdmx_conn_opts *o, uint32_t max_msg);
+int rdmx__wa_setup(rdmx_conn *c);
+void rdmx__wa_teardown(rdmx_conn *c);
+void rdmx__wa_shared_teardown(struct rdmx__group *g);
+int rdmx__wa_hello_out(rdmx_conn *c, uint8_t *block, size_t cap, size_t *len);
+int rdmx__wa_hello_in(rdmx_conn *c, const uint8_t *block, size_t len);
+uint64_t rdmx__wa_mem_estimate(const rdmx_conn *c);
 
 #endif /* RDMX_PROTOCOLS_WRITE_ATOMIC_PRIV_H */
