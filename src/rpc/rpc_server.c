@@ -16,16 +16,14 @@
  * ever uses a closed connection and the run thread never sees a freed one.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rpc/rpc_int.h"
+#include "rpc/rpc_server_req.h"
 
 #define RUN_POLL_MS 100
-
-static void req_run(struct rdmx_rpc_req *req);
 
 /* ------------------------------------------------------------ connections */
 
@@ -56,17 +54,6 @@ static void sc_close(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
 	s->ops->close(sc->t);
 	pthread_mutex_destroy(&sc->send_lock);
 	free(sc);
-}
-
-/* Has the client left or failed? (A worker may fail it: resp_failed.) */
-static bool sc_is_gone(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
-{
-	bool gone;
-
-	pthread_mutex_lock(&s->lock);
-	gone = sc->gone;
-	pthread_mutex_unlock(&s->lock);
-	return gone;
 }
 
 /* The client left or failed: close now, or when its last answer is out. */
@@ -190,156 +177,6 @@ static void on_hello(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* --------------------------------------------------------------- requests */
-
-/*
- * Requests are kept for reuse, each with room for the contract's largest
- * response: a request's calloc of that room (64 KiB in rdmx rpc bench)
- * was zeroed per call, 70 us of a 150 us round trip on rxe under qemu.
- * At most spares_max are kept (REQ_SPARE_BYTES of them, 1 at least); a
- * response buffer is not cleared between requests: a handler sends what
- * it wrote (rpc.h).
- */
-#define REQ_SPARE_MAX 64u
-#define REQ_SPARE_BYTES (4u << 20)
-
-static size_t req_size(const struct rdmx_rpc_server *s)
-{
-	return sizeof(struct rdmx_rpc_req) + s->k.max_resp;
-}
-
-static void req_spares_init(struct rdmx_rpc_server *s)
-{
-	size_t n = REQ_SPARE_BYTES / req_size(s);
-
-	s->spares_max = n < 1 ? 1 : n > REQ_SPARE_MAX ? REQ_SPARE_MAX : (unsigned)n;
-}
-
-/* A request from the spares, or a new one. */
-static struct rdmx_rpc_req *req_get(struct rdmx_rpc_server *s)
-{
-	struct rdmx_rpc_req *req;
-
-	pthread_mutex_lock(&s->lock);
-	req = s->spare;
-	if (req) {
-		s->spare = req->next;
-		s->spares--;
-	}
-	pthread_mutex_unlock(&s->lock);
-	return req ? req : malloc(req_size(s));
-}
-
-/* Keep @req for the next request, or free it (s->lock held). */
-static void req_put(struct rdmx_rpc_server *s, struct rdmx_rpc_req *req)
-{
-	if (s->spares >= s->spares_max) {
-		free(req);
-		return;
-	}
-	req->next = s->spare;
-	s->spare = req;
-	s->spares++;
-}
-
-static void req_spares_free(struct rdmx_rpc_server *s)
-{
-	while (s->spare) {
-		struct rdmx_rpc_req *req = s->spare;
-
-		s->spare = req->next;
-		free(req);
-	}
-	s->spares = 0;
-}
-
-
-static void dispatch(struct rdmx_rpc_server *s, struct rdmx_rpc_req *req)
-{
-	struct rpc_worker *w;
-	bool idle;
-
-	if (!s->o.workers) {
-		req_run(req);
-		return;
-	}
-	w = &s->w[req->sc->worker];
-	pthread_mutex_lock(&w->lock);
-	idle = !w->head;
-	if (w->tail)
-		w->tail->next = req;
-	else
-		w->head = req;
-	w->tail = req;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->lock);
-	/* a woken worker is often queued on this core (wake-affine), behind
-	 * this thread, which spins for the next event: without the yield it
-	 * ran when the spin parked or the slice ended, milliseconds later on
-	 * a loaded machine */
-	if (idle)
-		sched_yield();
-}
-
-/*
- * Mark @call's slot busy (s->lock held): 0, or -EPROTO when a request of
- * that slot is still pending. A client reuses a slot only once its call
- * has its answer (rpc_client.c), so a second request in a busy slot is a
- * client writing without waiting: refused, or it could pile up requests
- * (and their buffers) without a bound while the handlers hold them.
- */
-static int slot_claim(struct rpc_sconn *sc, uint64_t call)
-{
-	uint32_t i = (uint32_t)(call & (RPC_WINDOW_MAX - 1));
-	uint64_t bit = 1ULL << (i % 64);
-
-	if (sc->busy[i / 64] & bit)
-		return rdmx__fail(-EPROTO, "rpc: a request for call slot %u, whose last "
-				  "request is already pending", i);
-	sc->busy[i / 64] |= bit;
-	return 0;
-}
-
-/* The slot of @call may take its next request (s->lock held). */
-static void slot_release(struct rpc_sconn *sc, uint64_t call)
-{
-	uint32_t i = (uint32_t)(call & (RPC_WINDOW_MAX - 1));
-
-	sc->busy[i / 64] &= ~(1ULL << (i % 64));
-}
-
-static int on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
-		      const struct rpc_hdr *h, struct rpc_rx *rx)
-{
-	const struct rpc_method *m = rdmx__rpc_contract_find(&s->k, h->method);
-	struct rdmx_rpc_req *req;
-
-	if (h->kind != RPC_REQ)
-		return rdmx__fail(-EPROTO, "rpc: frame kind %u where a request was due",
-				  h->kind);
-	if (m && h->len > m->max_req)
-		return rdmx__fail(-EPROTO, "rpc: method %u '%s': request of %u bytes, "
-				  "above its largest %u", m->id, m->name, h->len, m->max_req);
-	req = req_get(s);
-	if (!req)
-		return rdmx__fail(-ENOMEM, "rpc: out of memory for a request");
-	*req = (struct rdmx_rpc_req){ .srv = s, .sc = sc, .m = m, .h = *h, .rx = *rx };
-	pthread_mutex_lock(&s->lock);
-	if (slot_claim(sc, h->call)) {
-		req_put(s, req);
-		pthread_mutex_unlock(&s->lock);
-		return -EPROTO;
-	}
-	sc->pending++;
-	req->onext = s->outstanding;
-	if (s->outstanding)
-		s->outstanding->oprev = req;
-	s->outstanding = req;
-	pthread_mutex_unlock(&s->lock);
-	dispatch(s, req);
-	return 0;
-}
-
 /* A malformed frame fails the connection that wrote it. */
 static void bad_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int rc)
 {
@@ -357,13 +194,13 @@ static void on_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, struct rpc
 	uint32_t count;
 	int rc;
 
-	if (sc_is_gone(s, sc)) {
+	if (rdmx__rpc_sc_is_gone(s, sc)) {
 		s->ops->release(sc->t, rx);
 		return;
 	}
 	rc = rdmx__rpc_hdr_get(rx->data, rx->len, &h);
 	if (!rc && sc->ready) {
-		rc = on_request(s, sc, &h, rx);
+		rc = rdmx__rpc_on_request(s, sc, &h, rx);
 		if (!rc)
 			return; /* the request holds the frame */
 	} else if (!rc) {
@@ -374,216 +211,6 @@ static void on_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, struct rpc
 		bad_frame(s, sc, rc);
 	else if (!sc->ready)
 		on_hello(s, sc, hash, count);
-}
-
-static void outstanding_unlink(struct rdmx_rpc_server *s, struct rdmx_rpc_req *req)
-{
-	if (req->oprev)
-		req->oprev->onext = req->onext;
-	else
-		s->outstanding = req->onext;
-	if (req->onext)
-		req->onext->oprev = req->oprev;
-}
-
-/* The request is done: give its frame back, and the connection if it
- * was the last one pending on a connection whose client is gone. */
-static void req_finish(struct rdmx_rpc_req *req, bool answered)
-{
-	struct rdmx_rpc_server *s = req->srv;
-	struct rpc_sconn *sc = req->sc;
-
-	s->ops->release(sc->t, &req->rx);
-	pthread_mutex_lock(&s->lock);
-	outstanding_unlink(s, req);
-	sc->pending--;
-	if (answered)
-		s->st.calls++;
-	if (sc->gone && !sc->pending && !sc->closing) {
-		sc->closing = true;
-		sc->close_next = s->to_close;
-		s->to_close = sc;
-	}
-	req_put(s, req);
-	pthread_mutex_unlock(&s->lock);
-}
-
-static void req_run(struct rdmx_rpc_req *req)
-{
-	struct rdmx_rpc_server *s = req->srv;
-	struct rpc_handler *h = req->m ? &s->h[rdmx__rpc_contract_index(&s->k, req->m)] : NULL;
-
-
-	if (!h || !h->fn)
-		rdmx_rpc_respond(req, -ENOSYS, 0);
-	else
-		h->fn(req, h->arg);
-}
-
-uint16_t rdmx_rpc_req_method(const rdmx_rpc_req *req)
-{
-	return req ? req->h.method : 0;
-}
-
-const void *rdmx_rpc_req_data(const rdmx_rpc_req *req, size_t *len)
-{
-	if (!req)
-		return NULL;
-	if (len)
-		*len = req->h.len;
-	return (const char *)req->rx.data + RPC_HDR;
-}
-
-void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap)
-{
-	if (!req)
-		return NULL;
-	if (cap)
-		*cap = req->m ? req->m->max_resp : 0;
-	return req->resp;
-}
-
-/*
- * A response that did not go out within the timeout (the client takes no
- * responses: its receives full, our sends waiting on it) or on a failed
- * connection: the client is failed. Its other requests then get no answer
- * and no wait (the run thread closes it after the last), so one client
- * that stops reading holds its worker's other clients for one timeout, not
- * one per request it sends.
- */
-static void resp_failed(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
-			const struct rpc_hdr *h, int rc)
-{
-	rdmx__fail(rc, "rpc: the response to call %llu could not be sent within %d ms "
-		   "(%s): the client is dropped", (unsigned long long)h->call,
-		   s->o.timeout_ms, s->ops->error(sc->t));
-	pthread_mutex_lock(&s->lock);
-	sc->gone = true;
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* Send @h and @h->len bytes of @req's response. The protocols lend one
- * send buffer at a time (the ring ones), so a connection's responders take
- * turns, and a deferred request holds no send buffer meanwhile. */
-static int resp_send(struct rdmx_rpc_req *req, const struct rpc_hdr *h)
-{
-	struct rdmx_rpc_server *s = req->srv;
-	struct rpc_sconn *sc = req->sc;
-	struct rpc_buf b;
-	int rc;
-
-	if (sc_is_gone(s, sc))
-		return rdmx__fail(-ECONNRESET, "rpc: the client is gone (or failed): "
-				  "response to call %llu not sent", (unsigned long long)h->call);
-	pthread_mutex_lock(&sc->send_lock);
-	rc = s->ops->alloc(sc->t, RPC_HDR + h->len, &b, s->o.timeout_ms);
-	if (!rc) {
-		rdmx__rpc_hdr_put(b.data, h);
-		if (h->len)
-			memcpy((char *)b.data + RPC_HDR, req->resp, h->len);
-		rc = s->ops->send(sc->t, &b, RPC_HDR + h->len);
-		if (rc)
-			s->ops->drop(sc->t, &b);
-	}
-	pthread_mutex_unlock(&sc->send_lock);
-	if (rc)
-		resp_failed(s, sc, h, rc);
-	return rc;
-}
-
-int rdmx_rpc_respond(rdmx_rpc_req *req, int status, size_t len)
-{
-	struct rpc_hdr h;
-	int over, rc;
-
-	if (!req)
-		return rdmx__fail(-EINVAL, "rpc: respond to no request");
-	if (status > 0 || status < RPC_STATUS_MIN)
-		return rdmx__fail(-EINVAL, "rpc: status %d is not 0 or -1..%d", status,
-				  RPC_STATUS_MIN);
-	over = len > (req->m ? req->m->max_resp : 0);
-	h = (struct rpc_hdr){ .kind = RPC_RESP, .method = req->h.method, .call = req->h.call,
-		.status = over ? -EMSGSIZE : status, .len = over ? 0 : (uint32_t)len };
-	pthread_mutex_lock(&req->srv->lock);
-	slot_release(req->sc, req->h.call); /* before the answer can reach the client */
-	pthread_mutex_unlock(&req->srv->lock);
-	rc = resp_send(req, &h);
-	req_finish(req, !rc);
-	if (over)
-		return rdmx__fail(-EMSGSIZE, "rpc: a response of %zu bytes, above the "
-				  "method's largest", len);
-	return rc;
-}
-
-/* ---------------------------------------------------------------- workers */
-
-static void *worker_main(void *arg)
-{
-	struct rpc_worker *w = arg;
-	struct rdmx_rpc_req *req;
-
-	pthread_mutex_lock(&w->lock);
-	for (;;) {
-		while (!w->head && !w->stop)
-			pthread_cond_wait(&w->cv, &w->lock);
-		req = w->head;
-		if (!req)
-			break;
-		w->head = req->next;
-		if (!w->head)
-			w->tail = NULL;
-		pthread_mutex_unlock(&w->lock);
-		req_run(req);
-		pthread_mutex_lock(&w->lock);
-	}
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
-}
-
-/* Stop the workers once their queues are empty, and free them. */
-static void workers_stop(struct rdmx_rpc_server *s)
-{
-	for (unsigned i = 0; s->w && i < s->o.workers; i++) {
-		struct rpc_worker *w = &s->w[i];
-
-		if (w->started) {
-			pthread_mutex_lock(&w->lock);
-			w->stop = true;
-			pthread_cond_signal(&w->cv);
-			pthread_mutex_unlock(&w->lock);
-			pthread_join(w->t, NULL);
-		}
-		pthread_cond_destroy(&w->cv);
-		pthread_mutex_destroy(&w->lock);
-	}
-	free(s->w);
-	s->w = NULL;
-}
-
-static int workers_start(struct rdmx_rpc_server *s)
-{
-	if (!s->o.workers)
-		return 0;
-	s->w = calloc(s->o.workers, sizeof(*s->w));
-	if (!s->w)
-		return rdmx__fail(-ENOMEM, "rpc: out of memory for %u workers", s->o.workers);
-	for (unsigned i = 0; i < s->o.workers; i++) {
-		struct rpc_worker *w = &s->w[i];
-
-		w->srv = s;
-		pthread_mutex_init(&w->lock, NULL);
-		pthread_cond_init(&w->cv, NULL);
-	}
-	for (unsigned i = 0; i < s->o.workers; i++) {
-		int rc = pthread_create(&s->w[i].t, NULL, worker_main, &s->w[i]);
-
-		if (rc) {
-			workers_stop(s);
-			return rdmx__fail(-rc, "rpc: starting worker %u", i);
-		}
-		s->w[i].started = true;
-	}
-	return 0;
 }
 
 /* ----------------------------------------------------------------- server */
@@ -651,11 +278,11 @@ int rdmx_rpc_server_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 		goto free_contract;
 	}
 	pthread_mutex_init(&s->lock, NULL);
-	req_spares_init(s);
+	rdmx__rpc_req_spares_init(s);
 	rc = s->ops->listen(s, addr, port);
 	if (rc)
 		goto free_handlers;
-	rc = workers_start(s);
+	rc = rdmx__rpc_workers_start(s);
 	if (rc)
 		goto unlisten;
 	*out = s;
@@ -672,25 +299,17 @@ free_server:
 	return rc;
 }
 
-/* Deferred requests nobody answered: give back their buffers. */
-static void drop_outstanding(struct rdmx_rpc_server *s)
-{
-	while (s->outstanding) {
-		req_finish(s->outstanding, false);
-	}
-}
-
 void rdmx_rpc_server_destroy(rdmx_rpc_server *s)
 {
 	if (!s)
 		return;
-	workers_stop(s);
-	drop_outstanding(s);
+	rdmx__rpc_workers_stop(s);
+	rdmx__rpc_drop_outstanding(s);
 	reap_closing(s);
 	while (s->conns)
 		sc_close(s, s->conns);
 	s->ops->unlisten(s);
-	req_spares_free(s);
+	rdmx__rpc_req_spares_free(s);
 	pthread_mutex_destroy(&s->lock);
 	free(s->h);
 	rdmx__rpc_contract_free(&s->k);
