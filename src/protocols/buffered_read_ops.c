@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * buffered_read's tables (src/core/protocol.h), in a file of their own
- * above the files they point into (buffered_read.c, _send.c, _recv.c,
+ * above the files they point into (buffered_read_conn.c, _send.c, _recv.c,
  * _progress.c), so no file of the protocol refers up to another.
  */
 #include "buffered_read_priv.h"

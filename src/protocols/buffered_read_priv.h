@@ -3,7 +3,7 @@
  * buffered_read's private state, shared by its files, bottom first:
  * buffered_read_progress.c (posting, reaping the send CQ, reports,
  * doorbell receives), buffered_read_recv.c (the receiver),
- * buffered_read_send.c (the sender), buffered_read.c (set-up and hello;
+ * buffered_read_send.c (the sender), buffered_read_conn.c (set-up and hello;
  * the design at its top) and buffered_read_ops.c (the tables). Not for
  * other protocols; the tests' face is buffered_read.h.
  */
@@ -108,7 +108,7 @@ int rdmx__br_send(rdmx_conn *c, struct rdmx_msg *m);
 int rdmx__br_flush(rdmx_conn *c, int timeout_ms);
 int rdmx__br_sends_done(rdmx_conn *c, uint64_t *done);
 
-/* buffered_read.c */
+/* buffered_read_conn.c */
 void rdmx__br_teardown(rdmx_conn *c);
 int rdmx__br_setup(rdmx_conn *c);
 int rdmx__br_hello_out(rdmx_conn *c, uint8_t *b, size_t cap, size_t *len);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * buffered_read's completions (the design: buffered_read.c): posting, the
+ * buffered_read's completions (the design: buffered_read_conn.c): posting, the
  * send CQ reaped (tail and section READs, reports, progress READs,
  * doorbells), the receiver's reports and the doorbell receives.
  */

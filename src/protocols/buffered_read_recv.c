@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * buffered_read's receiver (the design: buffered_read.c): pulling the
+ * buffered_read's receiver (the design: buffered_read_conn.c): pulling the
  * tail, taking records in place, releases and their reports, a sleeping
  * receiver's announcement.
  */

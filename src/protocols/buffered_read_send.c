@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * buffered_read's sender (the design: buffered_read.c): records stamped in
+ * buffered_read's sender (the design: buffered_read_conn.c): records stamped in
  * place in our own ring, the tail published, the receiver's progress taken
  * in (reported or READ), doorbells for a sleeping receiver.
  */

@@ -2,7 +2,7 @@
 /*
  * srq credits: a sender may have as many messages on the way to (or held
  * at) the peer as the peer granted it; the peer grants its connections
- * equal shares of its shared receive queue (the receive side is srq.c).
+ * equal shares of its shared receive queue (the receive side is srq_conn.c).
  *
  * Flow control is by credits, one per SRQ buffer. A sender may have as
  * many messages on the way or held by the receiving user as the receiver
@@ -52,7 +52,7 @@
  * Peers are not trusted: a grant beyond the peer's SRQ depth, or a
  * message beyond the credits we granted, fails that connection (-EPROTO).
  *
- * The wire formats are in srq.c (its hello block) and here:
+ * The wire formats are in srq_conn.c (its hello block) and here:
  *
  * Credit word (8 bytes, 8-aligned, in the sender's memory, written by its
  * peer with one RDMA WRITE from a source the peer does not touch while it

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * srq credits (srq_credit.c): per-connection flow control into a shared
- * receive queue. The design argument is at the top of srq.c.
+ * receive queue. The design argument is at the top of srq_conn.c.
  */
 #ifndef RDMX_PROTOCOLS_SRQ_CREDIT_H
 #define RDMX_PROTOCOLS_SRQ_CREDIT_H
@@ -16,7 +16,7 @@ struct rdmx__sendpool;
  * the connection's send buffers and the core's keepalive/one-sided ones. */
 #define SRQ_CREDIT_WRS 2u
 #define SRQ_CREDIT_WRID UINT64_C(0xfffffffffffc4352)
-/* Bytes of the credit part of the srq protocol block (see srq.c). */
+/* Bytes of the credit part of the srq protocol block (see srq_conn.c). */
 #define SRQ_CREDIT_BLOCK 16
 
 struct srq_credit {

@@ -2,7 +2,7 @@
 /*
  * srq's private state, shared by its files, bottom first: srq_shared.c
  * (the SRQ's buffers, the member list, the completion queues),
- * srq_recv.c (receives, releases, the listener's receive) and srq.c
+ * srq_recv.c (receives, releases, the listener's receive) and srq_conn.c
  * (set-up, hello, sends and the tables; the design at its top). The
  * credits have their own header, srq_credit.h. Not for other protocols.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * srq's receive side (the design is at the top of srq.c): a connection's
+ * srq's receive side (the design is at the top of srq_conn.c): a connection's
  * receives, the releases that give buffers back to the SRQ, and the
  * listener's receive in arrival order over all its members. The shared
  * buffers and the completion queues below it are in srq_shared.c.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * srq's shared receive side (the design is at the top of srq.c): the SRQ's
+ * srq's shared receive side (the design is at the top of srq_conn.c): the SRQ's
  * buffers, the list of the connections on it, and the completion queues
- * that file each receive completion under its connection. srq.c makes it
+ * that file each receive completion under its connection. srq_conn.c makes it
  * and lists members (set-up), srq_recv.c polls it and hands messages out.
  * Everything here runs under g->lock.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * write_atomic's announcements and holes (the argument is at the top of
- * write_atomic.c, "Attribution" and "Holes").
+ * write_atomic_conn.c, "Attribution" and "Holes").
  *
  * Announcements. Every record and pad is written with one WRITE_WITH_IMM
  * whose immediate is wa_imm(V, span). Its completion consumes one of the
@@ -16,7 +16,7 @@
  * next announced reservation among those that existed when the wait
  * began, the range is marked WA_F_SKIPPED and released. A late writer of
  * a skipped range is failed when its announcement arrives (and the
- * sender itself checks the head before a late write: write_atomic.c).
+ * sender itself checks the head before a late write: write_atomic_conn.c).
  */
 #include <errno.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * write_atomic's tables (src/core/protocol.h), in a file of their own
- * above the files they point into (write_atomic.c, _send.c, _ring.c), so
+ * above the files they point into (write_atomic_conn.c, _send.c, _ring.c), so
  * no file of the protocol refers up to another.
  */
 #include "core/protocol.h"

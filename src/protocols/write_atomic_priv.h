@@ -3,7 +3,7 @@
  * write_atomic internals shared by its files, bottom first:
  * write_atomic_imm.c (announcements and holes), write_atomic_ring.c (the
  * receive ring: scanning, handing out, releasing, rdmx_listener_recv),
- * write_atomic_send.c (sending), write_atomic.c (set-up, hellos; the
+ * write_atomic_send.c (sending), write_atomic_conn.c (set-up, hellos; the
  * design at its top) and write_atomic_ops.c (the tables).
  */
 #ifndef RDMX_PROTOCOLS_WRITE_ATOMIC_PRIV_H
@@ -102,7 +102,7 @@ struct wa {
 	uint64_t stale_faa;       /* stale FETCH_ADD results recovered */
 	uint64_t lost_faa;        /* reservations lost to them (holes left) */
 	int64_t reserved_ms;      /* when the last reservation was asked for */
-	/* a burst held (write_atomic.c, "Bursts"): counted in sp.nalloc,
+	/* a burst held (write_atomic_conn.c, "Bursts"): counted in sp.nalloc,
 	 * so in the credits */
 	struct wa_held held[RDMX__SP_CHAIN_MAX];
 	uint32_t nheld;
@@ -169,7 +169,7 @@ int rdmx__wa_flush(rdmx_conn *c, int timeout_ms);
 int rdmx__wa_sends_done(rdmx_conn *c, uint64_t *done);
 int rdmx__wa_release(rdmx_conn *c, struct rdmx_msg *m);
 
-/* Set-up and hellos (write_atomic.c). */
+/* Set-up and hellos (write_atomic_conn.c). */
 int rdmx__wa_check_opts(const struct rdmx_protocol_ops *proto,
 			const struct rdmx_conn_opts *o, uint32_t max_msg);
 int rdmx__wa_setup(rdmx_conn *c);

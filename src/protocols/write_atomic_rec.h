@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * write_atomic ring records: layout and stamp arithmetic, shared by the
- * protocol (write_atomic.c) and its unit tests. See write_atomic.c for the
+ * protocol (write_atomic_conn.c) and its unit tests. See write_atomic_conn.c for the
  * protocol and the argument why stale bytes never pass for a record.
  *
  * A format of its own, not the single-sender ring record of

@@ -5,7 +5,7 @@
  * (to their own connection, parking the others'), out-of-order release
  * with the head advanced over the released prefix and published, and
  * rdmx_listener_recv(). The design, and the argument about stale bytes
- * and WRITE placement order, are at the top of write_atomic.c.
+ * and WRITE placement order, are at the top of write_atomic_conn.c.
  */
 #include <errno.h>
 #include <stdlib.h>

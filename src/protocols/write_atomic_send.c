@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * write_atomic's sending (the design, "Bursts" and "Holes" among it, at
- * the top of write_atomic.c): reserving ring space at the peer by
+ * the top of write_atomic_conn.c): reserving ring space at the peer by
  * FETCH_ADD (and recovering a stale result), waiting for room, writing
  * records (held bursts go out as one chain), the send pool's hooks, and
  * rdmx_msg_release of a send buffer or a received record.
@@ -217,7 +217,7 @@ static int skipped(rdmx_conn *c, uint64_t v)
  * Before writing at @v: if a quarter of the receiver's hole bound passed
  * since the reservation, READ the head; past @v means it was skipped.
  * (The residual race, a write still in flight when the bound ends, is
- * argued in write_atomic.c's "Holes".)
+ * argued in write_atomic_conn.c's "Holes".)
  */
 static int check_skipped(rdmx_conn *c, uint64_t v)
 {

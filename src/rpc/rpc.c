@@ -3,7 +3,7 @@
  * rdmx RPC: the transport-independent part's entry (options, transports
  * by name). The server is rpc_server.c, the client rpc_client.c, the
  * frame rpc_frame.c, the contract rpc_contract.c; each transport is a
- * file ending in its ops table (rpc_msg.c, rpc_rfp.c).
+ * file ending in its ops table (rpc_msg.c, rpc_rfp_ops.c).
  *
  * The contract check. rdma_cm's private data is small and rdmx's hello
  * block belongs to the protocol, so the check is the RPC layer's first

@@ -3,7 +3,7 @@
  * Transport "herd", the client: the dial and its set-up (its UC and UD
  * QPs, its nonce), a request's UC WRITE into its slot, and the responses
  * taken from the server's UD QP (with its nonce) or the control
- * connection. The design: rpc_herd.c.
+ * connection. The design: rpc_herd_ops.c.
  */
 #include <errno.h>
 #include <stdatomic.h>

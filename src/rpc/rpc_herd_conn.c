@@ -2,7 +2,7 @@
 /*
  * Transport "herd": what both sides do with a connection (its control
  * connection's options and sends, its registered memory, its end). The
- * design: rpc_herd.c.
+ * design: rpc_herd_ops.c.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Transport "herd", private: the wire's sizes, the connection and the
- * listener, and the calls between its files (the design: rpc_herd.c).
+ * listener, and the calls between its files (the design: rpc_herd_ops.c).
  *   rpc_herd_conn.c    what both sides do with a connection
  *   rpc_herd_server.c  the listener: set-up, slot polling, UD responses
  *   rpc_herd_client.c  the dialer: set-up, slot WRITEs, UD receives
- *   rpc_herd.c         the transport's table and its both-sides calls
+ *   rpc_herd_ops.c         the transport's table and its both-sides calls
  */
 #ifndef RDMX_RPC_HERD_PRIV_H
 #define RDMX_RPC_HERD_PRIV_H

@@ -3,7 +3,7 @@
  * Transport "herd", the server: the listener, a client's set-up (its
  * slots, its UC QP, its UD address), the round-robin poll of every set-up
  * client's slots, and the responses SENT over the workers' UD QPs. The
- * design: rpc_herd.c.
+ * design: rpc_herd_ops.c.
  */
 #include <errno.h>
 #include <stdlib.h>

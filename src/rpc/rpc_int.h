@@ -62,8 +62,8 @@ size_t rdmx__rpc_contract_index(const struct rpc_contract *k, const struct rpc_m
 /* The RPC room's wire ids, in one place: the frame's magic and each
  * transport's setup-message magic (ASCII, little-endian). */
 #define RPC_MAGIC 0x31435052u  /* "RPC1": every frame (msg, rfp, herd) */
-#define RFP_MAGIC 0x31504652u  /* "RFP1": rfp's setup (rpc_rfp.c) */
-#define HERD_MAGIC 0x31445248u /* "HRD1": herd's setup and reply (rpc_herd.c) */
+#define RFP_MAGIC 0x31504652u  /* "RFP1": rfp's setup (rpc_rfp_ops.c) */
+#define HERD_MAGIC 0x31445248u /* "HRD1": herd's setup and reply (rpc_herd_ops.c) */
 #define RPC_HDR 24u
 #define RPC_HELLO_LEN 12u
 #define RPC_TABLE_ENTRY 48u

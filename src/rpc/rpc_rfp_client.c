@@ -2,7 +2,7 @@
 /*
  * Transport "rfp", the client: the dial and the server's set-up, a
  * request's two WRITEs, the responses fetched with READs or pushed on the
- * control connection. The design: rpc_rfp.c.
+ * control connection. The design: rpc_rfp_ops.c.
  */
 #include <errno.h>
 #include <sched.h>

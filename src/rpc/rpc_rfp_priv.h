@@ -2,12 +2,12 @@
 /*
  * Transport "rfp", private: the slots' sizes, the connection and the
  * listener, the trailer (inline: every poll and fetch reads one), and the
- * calls between its files (the design: rpc_rfp.c).
+ * calls between its files (the design: rpc_rfp_ops.c).
  *   rpc_rfp_slot.c    a connection's slots: made, freed, a frame's slot,
  *                     a torn trailer's bound, the tear test hook
  *   rpc_rfp_server.c  the listener: set-up, slot scan, responses, pushes
  *   rpc_rfp_client.c  the dialer: set-up, request WRITEs, fetch and push
- *   rpc_rfp.c         the transport's table and its both-sides calls
+ *   rpc_rfp_ops.c         the transport's table and its both-sides calls
  */
 #ifndef RDMX_RPC_RFP_PRIV_H
 #define RDMX_RPC_RFP_PRIV_H

@@ -2,7 +2,7 @@
 /*
  * Transport "rfp", the server: the listener, a client's slots registered
  * and exported, the scan of every slot's trailer, the responses stored in
- * place and the pushes asked for. The design: rpc_rfp.c.
+ * place and the pushes asked for. The design: rpc_rfp_ops.c.
  */
 #include <errno.h>
 #include <sched.h>

@@ -2,7 +2,7 @@
 /*
  * Transport "rfp": a connection's slots, either side's (made and freed,
  * the slot a frame goes to), the bound on a trailer that reads torn, and
- * the test hook that shows one. The design: rpc_rfp.c.
+ * the test hook that shows one. The design: rpc_rfp_ops.c.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -448,7 +448,7 @@ static void test_pack_srq_credits(void **state)
 	th_pair_close(&p);
 }
 
-/* write_atomic holds a burst unreserved (write_atomic.c, "Bursts"): 16
+/* write_atomic holds a burst unreserved (write_atomic_conn.c, "Bursts"): 16
  * small messages cost one FETCH_ADD and one chain of 16 WRITEs (2 posts,
  * against 32 unbatched), arrive in order, and a send without the flag
  * still goes out at once (its FETCH_ADD and WRITE). */
