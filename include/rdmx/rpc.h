@@ -77,6 +77,17 @@ struct rdmx_rpc_opts {
 	uint32_t fetch_retries; /* rfp client: RDMA READs of a response not yet
 				 * there before it asks the server to push it
 				 * (RFP's hybrid R), default 8, 0: push at once */
+	/* Server: no loop waits on one client (docs/servers.md). A response
+	 * the connection cannot take now waits in the connection's queue. */
+	int hello_ms;           /* a connection that sends no valid hello
+				 * within it is closed; default 0: timeout_ms */
+	int drop_ms;            /* a client whose queued responses make no
+				 * progress this long is dropped; default 0:
+				 * half of timeout_ms */
+	uint32_t queue_max;     /* responses queued per connection, default
+				 * 0: 4096 (a window's); one more drops it */
+	uint32_t queue_bytes;   /* their bytes per connection, default 0:
+				 * 16 MiB; one more drops it */
 };
 
 /** rdmx_rpc_opts_init - fill @opts with the defaults listed above. */
@@ -159,6 +170,9 @@ struct rdmx_rpc_server_stats {
 				 * UD SENDs; rfp in fetch mode posts none per
 				 * call. A protocol's own housekeeping (the
 				 * ring protocols' credit returns) is not in it */
+	uint64_t dropped;     /* clients dropped: their responses stayed
+			       * queued past drop_ms, or overflowed the queue */
+	uint64_t hello_late;  /* connections closed for no hello in hello_ms */
 };
 
 /** rdmx_rpc_server_stats - fill @st with @srv's counters (any thread). */

@@ -32,6 +32,8 @@
 
 #define WINDOW_DEFAULT 16u
 #define TIMEOUT_DEFAULT 5000
+#define QUEUE_BYTES_DEFAULT (16u << 20)
+
 
 void rdmx_rpc_opts_init(struct rdmx_rpc_opts *o)
 {
@@ -61,6 +63,23 @@ const struct rpc_transport_ops *rdmx__rpc_transport_by_name(const char *name)
 	return NULL;
 }
 
+/* The server's deadlines and queue bounds: 0 is the default. */
+static int opts_server_load(struct rdmx_rpc_opts *o)
+{
+	if (o->hello_ms < 0 || o->drop_ms < 0)
+		return rdmx__fail(-EINVAL, "rpc: hello_ms %d and drop_ms %d must be >= 0 "
+				  "(0: the default)", o->hello_ms, o->drop_ms);
+	if (!o->hello_ms)
+		o->hello_ms = o->timeout_ms;
+	if (!o->drop_ms)
+		o->drop_ms = o->timeout_ms / 2 ? o->timeout_ms / 2 : 1;
+	if (!o->queue_max)
+		o->queue_max = RPC_WINDOW_MAX;
+	if (!o->queue_bytes)
+		o->queue_bytes = QUEUE_BYTES_DEFAULT;
+	return 0;
+}
+
 int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *out,
 		  const struct rpc_transport_ops **ops)
 {
@@ -85,5 +104,5 @@ int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *ou
 		return rdmx__fail(-EINVAL, "rpc: %u workers, at most 256", out->workers);
 	if (out->timeout_ms <= 0)
 		return rdmx__fail(-EINVAL, "rpc: timeout_ms must be > 0");
-	return 0;
+	return opts_server_load(out);
 }

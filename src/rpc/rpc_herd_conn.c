@@ -45,11 +45,13 @@ void rdmx__herd_conn_free(struct herd_conn *h)
 	free(h);
 }
 
-/* Send @len bytes at @buf as one message of the control connection. */
+/* Send @len bytes at @buf as one message of the control connection. The
+ * server never waits for a send buffer (its RPC core queues what a client
+ * cannot take now: rpc_server_queue.c); a client waits its timeout. */
 int rdmx__herd_ctrl_send(struct herd_conn *h, const void *buf, size_t len)
 {
 	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(h->conn, len, &m, h->timeout_ms);
+	int rc = rdmx_msg_alloc(h->conn, len, &m, h->hs ? 0 : h->timeout_ms);
 
 	if (rc)
 		return rc;

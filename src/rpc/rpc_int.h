@@ -201,13 +201,29 @@ int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *ou
 
 /* ---------------------------------------------------------------- server */
 
+/* A frame waiting in its connection's queue (rpc_server_queue.c). */
+struct rpc_qent {
+	struct rpc_qent *next;
+	struct rpc_hdr h;
+	unsigned char payload[]; /* h.len bytes */
+};
+
 struct rpc_sconn {
 	void *t;
+	uint64_t id;           /* the server's count at connect: names it */
+	char peer[64];         /* the peer's address, as rdmx_conn_peer_addr */
 	unsigned worker;
 	unsigned pending;      /* requests handed out, not yet answered */
 	uint64_t busy[RPC_WINDOW_MAX / 64]; /* call slots with a request pending */
-	pthread_mutex_t send_lock; /* one response at a time: alloc, copy, send */
-	bool ready, gone, closing;
+	pthread_mutex_t send_lock; /* one frame at a time: alloc, copy, send;
+				    * and the queue below */
+	struct rpc_qent *qhead, *qtail; /* frames the connection could not take */
+	uint32_t qn;
+	uint64_t qbytes;
+	int64_t qmoved_ms;     /* when the queue last moved (or began) */
+	int64_t hello_by_ms;   /* closed if not ready by then (run thread) */
+	int64_t linger_by_ms;  /* refused: closed once its frames are out, or then */
+	bool ready, gone, closing, linger;
 	struct rpc_sconn *prev, *next, *close_next;
 };
 
@@ -251,6 +267,10 @@ struct rdmx_rpc_server {
 	struct rdmx_rpc_req *spare;   /* answered requests kept for reuse */
 	unsigned spares, spares_max;
 	struct rdmx_rpc_server_stats st;
+	uint64_t conn_ids;            /* connections so far (run thread) */
+	atomic_uint queued;           /* connections with frames queued */
+	unsigned lingering;           /* refused, closed once flushed (run thread) */
+	int64_t sweep_ms, swept_ms;   /* the run thread's next and last look */
 	uint64_t wr_closed;           /* work requests of closed connections */
 	atomic_int stop;
 	struct rdmx__err err;

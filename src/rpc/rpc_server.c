@@ -20,10 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "rpc/rpc_int.h"
+#include "rpc/rpc_server_queue.h"
 #include "rpc/rpc_server_req.h"
 
 #define RUN_POLL_MS 100
+#define SWEEP_MS 10 /* the run thread's look at deadlines, when nothing is queued */
 
 /* ------------------------------------------------------------ connections */
 
@@ -51,7 +54,10 @@ static void sc_close(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
 	if (sc->ready)
 		s->st.open--;
 	pthread_mutex_unlock(&s->lock);
+	if (sc->linger)
+		s->lingering--;
 	s->ops->close(sc->t);
+	rdmx__rpc_sc_queue_free(s, sc);
 	pthread_mutex_destroy(&sc->send_lock);
 	free(sc);
 }
@@ -95,6 +101,10 @@ static void on_conn(struct rdmx_rpc_server *s, void *t)
 		return;
 	}
 	sc->t = t;
+	sc->id = ++s->conn_ids;
+	if (rdmx_conn_peer_addr(s->ops->conn(t), sc->peer, sizeof(sc->peer)))
+		sc->peer[0] = 0;
+	sc->hello_by_ms = rdmx__now_ms() + s->o.hello_ms;
 	pthread_mutex_init(&sc->send_lock, NULL);
 	sc->worker = s->o.workers ? s->next_worker++ % s->o.workers : 0;
 	s->ops->set_user(t, sc);
@@ -108,23 +118,23 @@ static void on_conn(struct rdmx_rpc_server *s, void *t)
 
 /* ------------------------------------------------------------------ hello */
 
-/* Send a frame of @kind with @len payload bytes from @payload. */
+/* Send a frame of @kind with @len payload bytes from @payload, now or
+ * from the connection's queue. */
 static int send_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, uint8_t kind,
 		      const void *payload, size_t len)
 {
 	struct rpc_hdr h = { .kind = kind, .len = (uint32_t)len };
-	struct rpc_buf b;
-	int rc = s->ops->alloc(sc->t, RPC_HDR + len, &b, s->o.timeout_ms);
 
-	if (rc)
-		return rc;
-	rdmx__rpc_hdr_put(b.data, &h);
-	if (len)
-		memcpy((char *)b.data + RPC_HDR, payload, len);
-	rc = s->ops->send(sc->t, &b, RPC_HDR + len);
-	if (rc)
-		s->ops->drop(sc->t, &b);
-	return rc;
+	return rdmx__rpc_sc_send(s, sc, &h, payload);
+}
+
+/* A refused client: closed once its refusal is out and flushed, or after
+ * drop_ms (the run thread looks: conns_service), never waited for. */
+static void sc_linger(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
+{
+	sc->linger = true;
+	sc->linger_by_ms = rdmx__now_ms() + s->o.drop_ms;
+	s->lingering++;
 }
 
 static void hello_reject(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
@@ -140,9 +150,10 @@ static void hello_reject(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 	s->st.rejected++;
 	pthread_mutex_unlock(&s->lock);
 	if (tab && !send_frame(s, sc, RPC_HELLO_REJECT, tab, rdmx__rpc_table_put(tab, cap, &s->k)))
-		s->ops->flush(sc->t, s->o.timeout_ms);
+		sc_linger(s, sc);
+	else
+		sc_gone(s, sc);
 	free(tab);
-	sc_gone(s, sc);
 }
 
 /* Copy the hello out of a frame (peer-written, read once). */
@@ -194,7 +205,7 @@ static void on_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, struct rpc
 	uint32_t count;
 	int rc;
 
-	if (rdmx__rpc_sc_is_gone(s, sc)) {
+	if (sc->linger || rdmx__rpc_sc_is_gone(s, sc)) {
 		s->ops->release(sc->t, rx);
 		return;
 	}
@@ -211,6 +222,69 @@ static void on_frame(struct rdmx_rpc_server *s, struct rpc_sconn *sc, struct rpc
 		bad_frame(s, sc, rc);
 	else if (!sc->ready)
 		on_hello(s, sc, hash, count);
+}
+
+/* ------------------------------------------------------------- deadlines */
+
+/* A connection that said no valid hello within hello_ms is closed. */
+static void hello_late(struct rdmx_rpc_server *s, struct rpc_sconn *sc)
+{
+	char name[96];
+
+	pthread_mutex_lock(&s->lock);
+	s->st.hello_late++;
+	rdmx__failo(&s->err, -ETIMEDOUT, "rpc: %s sent no valid hello within %d ms: "
+		    "closed", rdmx__rpc_sc_name(sc, name, sizeof(name)), s->o.hello_ms);
+	pthread_mutex_unlock(&s->lock);
+	sc_gone(s, sc);
+}
+
+/* A refused client's refusal is out (queue empty) and flushed, or its
+ * time is up: let it go. */
+static void linger_check(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int64_t now)
+{
+	int rc = s->ops->flush(sc->t, 0);
+
+	if ((rc != -ETIMEDOUT && rc != -EAGAIN) || now >= sc->linger_by_ms)
+		sc_gone(s, sc);
+}
+
+/* @sc's deadlines and queue, at @now (run thread). */
+static void sc_service(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int64_t now)
+{
+	int rc;
+
+	if (sc->closing || rdmx__rpc_sc_is_gone(s, sc))
+		return;
+	if (!sc->ready && !sc->linger && now >= sc->hello_by_ms) {
+		hello_late(s, sc);
+		return;
+	}
+	rc = rdmx__rpc_sc_drain(s, sc, now);
+	if (rc < 0) {
+		rdmx__rpc_sc_fail(s, sc, rc);
+		sc_gone(s, sc);
+	} else if (sc->linger && (rc == 0 || now >= sc->linger_by_ms)) {
+		linger_check(s, sc, now);
+	}
+}
+
+/* Every SWEEP_MS, and every millisecond while a queue holds frames or a
+ * refused client lingers: deadlines checked, queues sent. */
+static void conns_service(struct rdmx_rpc_server *s)
+{
+	int64_t now = rdmx__now_ms();
+	bool busy = atomic_load(&s->queued) || s->lingering;
+	struct rpc_sconn *sc, *next;
+
+	if (now < s->sweep_ms && (!busy || now == s->swept_ms))
+		return;
+	s->swept_ms = now;
+	s->sweep_ms = now + SWEEP_MS;
+	for (sc = s->conns; sc; sc = next) {
+		next = sc->next; /* sc may be closed */
+		sc_service(s, sc, now);
+	}
 }
 
 /* ----------------------------------------------------------------- server */
@@ -239,7 +313,9 @@ int rdmx_rpc_server_run(rdmx_rpc_server *s)
 		return rdmx__fail(-EINVAL, "rpc: no server");
 	while (!atomic_load(&s->stop)) {
 		reap_closing(s);
-		rc = s->ops->next(s, &ev, RUN_POLL_MS);
+		conns_service(s);
+		rc = s->ops->next(s, &ev, atomic_load(&s->queued) || s->lingering ? 1 :
+					  RUN_POLL_MS);
 		if (rc == -ETIMEDOUT || rc == -EAGAIN || rc == -ENOTCONN)
 			continue;
 		if (rc)

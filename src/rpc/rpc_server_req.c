@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rpc/rpc_int.h"
+#include "rpc/rpc_server_queue.h"
 #include "rpc/rpc_server_req.h"
 
 static void req_run(struct rdmx_rpc_req *req);
@@ -244,50 +245,36 @@ void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap)
 }
 
 /*
- * A response that did not go out within the timeout (the client takes no
- * responses: its receives full, our sends waiting on it) or on a failed
- * connection: the client is failed. Its other requests then get no answer
- * and no wait (the run thread closes it after the last), so one client
- * that stops reading holds its worker's other clients for one timeout, not
- * one per request it sends.
+ * A client whose response could not be sent nor queued (its queue is
+ * full: it takes no responses; or its connection failed) is failed: its
+ * other requests then get no answer (the run thread closes it after the
+ * last). The reason, naming the connection, is the server's error.
  */
-static void resp_failed(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
-			const struct rpc_hdr *h, int rc)
+void rdmx__rpc_sc_fail(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int rc)
 {
-	rdmx__fail(rc, "rpc: the response to call %llu could not be sent within %d ms "
-		   "(%s): the client is dropped", (unsigned long long)h->call,
-		   s->o.timeout_ms, s->ops->error(sc->t));
 	pthread_mutex_lock(&s->lock);
-	sc->gone = true;
+	if (!sc->gone) {
+		sc->gone = true;
+		s->st.dropped++;
+		rdmx__keep(&s->err, rc);
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Send @h and @h->len bytes of @req's response. The protocols lend one
- * send buffer at a time (the ring ones), so a connection's responders take
- * turns, and a deferred request holds no send buffer meanwhile. */
+/* Send @h and @h->len bytes of @req's response, now or from the
+ * connection's queue (rpc_server_queue.c): no wait on the client. */
 static int resp_send(struct rdmx_rpc_req *req, const struct rpc_hdr *h)
 {
 	struct rdmx_rpc_server *s = req->srv;
 	struct rpc_sconn *sc = req->sc;
-	struct rpc_buf b;
 	int rc;
 
 	if (rdmx__rpc_sc_is_gone(s, sc))
 		return rdmx__fail(-ECONNRESET, "rpc: the client is gone (or failed): "
 				  "response to call %llu not sent", (unsigned long long)h->call);
-	pthread_mutex_lock(&sc->send_lock);
-	rc = s->ops->alloc(sc->t, RPC_HDR + h->len, &b, s->o.timeout_ms);
-	if (!rc) {
-		rdmx__rpc_hdr_put(b.data, h);
-		if (h->len)
-			memcpy((char *)b.data + RPC_HDR, req->resp, h->len);
-		rc = s->ops->send(sc->t, &b, RPC_HDR + h->len);
-		if (rc)
-			s->ops->drop(sc->t, &b);
-	}
-	pthread_mutex_unlock(&sc->send_lock);
+	rc = rdmx__rpc_sc_send(s, sc, h, req->resp);
 	if (rc)
-		resp_failed(s, sc, h, rc);
+		rdmx__rpc_sc_fail(s, sc, rc);
 	return rc;
 }
 

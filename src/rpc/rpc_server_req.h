@@ -10,6 +10,9 @@
 
 /* Has the client left or failed? (A worker may fail it: resp_failed.) */
 bool rdmx__rpc_sc_is_gone(struct rdmx_rpc_server *s, struct rpc_sconn *sc);
+/* Fail @sc's client for @rc (its message names the connection): counted
+ * as dropped, the server's error; closed once nothing is pending. */
+void rdmx__rpc_sc_fail(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int rc);
 /* A request frame of a ready connection: handed to its worker (0), or
  * -errno (a malformed one: the caller fails the connection). */
 int rdmx__rpc_on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,

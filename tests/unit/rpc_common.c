@@ -76,6 +76,8 @@ void opts(struct rdmx_rpc_opts *o)
 
 /* The server's timeout (its waits for a send buffer): a case may shorten it. */
 int srv_timeout_ms = WAIT_MS;
+/* The server's drop and hello deadlines: 0, its defaults. */
+int srv_drop_ms, srv_hello_ms;
 
 void srv_start(struct srv *v, unsigned workers)
 {
@@ -89,6 +91,10 @@ void srv_start(struct srv *v, unsigned workers)
 	assert_int_equal(rdmx_ctx_create(&v->ctx, &co), 0);
 	opts(&o);
 	o.timeout_ms = srv_timeout_ms;
+#ifndef BEFORE
+	o.drop_ms = srv_drop_ms;
+	o.hello_ms = srv_hello_ms;
+#endif
 	o.workers = workers;
 	o.window = 64; /* rfp: request slots per client */
 	assert_int_equal(rdmx_rpc_server_create(v->ctx, th_addr(), 0, contract, NMETHODS,
@@ -184,18 +190,26 @@ int bad_wait(struct srv *v, uint64_t n)
 /* One echo call of @n bytes with the pattern of @seq, checked. */
 void echo_once(rdmx_rpc_client *c, size_t n, uint64_t seq)
 {
-	static unsigned char in[MAX_ECHO], out[MAX_ECHO];
+	echo_within(c, n, seq, WAIT_MS);
+}
+
+double echo_within(rdmx_rpc_client *c, size_t n, uint64_t seq, int timeout_ms)
+{
+	static _Thread_local unsigned char in[MAX_ECHO], out[MAX_ECHO];
 	size_t len = 0;
 	int status = 1, rc;
+	double t0 = th_now_ms();
 
 	th_fill(in, n, seq);
-	rc = rdmx_rpc_call(c, M_ECHO, in, n, out, sizeof(out), &len, &status, WAIT_MS);
+	rc = rdmx_rpc_call(c, M_ECHO, in, n, out, sizeof(out), &len, &status, timeout_ms);
+	t0 = th_now_ms() - t0;
 	if (rc)
 		fprintf(stderr, "echo of %zu bytes: %s\n", n, rdmx_rpc_client_error(c));
 	assert_int_equal(rc, 0);
 	assert_int_equal(status, 0);
 	assert_int_equal(len, n);
 	assert_int_equal(th_check(out, n, seq), -1);
+	return t0;
 }
 
 /* The server's work requests since @s0 once they reach @want, else what
@@ -215,4 +229,43 @@ uint64_t wrs_wait(struct srv *v, const struct rdmx_rpc_server_stats *s0,
 		usleep(1000);
 	} while (th_now_ms() < end);
 	return st.work_requests - s0->work_requests;
+}
+
+int raw_frame(rdmx_conn *raw, const struct rpc_hdr *h, const void *payload)
+{
+	struct rdmx_msg m;
+	int rc = rdmx_msg_alloc(raw, RPC_HDR + h->len, &m, 1000);
+
+	if (rc)
+		return rc;
+	rdmx__rpc_hdr_put(m.data, h);
+	memcpy((char *)m.data + RPC_HDR, payload, h->len);
+	m.len = RPC_HDR + h->len;
+	return rdmx_send(raw, &m);
+}
+
+rdmx_conn *raw_dial(struct srv *v)
+{
+	struct rdmx_conn_opts co;
+	rdmx_conn *raw;
+
+	rdmx_conn_opts_init(&co);
+	co.max_msg_size = (uint32_t)(RPC_HDR + MAX_ECHO);
+	co.send_depth = co.recv_depth = 16;
+	assert_int_equal(rdmx_dial(v->ctx, th_addr(), rdmx_rpc_server_port(v->s), &co, &raw), 0);
+	return raw;
+}
+
+void raw_hello(rdmx_conn *raw)
+{
+	unsigned char hello[RPC_HELLO_LEN];
+	struct rpc_contract k;
+	struct rdmx_msg m;
+
+	assert_int_equal(rdmx__rpc_contract_load(&k, contract, NMETHODS), 0);
+	rdmx__rpc_hello_put(hello, &k);
+	rdmx__rpc_contract_free(&k);
+	raw_frame(raw, &(struct rpc_hdr){ .kind = RPC_HELLO, .len = RPC_HELLO_LEN }, hello);
+	assert_int_equal(rdmx_recv(raw, &m, WAIT_MS), 0); /* HELLO_OK */
+	rdmx_msg_release(raw, &m);
 }

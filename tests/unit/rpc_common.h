@@ -46,6 +46,9 @@ struct srv {
 
 /* The server's timeout (its waits for a send buffer): a case may shorten it. */
 extern int srv_timeout_ms;
+/* Its drop deadline (a client whose responses stay queued) and hello
+ * deadline: 0, the defaults. */
+extern int srv_drop_ms, srv_hello_ms;
 
 /* A case's call count: a fifth on a real device. */
 uint64_t calls(uint64_t n);
@@ -67,9 +70,24 @@ int bad_wait(struct srv *v, uint64_t n);
 int held(struct holder *h, int n);
 /* One echo call of @n bytes with the pattern of @seq, checked. */
 void echo_once(rdmx_rpc_client *c, size_t n, uint64_t seq);
+/* The same within @timeout_ms; its round trip in ms. */
+double echo_within(rdmx_rpc_client *c, size_t n, uint64_t seq, int timeout_ms);
 /* The server's work requests since @s0 once they reach @want (bounded). */
 uint64_t wrs_wait(struct srv *v, const struct rdmx_rpc_server_stats *s0,
 		  uint64_t want);
+
+/* A frame @h with @h->len payload bytes sent on a raw connection. */
+int raw_frame(rdmx_conn *raw, const struct rpc_hdr *h, const void *payload);
+/* A raw rdmx connection to @v (transport msg, send_recv), no hello yet. */
+rdmx_conn *raw_dial(struct srv *v);
+/* Send the contract's hello on @raw and take the HELLO_OK. */
+void raw_hello(rdmx_conn *raw);
+
+/* Servers that never wait on one client (rpc_queue_tests.c). */
+void t_stuck_reader(void **state);
+void t_stuck_reader_inline(void **state);
+void t_hello_deadline(void **state);
+void t_rfp_round_robin(void **state);
 
 /* Transport rfp's cases (rpc_rfp_tests.c). */
 void t_rfp_fetch_push(void **state);

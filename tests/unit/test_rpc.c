@@ -157,19 +157,6 @@ static void t_volume(void **state)
 }
 
 /* Send one frame on a raw connection: 0, or the send's error. */
-static int raw_frame(rdmx_conn *raw, const struct rpc_hdr *h, const void *payload)
-{
-	struct rdmx_msg m;
-	int rc = rdmx_msg_alloc(raw, RPC_HDR + h->len, &m, 1000);
-
-	if (rc)
-		return rc;
-	rdmx__rpc_hdr_put(m.data, h);
-	memcpy((char *)m.data + RPC_HDR, payload, h->len);
-	m.len = RPC_HDR + h->len;
-	return rdmx_send(raw, &m);
-}
-
 /* Deferred responses, answered from this thread in reverse order. */
 static void t_deferred(void **state)
 {
@@ -493,58 +480,6 @@ static void t_rate(void **state)
 	srv_stop(&v);
 }
 
-/*
- * msg: a client sends request after request (each slot answered before it
- * is used again) and never takes a response. Its receives fill, the
- * server's SENDs to it wait, its send buffers run out: the worker that
- * answers it must not then wait the timeout for every one of its requests
- * (every client of that worker waits behind it). One wait, then that
- * client is failed and its other requests are not answered.
- */
-static void t_msg_no_reader(void **state)
-{
-	const char *t = getenv("RPC_TRANSPORT"), *p = getenv("RPC_PROTOCOL");
-	unsigned char hello[RPC_HELLO_LEN];
-	struct rpc_contract k;
-	struct rdmx_conn_opts co;
-	rdmx_rpc_client *good;
-	struct rdmx_msg m;
-	struct srv v;
-	rdmx_conn *raw;
-	double t0;
-
-	(void)state;
-	if ((t && *t && strcmp(t, "msg")) || (p && *p))
-		skip(); /* send_recv's flow control: the responses wait on RNR */
-	srv_timeout_ms = 300;
-	srv_start(&v, 1);
-	srv_timeout_ms = WAIT_MS;
-	good = dial_ok(&v, 4);
-	rdmx_conn_opts_init(&co);
-	co.max_msg_size = (uint32_t)(24 + MAX_ECHO);
-	co.send_depth = co.recv_depth = 16;
-	assert_int_equal(rdmx_dial(v.ctx, th_addr(), rdmx_rpc_server_port(v.s), &co, &raw), 0);
-	assert_int_equal(rdmx__rpc_contract_load(&k, contract, NMETHODS), 0);
-	rdmx__rpc_hello_put(hello, &k);
-	rdmx__rpc_contract_free(&k);
-	raw_frame(raw, &(struct rpc_hdr){ .kind = RPC_HELLO, .len = RPC_HELLO_LEN }, hello);
-	assert_int_equal(rdmx_recv(raw, &m, WAIT_MS), 0); /* HELLO_OK */
-	rdmx_msg_release(raw, &m);
-	for (uint64_t i = 0; i < 200; i++)
-		if (raw_frame(raw, &(struct rpc_hdr){ .kind = RPC_REQ, .method = M_ECHO,
-				.len = 1, .call = (i + 1) << RPC_SLOT_BITS | (i % 64) }, "x"))
-			break; /* the server stopped taking them */
-	t0 = th_now_ms();
-	echo_once(good, 100, 1);
-	echo_once(good, 100, 2);
-	if (th_now_ms() - t0 > 3000)
-		fail_msg("a client that takes no responses held the worker %.0f ms",
-			 th_now_ms() - t0);
-	rdmx_conn_close(raw);
-	rdmx_rpc_client_destroy(good);
-	srv_stop(&v);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,7 +491,10 @@ int main(void)
 		cmocka_unit_test(t_errors),
 		cmocka_unit_test(t_mismatch),
 		cmocka_unit_test(t_malformed),
-		cmocka_unit_test(t_msg_no_reader),
+		cmocka_unit_test(t_stuck_reader),
+		cmocka_unit_test(t_stuck_reader_inline),
+		cmocka_unit_test(t_hello_deadline),
+		cmocka_unit_test(t_rfp_round_robin),
 		cmocka_unit_test(t_server_gone),
 		cmocka_unit_test(t_client_gone),
 		cmocka_unit_test(t_threads),
