@@ -111,6 +111,8 @@ static void rfp_close(void *t)
 	struct rfp_conn *r = t;
 
 	if (r->server) {
+		if (r->lis->cur == r) /* the scan's round robin goes on */
+			r->lis->cur = r->next;
 		if (r->prev)
 			r->prev->next = r->next;
 		else

@@ -57,6 +57,7 @@ struct rfp_conn {
 struct rfp_lis {
 	rdmx_listener *lis;
 	struct rfp_conn *conns;
+	struct rfp_conn *cur;    /* the client the next scan starts at */
 };
 
 static inline unsigned char *slot_at(struct rfp_conn *r, int resp, uint32_t s)

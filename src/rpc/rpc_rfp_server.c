@@ -159,32 +159,63 @@ static void bad_record(struct rfp_conn *r, struct rpc_sev *ev)
 	*ev = (struct rpc_sev){ .type = RPC_SEV_FRAME, .t = r, .rx = { .slot = -1 } };
 }
 
-/* Look at every slot of every client once; 1 with a frame in @ev. */
+/* Slot @s of @r: 1 with its frame (or a malformed record) in @ev. */
+static int slot_take(struct rfp_conn *r, uint32_t s, struct rpc_sev *ev)
+{
+	unsigned char *slot = slot_at(r, 0, s);
+	uint32_t len;
+	int whole;
+
+	if (!trailer_load(slot, r->ssize, r->seq[s] + 1, &len))
+		return 0;
+	whole = trailer_whole(slot, len, r->ssize);
+	if (!whole && !rdmx__rfp_torn_again(r, s, len))
+		return 0; /* torn: this slot's next turn */
+	r->torn[s] = 0;
+	pthread_mutex_lock(&r->lock);
+	r->seq[s]++;
+	pthread_mutex_unlock(&r->lock);
+	if (!whole) {
+		bad_record(r, ev);
+		return 1;
+	}
+	*ev = (struct rpc_sev){ .type = RPC_SEV_FRAME, .t = r,
+		.rx = { .data = slot, .len = len, .slot = (int)s } };
+	return 1;
+}
+
+/* @r's slots once, in order (a client's own calls are its affair):
+ * 1 with a frame. */
+static int conn_scan(struct rfp_conn *r, struct rpc_sev *ev)
+{
+	for (uint32_t s = 0; s < r->slots; s++)
+		if (slot_take(r, s, ev))
+			return 1;
+	return 0;
+}
+
+/*
+ * Every client's slots once, round robin: from the client after the one
+ * that had the last request (l->cur), so a client that keeps its window
+ * full gets one request in turn with every other, old or new (the scan
+ * once started at the newest client every time: a busy new one starved
+ * the old ones). 1 with a frame in @ev.
+ */
 static int slots_scan(struct rfp_lis *l, struct rpc_sev *ev)
 {
-	for (struct rfp_conn *r = l->conns; r; r = r->next)
-		for (uint32_t s = 0; s < r->slots; s++) {
-			unsigned char *slot = slot_at(r, 0, s);
-			uint32_t len;
-			int whole;
+	struct rfp_conn *start = l->cur ? l->cur : l->conns, *r = start;
 
-			if (!trailer_load(slot, r->ssize, r->seq[s] + 1, &len))
-				continue;
-			whole = trailer_whole(slot, len, r->ssize);
-			if (!whole && !rdmx__rfp_torn_again(r, s, len))
-				continue; /* torn: this slot's next turn */
-			r->torn[s] = 0;
-			pthread_mutex_lock(&r->lock);
-			r->seq[s]++;
-			pthread_mutex_unlock(&r->lock);
-			if (!whole) {
-				bad_record(r, ev);
-				return 1;
-			}
-			*ev = (struct rpc_sev){ .type = RPC_SEV_FRAME, .t = r,
-				.rx = { .data = slot, .len = len, .slot = (int)s } };
+	if (!r)
+		return 0;
+	do {
+		struct rfp_conn *next = r->next ? r->next : l->conns;
+
+		if (conn_scan(r, ev)) {
+			l->cur = next;
 			return 1;
 		}
+		r = next;
+	} while (r != start);
 	return 0;
 }
 

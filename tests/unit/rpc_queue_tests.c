@@ -184,66 +184,91 @@ void t_hello_deadline(void **state)
 
 /* ------------------------------------------------------------- rfp scan */
 
-struct flooder {
-	rdmx_rpc_client *c;
-	atomic_int stop;
-	uint64_t calls;
+/* The order the run thread took requests in (their first byte), after a
+ * gate request ('G') held it until the test opened the gate. */
+struct order {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool gated, open;
+	char log[64];
+	int n;
 };
 
-/* Keep the window full of echoes until told to stop. */
-static void *flood_main(void *arg)
+static void on_ordered(rdmx_rpc_req *req, void *arg)
 {
-	static unsigned char in[64], out[64][64];
-	struct flooder *f = arg;
-	uint64_t id;
-	size_t len;
-	int status, live = 0;
+	struct order *o = arg;
+	size_t len, cap;
+	const char *in = rdmx_rpc_req_data(req, &len);
+	char *out = rdmx_rpc_req_resp(req, &cap);
 
-	while (!atomic_load(&f->stop) || live) {
-		while (!atomic_load(&f->stop) &&
-		       !rdmx_rpc_call_async(f->c, M_ECHO, in, sizeof(in), out[f->calls % 64],
-					    sizeof(out[0]), &id))
-			live++;
-		if (!rdmx_rpc_poll(f->c, &id, &status, &len, 100)) {
-			live--;
-			f->calls++;
-		} else if (atomic_load(&f->stop)) {
-			break;
-		}
+	pthread_mutex_lock(&o->lock);
+	if (in[0] == 'G') {
+		o->gated = true;
+		pthread_cond_broadcast(&o->cv);
+		while (!o->open)
+			pthread_cond_wait(&o->cv, &o->lock);
+	} else if (o->n < (int)sizeof(o->log)) {
+		o->log[o->n++] = in[0];
 	}
-	return NULL;
+	pthread_mutex_unlock(&o->lock);
+	memcpy(out, in, len);
+	rdmx_rpc_respond(req, 0, len);
 }
 
-/* rfp: the scan starts where the last one found a request, so an old
- * client is served while a newer one keeps its whole window full. */
+/* A call of one byte @b on @c, its id. */
+static uint64_t call_byte(rdmx_rpc_client *c, const char *b, char *out)
+{
+	uint64_t id;
+
+	assert_int_equal(rdmx_rpc_call_async(c, M_ECHO, b, 1, out, 64, &id), 0);
+	return id;
+}
+
+/* rfp: the scan goes round the clients from the one after the last
+ * served, so an old client's request is taken in turn while a newer
+ * client has many ready (the scan once started at the newest every time:
+ * all of the new one's first). Handlers run in the run thread; a gate
+ * request holds it while both clients write their requests. */
 void t_rfp_round_robin(void **state)
 {
 	const char *t = getenv("RPC_TRANSPORT");
-	struct flooder f = { 0 };
-	rdmx_rpc_client *old;
-	pthread_t th;
-	double slow = 0;
+	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	char out[12][64];
+	uint64_t gate, ida, idb[10];
+	rdmx_rpc_client *old, *busy;
+	const char *pos;
 	struct srv v;
-	int n = 50;
 
 	(void)state;
 	if (!t || strcmp(t, "rfp"))
 		skip();
-	srv_start(&v, 1);
+	srv_start(&v, 0);
+	assert_int_equal(rdmx_rpc_server_handle(v.s, M_ECHO, on_ordered, &o), 0);
 	old = dial_ok(&v, 4);
-	f.c = dial_ok(&v, 64);
-	assert_int_equal(pthread_create(&th, NULL, flood_main, &f), 0);
-	for (int i = 0; i < n; i++) {
-		double ms = echo_within(old, 100, (uint64_t)i, CALL_MS);
-
-		slow = ms > slow ? ms : slow;
-	}
-	atomic_store(&f.stop, 1);
-	pthread_join(th, NULL);
-	printf("rpc rfp: an old client's slowest of %d calls while a new one floods: "
-	       "%.1f ms (the new one's calls: %llu)\n", n, slow,
-	       (unsigned long long)f.calls);
-	rdmx_rpc_client_destroy(f.c);
+	busy = dial_ok(&v, 16);
+	gate = call_byte(old, "G", out[0]);
+	pthread_mutex_lock(&o.lock);
+	while (!o.gated)
+		pthread_cond_wait(&o.cv, &o.lock);
+	pthread_mutex_unlock(&o.lock);
+	for (int i = 0; i < 10; i++)
+		idb[i] = call_byte(busy, "B", out[2 + i]);
+	ida = call_byte(old, "A", out[1]);
+	pthread_mutex_lock(&o.lock);
+	o.open = true;
+	pthread_cond_broadcast(&o.cv);
+	pthread_mutex_unlock(&o.lock);
+	assert_int_equal(rdmx_rpc_wait(old, gate, NULL, NULL, WAIT_MS), 0);
+	assert_int_equal(rdmx_rpc_wait(old, ida, NULL, NULL, WAIT_MS), 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(rdmx_rpc_wait(busy, idb[i], NULL, NULL, WAIT_MS), 0);
+	o.log[o.n < 63 ? o.n : 63] = 0;
+	pos = strchr(o.log, 'A');
+	printf("rpc rfp: requests taken after the gate: %s (the old client's 'A' at %d "
+	       "of %d)\n", o.log, pos ? (int)(pos - o.log) : -1, o.n);
+	assert_non_null(pos);
+	assert_true(pos - o.log <= 1); /* one of the busy client's, then the old one's */
+	rdmx_rpc_client_destroy(busy);
 	rdmx_rpc_client_destroy(old);
 	srv_stop(&v);
 }
