@@ -57,6 +57,11 @@ struct rdmx_kv_server_opts {
 	 * it). Evictions are counted ("evictions" in the front door's stats).
 	 */
 	int evict;
+	/* RDMA door: an RPC connection that sends no valid hello, and a read
+	 * door connection that holds a grant while no RPC client of its host
+	 * is connected, are closed after this many ms (0: 5000;
+	 * docs/servers.md). */
+	int hello_ms;
 };
 
 /**

@@ -18,14 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/wire.h"
 #include "kv/kv_door.h"
 #include "kv/kv_internal.h"
 #include "kv/kv_rdma.h"
+#include "rpc/rpc_int.h"
 
-#define DOOR_POLL_MS 100 /* the bound on noticing a stop */
-#define GRANT_TIMEOUT_MS 5000
+#define CHECK_MS 20      /* the read door's look at its grants' RPC clients,
+			  * and the bound on noticing a stop */
+#define HELLO_MS 5000    /* rdmx_kv_server_opts.hello_ms's default */
 
 const struct rdmx_rpc_method rdmx__kv_contract[KV_NMETHODS] = {
 	{ KV_M_GET, "kv.get", KV_REQ_HDR + RDMX_KV_KEY_MAX,
@@ -35,6 +38,14 @@ const struct rdmx_rpc_method rdmx__kv_contract[KV_NMETHODS] = {
 	{ KV_M_LAYOUT, "kv.layout", KV_REQ_HDR, KV_LAYOUT_LEN, RDMX_RPC_IDEMPOTENT },
 };
 
+/* A read door connection: its grant is matched with an RPC client of its
+ * host (conns_check). */
+struct door_conn {
+	rdmx_conn *c;
+	char peer[64];
+	int64_t alone_ms;              /* since when it has none (0: it has) */
+};
+
 struct rdmx__kv_door {
 	struct rdmx__kv *kv;
 	rdmx_ctx *ctx;
@@ -42,8 +53,10 @@ struct rdmx__kv_door {
 	rdmx_listener *lis;
 	rdmx_mr *table_mr, *slab_mr;
 	struct rdmx__kv_reader reader; /* the get handler's */
-	rdmx_conn **conns;             /* read door connections */
+	struct door_conn *conns;       /* read door connections */
 	size_t n_conns, cap_conns;
+	int hello_ms;                  /* a grant without an RPC client, at most */
+	int64_t check_ms;              /* the read door's next look */
 	pthread_t rpc_t, door_t;
 	bool running;
 	atomic_int stop;
@@ -225,7 +238,7 @@ static int grant(struct rdmx__kv_door *d, rdmx_conn *c)
 	size_t len = RDMX_REGION_DESC_LEN, len2 = RDMX_REGION_DESC_LEN;
 	struct rdmx_msg m;
 	uint8_t *b;
-	int rc = rdmx_msg_alloc(c, KV_GRANT_LEN, &m, GRANT_TIMEOUT_MS);
+	int rc = rdmx_msg_alloc(c, KV_GRANT_LEN, &m, 0); /* new: its buffers free */
 
 	if (rc)
 		return rc;
@@ -248,7 +261,7 @@ static int grant(struct rdmx__kv_door *d, rdmx_conn *c)
 static void conn_forget(struct rdmx__kv_door *d, rdmx_conn *c)
 {
 	for (size_t i = 0; i < d->n_conns; i++)
-		if (d->conns[i] == c) {
+		if (d->conns[i].c == c) {
 			d->conns[i] = d->conns[--d->n_conns];
 			break;
 		}
@@ -257,9 +270,11 @@ static void conn_forget(struct rdmx__kv_door *d, rdmx_conn *c)
 
 static void conn_keep(struct rdmx__kv_door *d, rdmx_conn *c)
 {
+	struct door_conn *dc;
+
 	if (d->n_conns == d->cap_conns) {
 		size_t cap = d->cap_conns ? 2 * d->cap_conns : 16;
-		rdmx_conn **p = realloc(d->conns, cap * sizeof(*p));
+		struct door_conn *p = realloc(d->conns, cap * sizeof(*p));
 
 		if (!p) {
 			rdmx_conn_close(c);
@@ -268,9 +283,55 @@ static void conn_keep(struct rdmx__kv_door *d, rdmx_conn *c)
 		d->conns = p;
 		d->cap_conns = cap;
 	}
-	d->conns[d->n_conns++] = c;
+	dc = &d->conns[d->n_conns++];
+	*dc = (struct door_conn){ .c = c };
+	if (rdmx_conn_peer_addr(c, dc->peer, sizeof(dc->peer)))
+		dc->peer[0] = 0;
 	if (grant(d, c)) /* the client sees its read connection go */
 		conn_forget(d, c);
+}
+
+/* Read door connections before @i on the host of @peer. */
+static unsigned door_before(const struct rdmx__kv_door *d, size_t i, const char *peer)
+{
+	unsigned k = 0;
+
+	for (size_t j = 0; j < i; j++)
+		k += rdmx__rpc_same_host(d->conns[j].peer, peer);
+	return k;
+}
+
+/*
+ * A grant is for an RPC client: a read door connection of a host is
+ * matched while that host has more RPC clients connected (whose contract
+ * matched) than read door connections before it. One that stays
+ * unmatched for hello_ms (the client's RPC connection went, or never
+ * came) is closed: it would hold the door's memory and a connection slot
+ * with nothing to answer for it.
+ */
+static void conns_check(struct rdmx__kv_door *d)
+{
+	int64_t now = rdmx__now_ms();
+
+	if (now < d->check_ms)
+		return;
+	d->check_ms = now + CHECK_MS;
+	for (size_t i = 0; i < d->n_conns; i++) {
+		struct door_conn *dc = &d->conns[i];
+
+		if (rdmx__rpc_server_clients_from(d->rpc, dc->peer) >
+		    door_before(d, i, dc->peer)) {
+			dc->alone_ms = 0;
+		} else if (!dc->alone_ms) {
+			dc->alone_ms = now;
+		} else if (now - dc->alone_ms >= d->hello_ms) {
+			rdmx__fail(-ETIMEDOUT, "kv: read door connection %s held a grant with "
+				   "no RPC client of its host for %d ms: closed",
+				   dc->peer[0] ? dc->peer : "(peer unknown)", d->hello_ms);
+			conn_forget(d, dc->c);
+			i--; /* the last one took its place */
+		}
+	}
 }
 
 static void *door_main(void *arg)
@@ -279,8 +340,9 @@ static void *door_main(void *arg)
 	struct rdmx_event ev;
 
 	while (!atomic_load(&d->stop)) {
-		int rc = rdmx_listener_next(d->lis, &ev, DOOR_POLL_MS);
+		int rc = rdmx_listener_next(d->lis, &ev, CHECK_MS);
 
+		conns_check(d);
 		if (rc == -ESHUTDOWN)
 			break;
 		if (rc)
@@ -337,6 +399,7 @@ static int rpc_open(struct rdmx__kv_door *d, const struct rdmx_kv_server_opts *o
 	 * reader is one thread's, and a request is not handed to a worker
 	 * (the hand-off was ~6 ms of a 7 ms GET by RPC under emulation). */
 	ro.workers = 0;
+	ro.hello_ms = d->hello_ms;
 	rc = rdmx_rpc_server_create(d->ctx, o->rdma_addr, (uint16_t)o->rdma_port,
 				    rdmx__kv_contract, KV_NMETHODS, &ro, &d->rpc);
 	for (int i = 0; !rc && i < KV_NMETHODS; i++)
@@ -355,6 +418,7 @@ int rdmx__kv_door_open(struct rdmx__kv *kv, const struct rdmx_kv_server_opts *o,
 		return rdmx__fail(-ENOMEM, "kv: no memory for the RDMA door");
 	d->kv = kv;
 	d->ctx = o->ctx;
+	d->hello_ms = o->hello_ms > 0 ? o->hello_ms : HELLO_MS;
 	rc = rdmx__kv_reader_init(kv, &d->reader);
 	if (!rc)
 		rc = regions_reg(d);
@@ -412,7 +476,7 @@ void rdmx__kv_door_close(struct rdmx__kv_door *d)
 	if (d->lis)
 		rdmx_listener_destroy(d->lis);
 	while (d->n_conns)
-		conn_forget(d, d->conns[d->n_conns - 1]);
+		conn_forget(d, d->conns[d->n_conns - 1].c);
 	free(d->conns);
 	if (d->rpc)
 		rdmx_rpc_server_destroy(d->rpc);

@@ -276,6 +276,13 @@ struct rdmx_rpc_server {
 	struct rdmx__err err;
 };
 
+/* Clients of @s whose contract matched, connected now, on the host of
+ * @peer (an address as rdmx_conn_peer_addr writes it; the port, after
+ * its last ':', aside): KV's read door matches its grants with them. */
+unsigned rdmx__rpc_server_clients_from(rdmx_rpc_server *s, const char *peer);
+/* @a and @b (addresses as rdmx_conn_peer_addr writes them) on one host. */
+bool rdmx__rpc_same_host(const char *a, const char *b);
+
 /* ---------------------------------------------------------------- client */
 
 enum rpc_call_state { CALL_FREE = 0, CALL_SENT, CALL_DONE, CALL_ABANDONED };

@@ -426,3 +426,29 @@ void rdmx_rpc_server_stats(rdmx_rpc_server *s, struct rdmx_rpc_server_stats *st)
 	if (s->ops->posts)
 		st->work_requests += s->ops->posts(s);
 }
+
+/* The length of @addr's host: up to its last ':' (the port), if any. */
+static size_t host_len(const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+
+	return colon ? (size_t)(colon - addr) : strlen(addr);
+}
+
+bool rdmx__rpc_same_host(const char *a, const char *b)
+{
+	size_t n = host_len(a);
+
+	return host_len(b) == n && !memcmp(a, b, n);
+}
+
+unsigned rdmx__rpc_server_clients_from(rdmx_rpc_server *s, const char *peer)
+{
+	unsigned k = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (const struct rpc_sconn *sc = s->conns; sc; sc = sc->next)
+		k += sc->ready && !sc->gone && rdmx__rpc_same_host(sc->peer, peer);
+	pthread_mutex_unlock(&s->lock);
+	return k;
+}
