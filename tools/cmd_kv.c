@@ -108,7 +108,7 @@ static int serve(const struct rdmx_kv_server_opts *o)
 
 struct kv_cfg {
 	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
-	long long port, mport, clients, timeout;
+	long long port, mport, clients, timeout, hello_ms;
 	uint64_t capacity, memory, inline_max, item_max;
 };
 
@@ -132,6 +132,7 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 		.memcached_port = (int)cfg->mport, .max_clients = (int)cfg->clients,
 		.rdma_addr = addr, .rdma_port = (int)cfg->port,
 		.transport = cfg->transport, .protocol = cfg->protocol,
+		.hello_ms = (int)cfg->hello_ms,
 		.evict = strcmp(cfg->evict, "lru") ? RDMX_KV_EVICT_NONE : RDMX_KV_EVICT_LRU,
 	};
 	struct rdmx_ctx_opts co;
@@ -261,6 +262,9 @@ int cmd_kv(int argc, char **argv)
 		{ "evict", 0, OPT_CHOICE, &cfg.evict, 0, 0, evicts, "POLICY",
 		  "serve, a full table or slab: none (refuse the store, default) or lru "
 		  "(evict the least recently used key in the way)" },
+		{ "hello-timeout", 0, OPT_INT, &cfg.hello_ms, 0, 3600000, NULL, "MS",
+		  "serve: close an RDMA door connection with no valid hello, or a read "
+		  "connection with no RPC client of its host, by then (0: 5000)" },
 		{ 0 },
 	};
 	const char *pos[4];

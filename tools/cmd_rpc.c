@@ -71,6 +71,8 @@ struct rpc_cfg {
 	const char *fabric, *transport, *protocol;
 	uint64_t size, max_size;
 	long long count, window, workers, port, timeout;
+	long long hello_ms, drop_ms, queue_max;  /* serve: 0, the defaults */
+	uint64_t queue_bytes;
 };
 
 static rdmx_rpc_server *volatile serving;
@@ -107,6 +109,10 @@ static void rpc_opts(const struct rpc_cfg *cfg, struct rdmx_rpc_opts *o)
 	o->window = (uint32_t)cfg->window;
 	o->workers = (uint32_t)cfg->workers;
 	o->timeout_ms = (int)cfg->timeout;
+	o->hello_ms = (int)cfg->hello_ms;
+	o->drop_ms = (int)cfg->drop_ms;
+	o->queue_max = (uint32_t)cfg->queue_max;
+	o->queue_bytes = (uint32_t)cfg->queue_bytes;
 }
 
 static int fail(const char *what, int rc, const char *detail)
@@ -144,6 +150,11 @@ static void print_server(rdmx_rpc_server *s)
 	       "dropped for malformed frames)\n", (unsigned long long)st.calls,
 	       (unsigned long long)st.conns, (unsigned long long)st.rejected,
 	       (unsigned long long)st.bad_frames);
+	if (st.dropped || st.hello_late) /* the last reason names its connection */
+		printf("rdmx rpc: %llu clients dropped for taking no responses, %llu "
+		       "connections closed for no hello; last: %s\n",
+		       (unsigned long long)st.dropped, (unsigned long long)st.hello_late,
+		       rdmx_rpc_server_error(s));
 }
 
 static int serve(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
@@ -367,6 +378,15 @@ int cmd_rpc(int argc, char **argv)
 		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT", "server port" },
 		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
 		  "bound of the connect and of each wait for a response" },
+		{ "hello-timeout", 0, OPT_INT, &cfg.hello_ms, 0, 3600000, NULL, "MS",
+		  "serve: close a connection with no valid hello by then (0: --timeout)" },
+		{ "drop-timeout", 0, OPT_INT, &cfg.drop_ms, 0, 3600000, NULL, "MS",
+		  "serve: drop a client whose queued responses do not move for this long "
+		  "(0: half of --timeout)" },
+		{ "queue-max", 0, OPT_INT, &cfg.queue_max, 0, 1 << 20, NULL, "N",
+		  "serve: responses queued per client at most (0: 4096)" },
+		{ "queue-bytes", 0, OPT_SIZE, &cfg.queue_bytes, 0, 0xffffffffLL, NULL, "BYTES",
+		  "serve: bytes queued per client at most (0: 16M)" },
 		{ 0 },
 	};
 	const char *pos[2];
