@@ -201,7 +201,10 @@ void *rdmx_rpc_req_resp(rdmx_rpc_req *req, size_t *cap);
  * Any thread, once per request. Returns 0, -EMSGSIZE (@len above the
  * method's max_resp: the caller gets status -EMSGSIZE instead),
  * -EINVAL (@status not 0 or -1..-4095), or the connection's error (the
- * client is gone: nothing to answer, @req is freed all the same).
+ * client is gone: nothing to answer, @req is freed all the same). It never
+ * waits on the client: a response its connection cannot take now waits in
+ * the connection's queue, and a client whose queue overflows (-ENOBUFS)
+ * or stays stuck for drop_ms is dropped (docs/servers.md).
  */
 int rdmx_rpc_respond(rdmx_rpc_req *req, int status, size_t len);
 
