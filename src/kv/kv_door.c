@@ -26,7 +26,8 @@
 #include "kv/kv_rdma.h"
 #include "rpc/rpc_int.h"
 
-#define CHECK_MS 20      /* the read door's look at its grants' RPC clients,
+#define CHECK_MS 100     /* the read door's look at its grants' RPC clients
+			  * (each look is O(connections^2): a few a second),
 			  * and the bound on noticing a stop */
 #define HELLO_MS 5000    /* rdmx_kv_server_opts.hello_ms's default */
 
