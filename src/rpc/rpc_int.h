@@ -270,7 +270,8 @@ struct rdmx_rpc_server {
 	uint64_t conn_ids;            /* connections so far (run thread) */
 	atomic_uint queued;           /* connections with frames queued */
 	unsigned lingering;           /* refused, closed once flushed (run thread) */
-	int64_t sweep_ms, swept_ms;   /* the run thread's next and last look */
+	int64_t sweep_ms, swept_ns;   /* the run thread's next and last look */
+	_Atomic int64_t qmoved_ms;    /* when a queue last began or moved */
 	uint64_t wr_closed;           /* work requests of closed connections */
 	atomic_int stop;
 	struct rdmx__err err;

@@ -27,6 +27,8 @@
 
 #define RUN_POLL_MS 100
 #define SWEEP_MS 10 /* the run thread's look at deadlines, when nothing is queued */
+#define SWEEP_BUSY_NS 50000 /* ... and at the queues while any holds a frame */
+#define QUEUE_HOT_MS 2      /* a queue moved this recently: poll, do not sleep */
 
 /* ------------------------------------------------------------ connections */
 
@@ -269,17 +271,17 @@ static void sc_service(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int64_t 
 	}
 }
 
-/* Every SWEEP_MS, and every millisecond while a queue holds frames or a
- * refused client lingers: deadlines checked, queues sent. */
+/* Every SWEEP_MS, and every SWEEP_BUSY_NS while a queue holds frames or
+ * a refused client lingers: deadlines checked, queues sent. */
 static void conns_service(struct rdmx_rpc_server *s)
 {
-	int64_t now = rdmx__now_ms();
+	int64_t ns = rdmx__now_ns(), now = ns / 1000000;
 	bool busy = atomic_load(&s->queued) || s->lingering;
 	struct rpc_sconn *sc, *next;
 
-	if (now < s->sweep_ms && (!busy || now == s->swept_ms))
+	if (now < s->sweep_ms && (!busy || ns - s->swept_ns < SWEEP_BUSY_NS))
 		return;
-	s->swept_ms = now;
+	s->swept_ns = ns;
 	s->sweep_ms = now + SWEEP_MS;
 	for (sc = s->conns; sc; sc = next) {
 		next = sc->next; /* sc may be closed */
@@ -304,6 +306,17 @@ static void on_event(struct rdmx_rpc_server *s, struct rpc_sev *ev)
 		on_frame(s, sc, &ev->rx);
 }
 
+/* The run thread's wait for its next event: none while a queue moved
+ * lately (a ring's credit, a send's completion comes within microseconds),
+ * 1 ms while one holds frames or a refused client lingers, else
+ * RUN_POLL_MS. */
+static int run_poll_ms(struct rdmx_rpc_server *s)
+{
+	if (atomic_load(&s->queued))
+		return rdmx__now_ms() - atomic_load(&s->qmoved_ms) < QUEUE_HOT_MS ? 0 : 1;
+	return s->lingering ? 1 : RUN_POLL_MS;
+}
+
 int rdmx_rpc_server_run(rdmx_rpc_server *s)
 {
 	struct rpc_sev ev;
@@ -314,8 +327,7 @@ int rdmx_rpc_server_run(rdmx_rpc_server *s)
 	while (!atomic_load(&s->stop)) {
 		reap_closing(s);
 		conns_service(s);
-		rc = s->ops->next(s, &ev, atomic_load(&s->queued) || s->lingering ? 1 :
-					  RUN_POLL_MS);
+		rc = s->ops->next(s, &ev, run_poll_ms(s));
 		if (rc == -ETIMEDOUT || rc == -EAGAIN || rc == -ENOTCONN)
 			continue;
 		if (rc)

@@ -72,6 +72,7 @@ static int queue_push(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int64_t n
 		sc->qn--;
 		sc->qbytes -= RPC_HDR + e->h.len;
 		sc->qmoved_ms = now_ms;
+		atomic_store(&s->qmoved_ms, now_ms);
 		free(e);
 	}
 	return 0;
@@ -104,6 +105,7 @@ static int queue_add(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 	} else {
 		sc->qhead = e;
 		sc->qmoved_ms = rdmx__now_ms();
+		atomic_store(&s->qmoved_ms, sc->qmoved_ms);
 		atomic_fetch_add(&s->queued, 1);
 	}
 	sc->qtail = e;
