@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "cmds.h"
+#include "hint.h"
 
 void cli_set_err(struct cli_err *e, const char *fmt, ...)
 {
@@ -63,8 +64,8 @@ int cli_local_addr(const char *cmd, const char *fabric, const char *device,
 	if (rc) {
 		cli_fail(&e, "no local RDMA address", rc, NULL);
 		cli_print_err(cmd, &e);
-		fprintf(stderr, "rdmx %s: see 'rdmx devices'; without an RDMA "
-			"NIC, try: sandbox/run -- rdmx %s\n", cmd, cmd);
+		fprintf(stderr, "rdmx %s: see 'rdmx devices'\n", cmd);
+		hint_no_device(stderr, cmd);
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;

@@ -6,6 +6,7 @@
 #include <rdmx/rdmx.h>
 
 #include "cmds.h"
+#include "hint.h"
 
 static const struct opts_page devices_page = {
 	.name = "rdmx-devices - list RDMA devices, ports and GIDs",
@@ -245,7 +246,8 @@ int cmd_devices(int argc, char **argv)
 	rdmx_devices_free(devs, n);
 	if (!n) {
 		fprintf(stderr, "no RDMA devices found (is the rdma_rxe/ib_uverbs module "
-			"loaded? try sandbox/run -- rdmx devices)\n");
+			"loaded?)\n");
+		hint_no_device(stderr, "devices");
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;

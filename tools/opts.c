@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "opts.h"
+#include "hint.h"
 
 #define HELP_WIDTH	79	/* wrap help text before this column */
 #define HELP_INDENT	4	/* options start in this column */
@@ -521,6 +522,6 @@ void opts_print_page(const struct opts_page *page, const struct opt *table,
 	opts_print_help(table, f);
 	fputc('\n', f);
 	print_section(f, "EXIT STATUS", page->exit_status);
-	print_section(f, "EXAMPLES", page->examples);
+	print_section(f, "EXAMPLES", hint_examples(page->examples));
 	print_section(f, "SEE ALSO", page->see_also);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "opts.h"
+#include "hint.h"
 
 /* @n bytes of @s as roff text: backslashes and dashes escaped, and a line
  * starting with a control character ('.' or ''') made literal. */
@@ -138,6 +139,6 @@ void opts_print_man(const struct opts_page *page, const struct opt *table,
 			roff_option(f, o, man_metavar(o));
 	roff_option(f, &help, "");
 	roff_lines(f, "EXIT STATUS", page->exit_status);
-	roff_lines(f, "EXAMPLES", page->examples);
+	roff_lines(f, "EXAMPLES", hint_examples(page->examples));
 	roff_paragraphs(f, "SEE ALSO", page->see_also);
 }

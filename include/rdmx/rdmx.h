@@ -251,7 +251,7 @@ struct rdmx_conn_opts {
 				  * this bound: every call waiting on the
 				  * connection returns -ECONNRESET, "peer
 				  * stopped answering". 1000..3600000, default
-				  * 10000. See "Liveness" in README.md.
+				  * 10000. See "Liveness" in docs/library.md.
 				  * write_atomic: also how long a reservation
 				  * in the ring may stay unwritten before the
 				  * receiver skips it, and how long rdmx_send
@@ -473,12 +473,13 @@ const char *rdmx_conn_protocol(const rdmx_conn *conn);
 size_t rdmx_conn_max_msg(const rdmx_conn *conn);
 
 /**
- * rdmx_conn_local_addr / rdmx_conn_peer_addr - this end's / the peer's
- * address as "ip:port" text ("[ip6]:port" for IPv6) in @buf (@len bytes).
- * Returns 0, -EINVAL, or -ENOSPC (@buf too small; 64 bytes always do).
+ * rdmx_conn_local_addr - this end's address of @conn as "ip:port" text
+ * ("[ip6]:port" for IPv6) in @buf (@len bytes). Returns 0, -EINVAL, or
+ * -ENOSPC (@buf too small; 64 bytes always do).
  */
 int rdmx_conn_local_addr(const rdmx_conn *conn, char *buf, size_t len);
-/** rdmx_conn_peer_addr - see rdmx_conn_local_addr(). */
+/** rdmx_conn_peer_addr - the peer's address of @conn, as
+ * rdmx_conn_local_addr() writes this end's. */
 int rdmx_conn_peer_addr(const rdmx_conn *conn, char *buf, size_t len);
 
 /** rdmx_conn_set_user - attach an application pointer to @conn. */
@@ -635,7 +636,7 @@ int rdmx_send_flags(rdmx_conn *conn, struct rdmx_msg *msg, unsigned flags,
  * @iov[i].iov_len bytes at @iov[i].iov_base, in order, as one burst: one
  * lock and one set of checks for all of them, posted as an
  * RDMX_SEND_MORE burst is (chained, packed, coalesced; see "Bursts" in
- * the README) and all rung before it returns. On send_recv and srq a run
+ * docs/library.md) and all rung before it returns. On send_recv and srq a run
  * of small messages is packed straight from @iov, without a send buffer
  * per message: the cheapest way to send many small messages. Each
  * message waits for room (a send buffer, credit, ring space) as

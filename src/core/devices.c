@@ -244,7 +244,7 @@ int rdmx__address_choose(const struct rdmx_device_info *devs, int n,
 	}
 	if (device)
 		return rdmx__fail(-ENODEV, "no RDMA device '%s' with an ACTIVE port", device);
-	return rdmx__fail(-ENODEV, "no RDMA device with an ACTIVE port (no RDMA NIC? try sandbox/run)");
+	return rdmx__fail(-ENODEV, "no RDMA device with an ACTIVE port (" RDMX__NO_DEVICE_HINT ")");
 }
 
 int rdmx_pick_address(const char *device, int gid_index, char *buf, size_t len)

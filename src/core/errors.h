@@ -12,6 +12,16 @@
 
 #define RDMX__ERRMSG_LEN 256
 
+/* What a message about a missing RDMA device suggests: the sandbox in the
+ * source tree; a packaged build (RDMX_PACKAGED) ships none, so it names
+ * the SoftRoCE set-up. */
+#ifdef RDMX_PACKAGED
+#define RDMX__NO_DEVICE_HINT "without an RDMA NIC, set up SoftRoCE: " \
+	"rdma link add rxe0 type rxe netdev IFACE"
+#else
+#define RDMX__NO_DEVICE_HINT "without an RDMA NIC, try sandbox/run"
+#endif
+
 struct rdmx__err {
 	char msg[RDMX__ERRMSG_LEN];
 };

@@ -37,7 +37,7 @@ static int ep_new(struct rdmx__fabric *fab, struct rdmx__ep **out)
 
 		free(ep);
 		return rdmx__fail(-err, "cannot open rdma_cm (%s): is the rdma_ucm module loaded? "
-				  "Without an RDMA device use sandbox/run", strerror(err));
+				  "(" RDMX__NO_DEVICE_HINT ")", strerror(err));
 	}
 	if (fcntl(ep->ch->fd, F_SETFL, fcntl(ep->ch->fd, F_GETFL) | O_NONBLOCK)) {
 		rdma_destroy_event_channel(ep->ch);

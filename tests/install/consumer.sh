@@ -2,7 +2,8 @@
 # Install the build tree into a fresh prefix and build the installed example
 # out of tree both ways a user would: pkg-config, and CMake's
 # find_package(rdmx). Each program and the installed CLI must load the
-# installed librdmx (not the build tree's) and start.
+# installed librdmx (not the build tree's) and start; the installed CLI
+# without LD_LIBRARY_PATH; the man3 pages are installed.
 # Usage: consumer.sh BUILD_DIR
 set -eu
 build=$(cd "$1" && pwd)
@@ -35,5 +36,12 @@ loads() { # PROG [LD_LIBRARY_PATH]: fail unless PROG loads the installed librdmx
 loads "$tmp/hello_pc" "$libdir"
 loads "$tmp/cm/hello_cmake" "$libdir"
 loads "$pfx/bin/rdmx" # by its own run path, no LD_LIBRARY_PATH
-"$pfx/bin/rdmx" --version >/dev/null
+# The installed tool runs as installed: no LD_LIBRARY_PATH, whatever the
+# caller's environment holds ($ORIGIN/../LIBDIR, tools/CMakeLists.txt).
+env -u LD_LIBRARY_PATH "$pfx/bin/rdmx" --version | grep -q '^rdmx ' ||
+	{ echo "consumer: the installed rdmx does not run without LD_LIBRARY_PATH" >&2; exit 1; }
+# A section-3 page per public function, from the headers' doc comments.
+for f in rdmx_dial rdmx_send rdmx_rpc_call rdmx_kv_get; do
+	[ -s "$pfx/share/man/man3/$f.3" ] || { echo "consumer: no installed man page $f(3)" >&2; exit 1; }
+done
 echo "consumer: pkg-config and find_package(rdmx) builds link the installed librdmx"
