@@ -105,7 +105,7 @@ static const struct opts_page bench_page = {
 		"--pcap FILE runs tcpdump on the RDMA device's network interface\n"
 		"(its gid_attrs/ndevs) with the filter 'udp port 4791' from before\n"
 		"the first test until after the last (or SIGINT/SIGTERM), writing\n"
-		"RoCEv2 packets to FILE for tshark or wireshark (see README,\n"
+		"RoCEv2 packets to FILE for tshark or wireshark (see docs/benchmarks.md,\n"
 		"\"Reading RoCEv2 on the wire\"); the JSON names FILE. It needs\n"
 		"tcpdump (Debian: tcpdump) and root or CAP_NET_RAW; InfiniBand has\n"
 		"no such interface (use ibdump). Traffic between two addresses of\n"
