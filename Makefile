@@ -74,7 +74,7 @@ twohost-check: build
 
 # Liveness between two VMs (not in make check: about 4 min for the 1 s bound
 # on every protocol, 1 min per protocol for the default 10 s): the link cut
-# while busy and while the peer is frozen with SIGSTOP; README "Liveness".
+# while busy and while the peer is frozen with SIGSTOP; docs/library.md "Liveness".
 # RDMX_LIVE_BOUNDS and RDMX_LIVE_PROTOCOLS narrow it.
 twohost-live: build
 	tests/two-host-live $(BUILD)

@@ -156,7 +156,7 @@
  * another member reserved (the first announcement wins; if it is the
  * forger's, the honest writer's later one fails the honest writer), or
  * reserve without writing and stall the ring for the hole bound. Members
- * of one ring must trust each other (README, "Which protocol when"). What
+ * of one ring must trust each other (docs/protocols.md). What
  * holds against any member: no access outside the ring, no length above
  * its announcer's max_msg, no message attributed to a member that did not
  * announce it, no unbounded spin, and a malformed record stops nobody but
