@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdmx KV: a key-value server over rdmx (issue 12): one store, two doors.
+ * rdmx KV: a key-value server over rdmx: one store, two doors.
  * The memcached ASCII front door over TCP, and the RDMA door: rdmx RPC
  * methods (get, put with set/add/replace, delete, cas, layout) and the
  * table and slab regions registered and exported, so that a client GETs

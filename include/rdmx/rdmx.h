@@ -271,7 +271,7 @@ struct rdmx_conn_opts {
 				  * two unsignaled batches); 1: every send
 				  * signaled; 0: the protocol's default */
 	uint8_t coalesce;        /* enum rdmx_coalesce */
-	/* -- write ring variants (issue 13 §3) -- */
+	/* -- write ring variants (docs/protocols.md, "The ring variants") -- */
 	uint8_t ack;             /* ring protocols (write_simplex/magic/
 				  * duplex): how the receiver's head returns
 				  * to the sender, enum rdmx_ack; both sides
