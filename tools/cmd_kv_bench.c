@@ -206,14 +206,18 @@ static int server_start(struct run *r)
 {
 	const struct kb_cfg *cfg = r->cfg;
 	uint64_t keys = (uint64_t)cfg->keys;
-	struct rdmx_kv_server_opts o = {
-		.capacity = keys * 2 > 1024 ? keys * 2 : 1024,
-		.memory = store_bytes(cfg) + (1 << 20),
-		.memcached_addr = "127.0.0.1", .memcached_port = 0,
-		.ctx = r->tg.ctx, .rdma_addr = r->local, .rdma_port = 0,
-		.transport = cfg->transport, .protocol = cfg->protocol,
-	};
+	struct rdmx_kv_server_opts o;
 
+	rdmx_kv_server_opts_init(&o);
+	o.capacity = keys * 2 > 1024 ? keys * 2 : 1024;
+	o.memory = store_bytes(cfg) + (1 << 20);
+	o.memcached_addr = "127.0.0.1";
+	o.memcached_port = 0;
+	o.ctx = r->tg.ctx;
+	o.rdma_addr = r->local;
+	o.rdma_port = 0;
+	o.transport = cfg->transport;
+	o.protocol = cfg->protocol;
 	if (rdmx_kv_server_create(&o, &r->srv)) {
 		fprintf(stderr, "rdmx kv bench: server: %s\n", rdmx_last_error());
 		return EXIT_FAIL;
