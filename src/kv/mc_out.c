@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/mc_proto.h"
+#include "kv/mc_out.h"
 
 #define OUT_MIN 4096         /* the first output buffer */
 #define OUT_KEEP (64u << 10) /* an empty output buffer above this is freed */

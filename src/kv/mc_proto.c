@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv/mc_out.h"
 #include "kv/mc_proto.h"
 
 #define MC_TOKENS 8          /* tokens looked at (more: counted only) */

@@ -40,6 +40,7 @@
 #include "core/errors.h"
 #include "kv/kv_door.h"
 #include "kv/kv_opts.h"
+#include "kv/mc_out.h"
 #include "kv/mc_proto.h"
 
 #define MC_IN_CHUNK 16384
