@@ -132,7 +132,8 @@ static int get_out(struct rdmx_kv_client *c, size_t n, void *buf, size_t cap,
 		*cas = rdmx__get_u64(c->resp + 8);
 	if (vlen > cap)
 		return -EMSGSIZE;
-	memcpy(buf, c->resp + KV_GET_HDR, vlen);
+	if (vlen) /* buf may be NULL with cap 0 */
+		memcpy(buf, c->resp + KV_GET_HDR, vlen);
 	return 0;
 }
 
@@ -260,7 +261,8 @@ static int get_read(struct rdmx_kv_client *c, const void *key, size_t klen,
 		*cas = h.cas;
 	if (h.value_len > cap)
 		return -EMSGSIZE;
-	memcpy(buf, c->vbuf, h.value_len);
+	if (h.value_len) /* buf may be NULL with cap 0 */
+		memcpy(buf, c->vbuf, h.value_len);
 	return 0;
 }
 

@@ -159,11 +159,12 @@ static void spare_take(struct rdmx_kv_server *s)
 int rdmx_kv_server_create(const struct rdmx_kv_server_opts *opts,
 			  rdmx_kv_server **out)
 {
-	struct rdmx_kv_server *s = calloc(1, sizeof(*s));
+	struct rdmx_kv_server *s;
 	int rc;
 
 	if (!out)
 		return rdmx__fail(-EINVAL, "rdmx_kv_server_create: out is NULL");
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return rdmx__fail(-ENOMEM, "kv: no memory for a server");
 	s->lfd = s->spare = s->wake[0] = s->wake[1] = -1;
