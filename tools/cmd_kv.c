@@ -19,6 +19,7 @@ static const struct opts_page kv_page = {
 		    "              [--capacity N] [--memory BYTES] [--inline-max BYTES]\n"
 		    "              [--item-max BYTES] [--max-clients N] [--evict none|lru]\n"
 		    "              [--idle-timeout MS] [--conn-buffer BYTES] [--buffer-max BYTES]\n"
+		    "              [--reqs-per-event N]\n"
 		    "rdmx kv get ADDR KEY [--mode rpc|read|auto]\n"
 		    "rdmx kv put ADDR KEY VALUE\n"
 		    "rdmx kv del ADDR KEY\n"
@@ -48,7 +49,9 @@ static const struct opts_page kv_page = {
 		"--max-clients (memcached -c) or out of file descriptors a newcomer\n"
 		"is told \"ERROR Too many open connections\" and closed, and accepting\n"
 		"pauses rather than spins; a connection idle for --idle-timeout is\n"
-		"closed (memcached -o idle_timeout); what one connection buffers\n"
+		"closed (memcached -o idle_timeout); a connection runs\n"
+		"--reqs-per-event commands, then the others have their turn\n"
+		"(memcached -R); what one connection buffers\n"
 		"(--conn-buffer) and all of them together (--buffer-max, as memcached\n"
 		"-o read_buf_mem_limit) are capped, a request past a cap refused with\n"
 		"memcached's \"SERVER_ERROR out of memory ...\" errors.\n"
@@ -119,7 +122,7 @@ static int serve(const struct rdmx_kv_server_opts *o)
 
 struct kv_cfg {
 	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
-	long long port, mport, clients, timeout, hello_ms, idle;
+	long long port, mport, clients, timeout, hello_ms, idle, reqs;
 	uint64_t capacity, memory, inline_max, item_max, conn_buffer, buffer_max;
 };
 
@@ -158,6 +161,7 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 	o.conn_buffer_max = cfg->conn_buffer;
 	o.buffer_max = cfg->buffer_max;
 	o.hello_ms = (int)cfg->hello_ms;
+	o.reqs_per_event = (int)cfg->reqs;
 
 	if (cfg->port >= 0) {
 		rdmx_ctx_opts_init(&co);
@@ -250,7 +254,7 @@ int cmd_kv(int argc, char **argv)
 	struct kv_cfg cfg = { .fabric = "verbs", .transport = "msg",
 		.protocol = "send_recv", .mode = "auto", .addr = "127.0.0.1",
 		.port = RDMX_DEFAULT_PORT, .mport = 11211, .clients = 1024,
-		.timeout = 5000, .capacity = 65536, .memory = 64ULL << 20,
+		.timeout = 5000, .reqs = 20, .capacity = 65536, .memory = 64ULL << 20,
 		.inline_max = 1024, .evict = "none" };
 	const struct opt table[] = {
 		{ "port", 0, OPT_INT, &cfg.port, -1, 65535, NULL, "PORT",
@@ -292,6 +296,9 @@ int cmd_kv(int argc, char **argv)
 		{ "buffer-max", 0, OPT_SIZE, &cfg.buffer_max, 0, 1LL << 40, NULL, "BYTES",
 		  "bytes all front door connections may buffer together (default 256M; as "
 		  "memcached -o read_buf_mem_limit)" },
+		{ "reqs-per-event", 0, OPT_INT, &cfg.reqs, 1, 1000000, NULL, "N",
+		  "commands a front door connection runs before the others have their "
+		  "turn (default 20, as memcached -R)" },
 		{ "evict", 0, OPT_CHOICE, &cfg.evict, 0, 0, evicts, "POLICY",
 		  "serve, a full table or slab: none (refuse the store, default) or lru "
 		  "(evict the least recently used key in the way)" },

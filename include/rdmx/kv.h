@@ -97,6 +97,9 @@ struct rdmx_kv_server_opts {
 	uint64_t buffer_max;    /* bytes all front door connections may buffer
 				 * together (default 256 MiB, at least
 				 * @conn_buffer_max) */
+	int reqs_per_event;     /* commands a front door connection runs before
+				 * the others have their turn (memcached -R,
+				 * default 20) */
 };
 
 /** rdmx_kv_server_opts_init - fill @opts with the defaults listed above. */

@@ -17,6 +17,7 @@
 #define SERVER_OPTS_V0 (offsetof(struct rdmx_kv_server_opts, hello_ms) + sizeof(int))
 #define CLIENT_OPTS_V0 (offsetof(struct rdmx_kv_client_opts, timeout_ms) + sizeof(int))
 #define SERVER_BUFFER_MAX (256ull << 20)
+#define SERVER_REQS_PER_EVENT 20 /* memcached -R */
 #define CLIENT_TIMEOUT_MS 5000
 
 void rdmx_kv_server_opts_init(struct rdmx_kv_server_opts *o)
@@ -33,6 +34,7 @@ void rdmx_kv_server_opts_init(struct rdmx_kv_server_opts *o)
 	o->memcached_port = 11211;
 	o->max_clients = 1024;
 	o->rdma_port = RDMX_DEFAULT_PORT;
+	o->reqs_per_event = SERVER_REQS_PER_EVENT;
 }
 
 /* The fields left 0 take their defaults (those that depend on others last). */
@@ -57,6 +59,8 @@ static void server_defaults(struct rdmx_kv_server_opts *o)
 		o->buffer_max = SERVER_BUFFER_MAX;
 	if (o->buffer_max < o->conn_buffer_max)
 		o->buffer_max = o->conn_buffer_max;
+	if (o->reqs_per_event <= 0)
+		o->reqs_per_event = d.reqs_per_event;
 }
 
 int rdmx__kv_server_opts_load(const struct rdmx_kv_server_opts *in,

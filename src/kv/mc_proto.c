@@ -636,13 +636,16 @@ static const uint8_t *line_find(struct rdmx__mc_sess *s, const uint8_t *p, size_
  * bytes it used; the caller keeps the rest for the next call, with more
  * bytes after it (a partial line is not searched again where it was
  * searched before); it stops early while s->out holds
- * rdmx__mc_out_high() bytes. s->closing: close once s->out is sent.
+ * rdmx__mc_out_high() bytes, and once s->turn_left commands ran this
+ * turn (with s->turn_max set: memcached's -R, the server's fairness).
+ * s->closing: close once s->out is sent.
  */
 size_t rdmx__mc_execute(struct rdmx__mc_sess *s, const uint8_t *in, size_t n)
 {
 	size_t used = 0;
 
-	while (used < n && !s->closing && s->out_len < rdmx__mc_out_high(s)) {
+	while (used < n && !s->closing && s->out_len < rdmx__mc_out_high(s) &&
+	       !(s->turn_max && !s->turn_left)) {
 		const uint8_t *p = in + used, *nl;
 		size_t len = n - used, line;
 
@@ -665,6 +668,8 @@ size_t rdmx__mc_execute(struct rdmx__mc_sess *s, const uint8_t *in, size_t n)
 		if (s->get_pos)
 			break; /* a get stopped at the output bound: run it on later */
 		used += line + 1;
+		if (s->turn_max)
+			s->turn_left--;
 	}
 	return used;
 }

@@ -17,7 +17,9 @@
  * and tell it the same, and when even that fails accepting pauses with a
  * back-off instead of polling a listener that stays readable (memcached
  * stops accepting and retries every 10 ms); a client that sends and takes
- * nothing for idle_timeout_ms is closed (memcached -o idle_timeout).
+ * nothing for idle_timeout_ms is closed (memcached -o idle_timeout); a
+ * client runs reqs_per_event commands a turn, then the others have theirs
+ * (memcached -R).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,6 +68,7 @@ struct rdmx_kv_server {
 	int spare;                 /* a descriptor to free for a refusal (EMFILE) */
 	int64_t accept_resume_ns;  /* accepting paused until then (0: not paused) */
 	int backoff_ms;            /* the next pause */
+	bool more;                 /* a client's turn ended with commands left */
 	int wake[2];               /* the stop pipe */
 	int stop;                  /* atomic: set by rdmx_kv_server_stop */
 	struct mc_client *clients; /* max_clients */
@@ -298,6 +301,7 @@ static void client_accept(struct rdmx_kv_server *s)
 		return;
 	}
 	c->sess.mem = &s->mem;
+	c->sess.turn_max = (uint32_t)s->o.reqs_per_event;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	s->n_clients++;
 	s->count.curr_conns++;
@@ -395,6 +399,7 @@ static bool client_write(struct mc_client *c)
 /* One client's turn after poll: false to close it. */
 static bool client_turn(struct mc_client *c, short revents)
 {
+	c->sess.turn_left = c->sess.turn_max; /* memcached -R: then the others */
 	if (revents & (POLLERR | POLLNVAL))
 		return false;
 	if ((revents & (POLLIN | POLLHUP)) && !client_read(c))
@@ -437,14 +442,18 @@ static bool accepting(struct rdmx_kv_server *s)
 
 static int poll_build(struct rdmx_kv_server *s)
 {
+	s->more = false;
 	s->pfd[0] = (struct pollfd){ .fd = s->wake[0], .events = POLLIN };
 	s->pfd[1] = (struct pollfd){ .fd = accepting(s) ? s->lfd : -1, .events = POLLIN };
 	for (int i = 0; i < s->n_clients; i++) {
 		struct mc_client *c = &s->clients[i];
 		short ev = 0;
 
-		if (c->sess.out_len < rdmx__mc_out_high(&c->sess) && !c->sess.closing)
+		if (c->sess.out_len < rdmx__mc_out_high(&c->sess) && !c->sess.closing) {
 			ev |= POLLIN;
+			if (c->in_len && c->sess.turn_max && !c->sess.turn_left)
+				s->more = true; /* its turn ended with commands left */
+		}
 		if (c->sess.out_len)
 			ev |= POLLOUT;
 		s->pfd[2 + i] = (struct pollfd){ .fd = c->fd, .events = ev };
@@ -457,6 +466,8 @@ static int poll_timeout(const struct rdmx_kv_server *s)
 {
 	int ms = MC_POLL_MS;
 
+	if (s->more)
+		return 0; /* a client has commands left: only a look at the others */
 	if (s->o.idle_timeout_ms && s->o.idle_timeout_ms / 4 + 1 < ms)
 		ms = s->o.idle_timeout_ms / 4 + 1;
 	if (s->accept_resume_ns) {

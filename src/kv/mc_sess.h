@@ -64,6 +64,8 @@ struct rdmx__mc_sess {
 	size_t scanned;           /* bytes of the partial line at the input's
 				   * start already searched for its newline */
 	uint64_t scan_bytes;      /* bytes searched for newlines, in all */
+	uint32_t turn_max;        /* commands run per turn (0: no bound) */
+	uint32_t turn_left;       /* of this turn (the server sets it) */
 };
 
 #endif /* RDMX_KV_MC_SESS_H */

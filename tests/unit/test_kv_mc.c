@@ -317,6 +317,35 @@ static void test_session_caps(void **state)
 	fix_free(f);
 }
 
+/*
+ * memcached's -R: a session whose turn allows 2 commands runs 2 of a
+ * pipeline of 5 (a set and its data block are one), the rest at its next
+ * turns, with the same replies.
+ */
+static void test_turn_bound(void **state)
+{
+	static const char in[] = "version\r\nset a 0 0 1\r\nx\r\nget a\r\n"
+				 "version\r\ndelete a\r\n";
+	struct fix *f = fix_new(16, 1024);
+	size_t used = 0, n = sizeof(in) - 1, turns = 0;
+
+	(void)state;
+	f->s.turn_max = 2;
+	while (used < n) {
+		size_t k;
+
+		f->s.turn_left = f->s.turn_max;
+		k = rdmx__mc_execute(&f->s, (const uint8_t *)in + used, n - used);
+		assert_int_equal(f->s.turn_left, used + k < n ? 0 : 1);
+		used += k;
+		turns++;
+	}
+	assert_int_equal(turns, 3);
+	assert_int_equal(f->s.out_len, strlen("VERSION test\r\nSTORED\r\nVALUE a 0 1\r\n"
+					      "x\r\nEND\r\nVERSION test\r\nDELETED\r\n"));
+	fix_free(f);
+}
+
 /* ------------------------------------------------------------ the server */
 
 /*
@@ -450,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_flags_range),
 		cmocka_unit_test(test_trickle_linear),
 		cmocka_unit_test(test_session_caps),
+		cmocka_unit_test(test_turn_bound),
 		cmocka_unit_test(test_server_hostile),
 		cmocka_unit_test(test_server_max_clients),
 	};
