@@ -292,7 +292,7 @@ int cmd_kv(int argc, char **argv)
 		  "in seconds there; default 0: never)" },
 		{ "conn-buffer", 0, OPT_SIZE, &cfg.conn_buffer, 0, 1LL << 40, NULL, "BYTES",
 		  "bytes one front door connection may buffer, request and replies (default "
-		  "0: twice --item-max and 2M)" },
+		  "0: twice --item-max and 2M; at least 64K)" },
 		{ "buffer-max", 0, OPT_SIZE, &cfg.buffer_max, 0, 1LL << 40, NULL, "BYTES",
 		  "bytes all front door connections may buffer together (default 256M; as "
 		  "memcached -o read_buf_mem_limit)" },

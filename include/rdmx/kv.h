@@ -93,7 +93,8 @@ struct rdmx_kv_server_opts {
 	uint64_t conn_buffer_max; /* bytes one front door connection may buffer:
 				   * request, data block, replies (default
 				   * 2 * item_max + 2 MiB: the longest get line,
-				   * a block and a reply of the largest item) */
+				   * a block and a reply of the largest item;
+				   * at least 64 KiB) */
 	uint64_t buffer_max;    /* bytes all front door connections may buffer
 				 * together (default 256 MiB, at least
 				 * @conn_buffer_max) */

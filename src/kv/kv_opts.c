@@ -17,6 +17,7 @@
 #define SERVER_OPTS_V0 (offsetof(struct rdmx_kv_server_opts, hello_ms) + sizeof(int))
 #define CLIENT_OPTS_V0 (offsetof(struct rdmx_kv_client_opts, timeout_ms) + sizeof(int))
 #define SERVER_BUFFER_MAX (256ull << 20)
+#define SERVER_CONN_BUFFER_MIN (64u << 10)
 #define SERVER_REQS_PER_EVENT 20 /* memcached -R */
 #define CLIENT_TIMEOUT_MS 5000
 
@@ -84,6 +85,10 @@ int rdmx__kv_server_opts_load(const struct rdmx_kv_server_opts *in,
 	if (out->idle_timeout_ms < 0)
 		return rdmx__fail(-EINVAL, "kv: idle_timeout_ms %d (0: never)",
 				  out->idle_timeout_ms);
+	if (out->conn_buffer_max < SERVER_CONN_BUFFER_MIN)
+		return rdmx__fail(-EINVAL, "kv: conn_buffer_max %llu below %u (a front door "
+				  "connection's first buffers)",
+				  (unsigned long long)out->conn_buffer_max, SERVER_CONN_BUFFER_MIN);
 	return 0;
 }
 

@@ -62,6 +62,7 @@ static int out_room(struct rdmx__mc_sess *s, size_t n, bool force)
 	while (cap < need)
 		cap *= 2;
 	if (force) {
+		cap = need; /* past the caps: no more than the line */
 		charge_force(s, s->out_cap, cap);
 	} else if (!rdmx__mc_charge(s, s->out_cap, cap)) {
 		cap = need; /* doubling would pass a cap: exactly what is needed */

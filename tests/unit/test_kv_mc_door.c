@@ -73,8 +73,7 @@ static int fd_max(void)
 /*
  * Lower RLIMIT_NOFILE a little above what is open and take every free
  * descriptor below it, then give @keep back: the process has exactly
- * @keep descriptors left. The rest are returned through *@last (one more
- * to give back later).
+ * @keep descriptors left. Returns one still taken, to give back later.
  */
 static int fds_fill(int keep)
 {
