@@ -69,7 +69,8 @@ struct rdmx_kv_server_opts {
 	 * of the first version of this struct: it is then off). */
 	rdmx_ctx *ctx;          /* the context of the RDMA door; NULL: no door */
 	const char *rdma_addr;  /* RDMA door address (NULL: any) */
-	int rdma_port;          /* RPC port of the door, 0 any free port */
+	int rdma_port;          /* RPC port of the door, 0 any free port
+				 * (rdmx_kv_server_opts_init: RDMX_DEFAULT_PORT) */
 	const char *transport;  /* RPC transport (NULL: rdmx RPC's default) */
 	const char *protocol;   /* rdmx protocol under it (NULL: its default) */
 	/*
