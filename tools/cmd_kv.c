@@ -18,6 +18,8 @@ static const struct opts_page kv_page = {
 		    "              [--memcached-port PORT] [--memcached-addr ADDR]\n"
 		    "              [--capacity N] [--memory BYTES] [--inline-max BYTES]\n"
 		    "              [--item-max BYTES] [--max-clients N] [--evict none|lru]\n"
+		    "              [--idle-timeout MS] [--conn-buffer BYTES] [--buffer-max BYTES]\n"
+		    "              [--reqs-per-event N]\n"
 		    "rdmx kv get ADDR KEY [--mode rpc|read|auto]\n"
 		    "rdmx kv put ADDR KEY VALUE\n"
 		    "rdmx kv del ADDR KEY\n"
@@ -40,7 +42,19 @@ static const struct opts_page kv_page = {
 		"over TCP (set, add, replace, append, prepend, cas, get, gets,\n"
 		"delete, incr, decr, touch, flush_all, version, verbosity, stats,\n"
 		"quit), with memcached 1.6's replies, so memcached clients and load\n"
-		"tools work unchanged.\n"
+		"tools work unchanged. It listens on 127.0.0.1 unless\n"
+		"--memcached-addr says otherwise (as Debian's memcached.conf: the\n"
+		"protocol has no authentication; --memcached-addr 0.0.0.0 opens it to\n"
+		"every network). It survives what memcached survives: past\n"
+		"--max-clients (memcached -c) or out of file descriptors a newcomer\n"
+		"is told \"ERROR Too many open connections\" and closed, and accepting\n"
+		"pauses rather than spins; a connection idle for --idle-timeout is\n"
+		"closed (memcached -o idle_timeout); a connection runs\n"
+		"--reqs-per-event commands, then the others have their turn\n"
+		"(memcached -R); what one connection buffers\n"
+		"(--conn-buffer) and all of them together (--buffer-max, as memcached\n"
+		"-o read_buf_mem_limit) are capped, a request past a cap refused with\n"
+		"memcached's \"SERVER_ERROR out of memory ...\" errors.\n"
 		"\n"
 		"The RDMA door (on ADDR, default every address, and --port; --port -1\n"
 		"turns it off) serves the same store to rdmx KV clients: get, put,\n"
@@ -94,7 +108,7 @@ static int serve(const struct rdmx_kv_server_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	printf("rdmx kv: serving memcached on %s:%d, RDMA on %s port %d, %llu entries, "
 	       "%llu bytes of values\n",
-	       o->memcached_addr ? o->memcached_addr : "0.0.0.0", rdmx_kv_server_port(srv),
+	       o->memcached_addr, rdmx_kv_server_port(srv),
 	       o->rdma_addr ? o->rdma_addr : "*", rdmx_kv_server_rdma_port(srv),
 	       (unsigned long long)o->capacity, (unsigned long long)o->memory);
 	fflush(stdout);
@@ -108,8 +122,8 @@ static int serve(const struct rdmx_kv_server_opts *o)
 
 struct kv_cfg {
 	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
-	long long port, mport, clients, timeout, hello_ms;
-	uint64_t capacity, memory, inline_max, item_max;
+	long long port, mport, clients, timeout, hello_ms, idle, reqs;
+	uint64_t capacity, memory, inline_max, item_max, conn_buffer, buffer_max;
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
@@ -125,19 +139,29 @@ static int kv_fail(const char *what, int rc, const char *msg)
 
 static int serve_door(const struct kv_cfg *cfg, const char *addr)
 {
-	struct rdmx_kv_server_opts o = {
-		.capacity = cfg->capacity, .memory = cfg->memory,
-		.inline_max = (uint32_t)cfg->inline_max, .item_max = (uint32_t)cfg->item_max,
-		.memcached_addr = cfg->addr,
-		.memcached_port = (int)cfg->mport, .max_clients = (int)cfg->clients,
-		.rdma_addr = addr, .rdma_port = (int)cfg->port,
-		.transport = cfg->transport, .protocol = cfg->protocol,
-		.hello_ms = (int)cfg->hello_ms,
-		.evict = strcmp(cfg->evict, "lru") ? RDMX_KV_EVICT_NONE : RDMX_KV_EVICT_LRU,
-	};
+	struct rdmx_kv_server_opts o;
 	struct rdmx_ctx_opts co;
 	rdmx_ctx *ctx = NULL;
 	int rc;
+
+	rdmx_kv_server_opts_init(&o);
+	o.capacity = cfg->capacity;
+	o.memory = cfg->memory;
+	o.inline_max = (uint32_t)cfg->inline_max;
+	o.item_max = (uint32_t)cfg->item_max;
+	o.memcached_addr = cfg->addr;
+	o.memcached_port = (int)cfg->mport;
+	o.max_clients = (int)cfg->clients;
+	o.rdma_addr = addr;
+	o.rdma_port = (int)cfg->port;
+	o.transport = cfg->transport;
+	o.protocol = cfg->protocol;
+	o.evict = strcmp(cfg->evict, "lru") ? RDMX_KV_EVICT_NONE : RDMX_KV_EVICT_LRU;
+	o.idle_timeout_ms = (int)cfg->idle;
+	o.conn_buffer_max = cfg->conn_buffer;
+	o.buffer_max = cfg->buffer_max;
+	o.hello_ms = (int)cfg->hello_ms;
+	o.reqs_per_event = (int)cfg->reqs;
 
 	if (cfg->port >= 0) {
 		rdmx_ctx_opts_init(&co);
@@ -182,13 +206,16 @@ static int client_op(rdmx_kv_client *c, const char **pos, int npos)
 
 static int client_run(const struct kv_cfg *cfg, const char **pos, int npos)
 {
-	struct rdmx_kv_client_opts o = { .transport = cfg->transport,
-					 .protocol = cfg->protocol,
-					 .timeout_ms = (int)cfg->timeout };
+	struct rdmx_kv_client_opts o;
 	struct rdmx_ctx_opts co;
 	rdmx_kv_client *c;
 	rdmx_ctx *ctx;
 	int rc;
+
+	rdmx_kv_client_opts_init(&o);
+	o.transport = cfg->transport;
+	o.protocol = cfg->protocol;
+	o.timeout_ms = (int)cfg->timeout;
 
 	o.get_mode = !strcmp(cfg->mode, "rpc") ? RDMX_KV_GET_RPC :
 		     !strcmp(cfg->mode, "read") ? RDMX_KV_GET_READ : RDMX_KV_GET_AUTO;
@@ -225,9 +252,9 @@ static bool usage_ok(const char **pos, int npos)
 int cmd_kv(int argc, char **argv)
 {
 	struct kv_cfg cfg = { .fabric = "verbs", .transport = "msg",
-		.protocol = "send_recv", .mode = "auto", .addr = "0.0.0.0",
+		.protocol = "send_recv", .mode = "auto", .addr = "127.0.0.1",
 		.port = RDMX_DEFAULT_PORT, .mport = 11211, .clients = 1024,
-		.timeout = 5000, .capacity = 65536, .memory = 64ULL << 20,
+		.timeout = 5000, .reqs = 20, .capacity = 65536, .memory = 64ULL << 20,
 		.inline_max = 1024, .evict = "none" };
 	const struct opt table[] = {
 		{ "port", 0, OPT_INT, &cfg.port, -1, 65535, NULL, "PORT",
@@ -247,7 +274,8 @@ int cmd_kv(int argc, char **argv)
 		  "TCP port of the memcached front door (default 11211; 0: any free port; "
 		  "-1: none)" },
 		{ "memcached-addr", 0, OPT_STRING, &cfg.addr, 0, 0, NULL, "ADDR",
-		  "IPv4 address the front door listens on (default 0.0.0.0)" },
+		  "IPv4 address the front door listens on (default 127.0.0.1, as Debian's "
+		  "memcached; 0.0.0.0: every address)" },
 		{ "capacity", 0, OPT_SIZE, &cfg.capacity, 1, 1LL << 32, NULL, "N",
 		  "keys the store holds at most (default 65536)" },
 		{ "memory", 0, OPT_SIZE, &cfg.memory, 0, 1LL << 40, NULL, "BYTES",
@@ -258,7 +286,19 @@ int cmd_kv(int argc, char **argv)
 		  "longest value, at least --inline-max (default 1M less 512, as memcached's "
 		  "-I 1m; a PUT over RDMA carries 64K at most)" },
 		{ "max-clients", 0, OPT_INT, &cfg.clients, 1, 65536, NULL, "N",
-		  "front door connections at once (default 1024)" },
+		  "front door connections at once (default 1024, as memcached -c)" },
+		{ "idle-timeout", 0, OPT_INT, &cfg.idle, 0, 86400000, NULL, "MS",
+		  "close a front door connection idle this long (memcached -o idle_timeout, "
+		  "in seconds there; default 0: never)" },
+		{ "conn-buffer", 0, OPT_SIZE, &cfg.conn_buffer, 0, 1LL << 40, NULL, "BYTES",
+		  "bytes one front door connection may buffer, request and replies (default "
+		  "0: twice --item-max and 2M; at least 64K)" },
+		{ "buffer-max", 0, OPT_SIZE, &cfg.buffer_max, 0, 1LL << 40, NULL, "BYTES",
+		  "bytes all front door connections may buffer together (default 256M; as "
+		  "memcached -o read_buf_mem_limit)" },
+		{ "reqs-per-event", 0, OPT_INT, &cfg.reqs, 1, 1000000, NULL, "N",
+		  "commands a front door connection runs before the others have their "
+		  "turn (default 20, as memcached -R)" },
 		{ "evict", 0, OPT_CHOICE, &cfg.evict, 0, 0, evicts, "POLICY",
 		  "serve, a full table or slab: none (refuse the store, default) or lru "
 		  "(evict the least recently used key in the way)" },

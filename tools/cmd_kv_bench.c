@@ -58,7 +58,8 @@ static const struct opts_page page = {
 		"the address rdmx would use (see rdmx devices), or on the fake\n"
 		"fabric; the front door on 127.0.0.1. With ADDR, the clients go to an\n"
 		"'rdmx kv serve' there (RDMA door on --port, front door on\n"
-		"--door-port). memcached: with --memcached 0 (the default) Debian's\n"
+		"--door-port: that server must open it with --memcached-addr, its\n"
+		"default is 127.0.0.1). memcached: with --memcached 0 (the default) Debian's\n"
 		"/usr/bin/memcached is started on 127.0.0.1 and a free port with\n"
 		"--clients threads when it is installed (--memcached-spawn: it must\n"
 		"be), and stopped at the end; --memcached PORT uses one running on\n"
@@ -79,7 +80,7 @@ static const struct opts_page page = {
 	.examples =
 		"rdmx kv bench --fabric fake --ops 2000 --values 32   # no RDMA device\n"
 		"rdmx kv bench --clients 4 --values 32,1K,4K --json kv.json --plot kvplots\n"
-		"rdmx kv serve --memcached-port 11211               # on host A\n"
+		"rdmx kv serve --memcached-addr 0.0.0.0             # on host A (door open to B)\n"
 		"rdmx kv bench --get read --memcached 11211 HOST_A  # on host B\n"
 		"sandbox/run -- rdmx kv bench --ops 5000",
 	.see_also = "rdmx(1), rdmx-kv(1), rdmx-rpc-bench(1), rdmx-bench(1), memcached(1)",
@@ -206,14 +207,18 @@ static int server_start(struct run *r)
 {
 	const struct kb_cfg *cfg = r->cfg;
 	uint64_t keys = (uint64_t)cfg->keys;
-	struct rdmx_kv_server_opts o = {
-		.capacity = keys * 2 > 1024 ? keys * 2 : 1024,
-		.memory = store_bytes(cfg) + (1 << 20),
-		.memcached_addr = "127.0.0.1", .memcached_port = 0,
-		.ctx = r->tg.ctx, .rdma_addr = r->local, .rdma_port = 0,
-		.transport = cfg->transport, .protocol = cfg->protocol,
-	};
+	struct rdmx_kv_server_opts o;
 
+	rdmx_kv_server_opts_init(&o);
+	o.capacity = keys * 2 > 1024 ? keys * 2 : 1024;
+	o.memory = store_bytes(cfg) + (1 << 20);
+	o.memcached_addr = "127.0.0.1";
+	o.memcached_port = 0;
+	o.ctx = r->tg.ctx;
+	o.rdma_addr = r->local;
+	o.rdma_port = 0;
+	o.transport = cfg->transport;
+	o.protocol = cfg->protocol;
 	if (rdmx_kv_server_create(&o, &r->srv)) {
 		fprintf(stderr, "rdmx kv bench: server: %s\n", rdmx_last_error());
 		return EXIT_FAIL;

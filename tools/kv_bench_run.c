@@ -262,13 +262,14 @@ static void *client_main(void *arg)
 static int dial(struct kb_client *c)
 {
 	const struct kb_target *tg = c->tg;
-	struct rdmx_kv_client_opts o = {
-		.get_mode = c->t->path == KB_READ && !c->writer ? RDMX_KV_GET_READ :
-			    RDMX_KV_GET_RPC,
-		.transport = c->cfg->transport, .protocol = c->cfg->protocol,
-		.timeout_ms = (int)c->cfg->timeout,
-	};
+	struct rdmx_kv_client_opts o;
 	int rc;
+
+	rdmx_kv_client_opts_init(&o);
+	o.get_mode = c->t->path == KB_READ && !c->writer ? RDMX_KV_GET_READ : RDMX_KV_GET_RPC;
+	o.transport = c->cfg->transport;
+	o.protocol = c->cfg->protocol;
+	o.timeout_ms = (int)c->cfg->timeout;
 
 	if (c->t->path == KB_DOOR || c->t->path == KB_MEMCACHED)
 		return kb_mc_dial(tg->tcp_addr, c->t->path == KB_DOOR ? tg->door_port :

@@ -529,11 +529,16 @@ uint32_t rdmx_version(void);
  * to rdmx_send(). The receiver gets one from rdmx_recv(), reads @len bytes
  * at @data in place and hands it back with rdmx_msg_release().
  *
- * In place: with the write_* protocols @data points into a ring the peer
- * (on write_atomic, any member of the shared ring) can still RDMA-WRITE,
- * so the bytes may change until the release. @len and @imm are rdmx's
- * validated copies; for a stable view of the payload, copy it into
- * private memory first and validate and use only the copy.
+ * In place, peer-writable: with the write_* protocols (write_simplex,
+ * write_magic, write_duplex, write_atomic) @data points into a ring the
+ * peer (on write_atomic, any member of the shared ring) can still
+ * RDMA-WRITE, and with direct_write into a receive buffer registered for
+ * the peer's remote WRITE, so the bytes may change until the release.
+ * (send_recv, srq, read and buffered_read hand out memory the peer
+ * cannot write.) @len and @imm are rdmx's validated copies; for a stable
+ * view of the payload, copy it into private memory first and validate
+ * and use only the copy. The rfp RPC transport does the same with its
+ * requests (rdmx_rpc_req_data() in rpc.h).
  */
 struct rdmx_msg {
 	void *data;

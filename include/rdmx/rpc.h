@@ -24,7 +24,9 @@
  * (@protocol, default send_recv); "rfp" (RFP, EuroSys'17) has the client
  * RDMA-WRITE its request into a slot of server memory and RDMA-READ the
  * response the server leaves in its own memory, asking the server to push
- * it (a SEND) after @fetch_retries reads that found nothing.
+ * it (a SEND) after @fetch_retries reads that found nothing; the handler
+ * reads the request in that slot, still writable by the client
+ * (rdmx_rpc_req_data).
  * "herd" (HERD): requests RDMA-WRITTEN over UC into the client's slots
  * on the server, responses SENT over UD (above the UD limit: over the
  * control connection); a lost response is a call that times out.
@@ -183,8 +185,14 @@ uint16_t rdmx_rpc_req_method(const rdmx_rpc_req *req);
 
 /**
  * rdmx_rpc_req_data - the request's bytes, in place in the receive buffer
- * (valid until rdmx_rpc_respond), their length in *@len. On the write_*
- * protocols the peer can still write there: copy what must stay stable.
+ * (valid until rdmx_rpc_respond), their length in *@len. Peer-writable
+ * in place: on the "msg" transport over the write_* protocols or
+ * direct_write (struct rdmx_msg in rdmx.h), and on "rfp", whose request
+ * stays in its slot of server memory the client RDMA-WRITEs, the client
+ * can still write there while the handler reads: copy what must stay
+ * stable, validate and use the copy. "herd" hands the handler a private
+ * copy; "msg" over send_recv, srq, read and buffered_read memory the
+ * client cannot write.
  */
 const void *rdmx_rpc_req_data(const rdmx_rpc_req *req, size_t *len);
 

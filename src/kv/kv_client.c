@@ -31,9 +31,8 @@
 #include "core/wire.h"
 #include "kv/kv_door.h"
 #include "kv/kv_internal.h"
+#include "kv/kv_opts.h"
 #include "kv/kv_rdma.h"
-
-#define TIMEOUT_DEFAULT 5000
 
 struct rdmx_kv_client {
 	rdmx_ctx *ctx;
@@ -133,7 +132,8 @@ static int get_out(struct rdmx_kv_client *c, size_t n, void *buf, size_t cap,
 		*cas = rdmx__get_u64(c->resp + 8);
 	if (vlen > cap)
 		return -EMSGSIZE;
-	memcpy(buf, c->resp + KV_GET_HDR, vlen);
+	if (vlen) /* buf may be NULL with cap 0 */
+		memcpy(buf, c->resp + KV_GET_HDR, vlen);
 	return 0;
 }
 
@@ -261,7 +261,8 @@ static int get_read(struct rdmx_kv_client *c, const void *key, size_t klen,
 		*cas = h.cas;
 	if (h.value_len > cap)
 		return -EMSGSIZE;
-	memcpy(buf, c->vbuf, h.value_len);
+	if (h.value_len) /* buf may be NULL with cap 0 */
+		memcpy(buf, c->vbuf, h.value_len);
 	return 0;
 }
 
@@ -426,19 +427,24 @@ int rdmx_kv_client_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 			  const struct rdmx_kv_client_opts *opts,
 			  rdmx_kv_client **out)
 {
-	struct rdmx_kv_client *c = calloc(1, sizeof(*c));
+	struct rdmx_kv_client *c;
 	char why[RDMX__ERRMSG_LEN];
 	int rc;
 
+	if (!ctx || !addr || !out)
+		return rdmx__fail(-EINVAL, "rdmx_kv_client_create: %s is NULL",
+				  !ctx ? "ctx" : !addr ? "addr" : "out");
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return rdmx__fail(-ENOMEM, "kv client: no memory");
 	c->ctx = ctx;
-	if (opts)
-		c->o = *opts;
-	if (c->o.timeout_ms <= 0)
-		c->o.timeout_ms = TIMEOUT_DEFAULT;
+	rc = rdmx__kv_client_opts_load(opts, &c->o);
+	if (rc) {
+		free(c);
+		return rc;
+	}
 	c->port = port;
-	c->addr = strdup(addr ? addr : "");
+	c->addr = strdup(addr);
 	c->req = malloc(KV_REQ_MAX);
 	c->resp = malloc(KV_GET_HDR + RDMX_KV_RPC_VALUE_MAX);
 	rc = c->req && c->resp && c->addr ? 0 : cfail(c, -ENOMEM, "buffers");
@@ -468,12 +474,32 @@ void rdmx_kv_client_destroy(rdmx_kv_client *c)
 
 const char *rdmx_kv_client_error(const rdmx_kv_client *c)
 {
-	return c->err.msg;
+	return c ? c->err.msg : "no client";
 }
 
-void rdmx_kv_client_stats(const rdmx_kv_client *c, struct rdmx_kv_client_stats *st)
+int rdmx_kv_client_stats(const rdmx_kv_client *c, struct rdmx_kv_client_stats *st)
 {
+	if (!c || !st)
+		return rdmx__fail(-EINVAL, "rdmx_kv_client_stats: %s is NULL",
+				  !c ? "client" : "stats");
 	*st = c->st;
+	return 0;
+}
+
+/*
+ * The arguments every op takes: @c and @key, and a buffer @p (@what) of
+ * @n bytes that may be NULL only when @n is 0. 0 or -EINVAL naming it.
+ */
+static int args_ok(const char *op, struct rdmx_kv_client *c, const void *key,
+		   const void *p, size_t n, const char *what)
+{
+	const char *null = !c ? "client" : !key ? "key" : !p && n ? what : NULL;
+
+	if (!null)
+		return 0;
+	if (c)
+		return rdmx__failo(&c->err, -EINVAL, "kv client: %s: %s is NULL", op, null);
+	return rdmx__fail(-EINVAL, "kv client: %s: %s is NULL", op, null);
 }
 
 /* ------------------------------------------------------------ ops */
@@ -481,8 +507,10 @@ void rdmx_kv_client_stats(const rdmx_kv_client *c, struct rdmx_kv_client_stats *
 int rdmx_kv_get(rdmx_kv_client *c, const void *key, size_t klen, void *buf,
 		size_t cap, size_t *len, uint32_t *flags, uint64_t *cas)
 {
-	int rc = key_ok(c, klen);
+	int rc = args_ok("get", c, key, buf, cap, "buf");
 
+	if (!rc)
+		rc = key_ok(c, klen);
 	if (!rc)
 		rc = ready(c);
 	if (rc)
@@ -522,7 +550,10 @@ int rdmx_kv_put_exp(rdmx_kv_client *c, const void *key, size_t klen, const void 
 {
 	struct kv_req r = { .mode = (uint8_t)mode, .klen = (uint16_t)klen,
 			    .flags = flags, .vlen = (uint32_t)vlen, .exptime = exptime };
+	int rc = args_ok("put", c, key, val, vlen, "val");
 
+	if (rc)
+		return rc;
 	if ((unsigned)mode > RDMX_KV_REPLACE || vlen > UINT32_MAX || klen > UINT16_MAX)
 		return rdmx__failo(&c->err, -EINVAL, "kv client: put mode %d or sizes "
 				   "out of range", (int)mode);
@@ -534,7 +565,10 @@ int rdmx_kv_cas(rdmx_kv_client *c, const void *key, size_t klen, const void *val
 {
 	struct kv_req r = { .mode = KV_MODE_CAS, .klen = (uint16_t)klen,
 			    .flags = flags, .vlen = (uint32_t)vlen, .cas = cas };
+	int rc = args_ok("cas", c, key, val, vlen, "val");
 
+	if (rc)
+		return rc;
 	if (vlen > UINT32_MAX || klen > UINT16_MAX)
 		return rdmx__failo(&c->err, -EINVAL, "kv client: sizes out of range");
 	return put(c, &r, key, val, new_cas);
@@ -544,8 +578,10 @@ int rdmx_kv_del(rdmx_kv_client *c, const void *key, size_t klen)
 {
 	struct kv_req r = { .klen = (uint16_t)klen };
 	size_t n = 0;
-	int rc = key_ok(c, klen);
+	int rc = args_ok("del", c, key, NULL, 0, NULL);
 
+	if (!rc)
+		rc = key_ok(c, klen);
 	if (!rc)
 		rc = ready(c);
 	return rc ? rc : call(c, KV_M_DEL, &r, key, NULL, &n);

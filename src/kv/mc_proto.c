@@ -19,11 +19,11 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv/mc_out.h"
 #include "kv/mc_proto.h"
 
 #define MC_TOKENS 8          /* tokens looked at (more: counted only) */
@@ -40,69 +40,6 @@ struct mc_line {
 	const char *rest;    /* the line after the command token */
 	size_t rest_len;
 };
-
-/* ---------------------------------------------------------------- output */
-
-static int out_room(struct rdmx__mc_sess *s, size_t n)
-{
-	size_t cap = s->out_cap ? s->out_cap : 4096;
-	uint8_t *p;
-
-	if (s->out_len + n <= s->out_cap)
-		return 0;
-	while (cap < s->out_len + n)
-		cap *= 2;
-	p = realloc(s->out, cap);
-	if (!p) {
-		s->out_failed = s->closing = true;
-		return -ENOMEM;
-	}
-	s->out = p;
-	s->out_cap = cap;
-	return 0;
-}
-
-static void out_bytes(struct rdmx__mc_sess *s, const void *p, size_t n)
-{
-	if (out_room(s, n))
-		return;
-	memcpy(s->out + s->out_len, p, n);
-	s->out_len += n;
-}
-
-static void out_printf(struct rdmx__mc_sess *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void out_printf(struct rdmx__mc_sess *s, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		out_bytes(s, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-}
-
-/* A one-line reply, unless the command said noreply (errors too). */
-static void reply(struct rdmx__mc_sess *s, const char *line)
-{
-	if (s->noreply)
-		return;
-	out_bytes(s, line, strlen(line));
-	out_bytes(s, "\r\n", 2);
-}
-
-/* Drop @n bytes of the output (the server sent them). */
-void rdmx__mc_out_consume(struct rdmx__mc_sess *s, size_t n)
-{
-	if (!n)
-		return;
-	memmove(s->out, s->out + n, s->out_len - n);
-	s->out_len -= n;
-}
 
 /* --------------------------------------------------------------- numbers */
 
@@ -147,6 +84,23 @@ static bool tok_u32(const struct mc_tok *t, uint32_t *out)
 	if (errno == ERANGE || end == buf || *end)
 		return false;
 	if ((long)v < 0 && memchr(buf, '-', (size_t)(end - buf)))
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+/*
+ * The client flags: 32 bits. Debian's memcached 1.6.18 wraps a larger
+ * number silently (2^32 is stored as 0); the door refuses it as
+ * memcached refuses a number it cannot read (2^64): "CLIENT_ERROR bad
+ * command line format", so a client never reads back other flags than it
+ * stored.
+ */
+static bool tok_flags(const struct mc_tok *t, uint32_t *out)
+{
+	uint64_t v;
+
+	if (!tok_u64(t, &v) || v > UINT32_MAX)
 		return false;
 	*out = (uint32_t)v;
 	return true;
@@ -235,55 +189,66 @@ static bool next_key(const struct mc_line *l, size_t *pos, struct mc_tok *k)
 	return true;
 }
 
-static void get_one(struct rdmx__mc_sess *s, const struct mc_tok *k, bool cas)
+/* One key's reply; false when it does not fit under the memory caps. */
+static bool get_one(struct rdmx__mc_sess *s, const struct mc_tok *k, bool cas)
 {
 	const struct rdmx__kv_ehdr *h = &s->rd.hit;
 
 	if (s->count)
 		s->count->cmd_get++;
 	if (rdmx__kv_get(s->kv, &s->rd, k->p, k->len))
-		return;
+		return true;
+	if (!rdmx__mc_out_fits(s, 6 + k->len + 64 + h->value_len + 2))
+		return false;
 	if (s->count)
 		s->count->get_hits++;
-	out_bytes(s, "VALUE ", 6);
-	out_bytes(s, k->p, k->len);
+	rdmx__mc_out_bytes(s, "VALUE ", 6);
+	rdmx__mc_out_bytes(s, k->p, k->len);
 	if (cas)
-		out_printf(s, " %u %u %llu\r\n", h->flags, h->value_len,
-			   (unsigned long long)h->cas);
+		rdmx__mc_out_printf(s, " %u %u %llu\r\n", h->flags, h->value_len,
+				    (unsigned long long)h->cas);
 	else
-		out_printf(s, " %u %u\r\n", h->flags, h->value_len);
-	out_bytes(s, s->rd.value, h->value_len);
-	out_bytes(s, "\r\n", 2);
+		rdmx__mc_out_printf(s, " %u %u\r\n", h->flags, h->value_len);
+	rdmx__mc_out_bytes(s, s->rd.value, h->value_len);
+	rdmx__mc_out_bytes(s, "\r\n", 2);
+	return true;
 }
 
 /*
  * get/gets KEY...: every key checked first (one too long: only the error).
- * The replies stop once the output holds RDMX__MC_OUT_HIGH bytes, with
+ * The replies stop once the output holds rdmx__mc_out_high() bytes, with
  * s->get_pos where the next key is: a line of 2-byte keys naming one big
  * value would otherwise build half a million values' replies in memory at
  * once. rdmx__mc_execute keeps the line and runs it again from there once
- * the output has gone out.
+ * the output has gone out. A reply that does not fit under the memory
+ * caps (mc_out.c) ends the get with memcached's "SERVER_ERROR out of
+ * memory writing get response" instead of END, its replies of this run
+ * dropped.
  */
 static void cmd_get(struct rdmx__mc_sess *s, const struct mc_line *l, bool cas)
 {
-	size_t resume = s->get_pos, pos = 0, next;
+	size_t resume = s->get_pos, pos = 0, next, mark = s->out_len;
 	struct mc_tok k;
 
 	s->get_pos = 0;
 	if (l->n < 2)
-		return reply(s, "ERROR");
+		return rdmx__mc_reply(s, "ERROR");
 	while (!resume && next_key(l, &pos, &k))
 		if (!key_ok(&k))
-			return reply(s, "CLIENT_ERROR bad command line format");
+			return rdmx__mc_reply(s, "CLIENT_ERROR bad command line format");
 	/* at least one key per run: the output is below the bound on entry */
 	for (pos = next = resume; next_key(l, &next, &k); pos = next) {
-		if (s->out_len >= RDMX__MC_OUT_HIGH) {
+		if (s->out_len >= rdmx__mc_out_high(s)) {
 			s->get_pos = pos;
 			return;
 		}
-		get_one(s, &k, cas);
+		if (!get_one(s, &k, cas)) {
+			s->out_len = mark;
+			return rdmx__mc_reply_error(s, "SERVER_ERROR out of memory "
+						    "writing get response");
+		}
 	}
-	reply(s, "END");
+	rdmx__mc_reply(s, "END");
 }
 
 /* -------------------------------------------------------------- storage */
@@ -304,6 +269,16 @@ static const char *store_reply(int rc, enum rdmx__kv_mode mode)
 	}
 }
 
+/* The data block is stored or refused: its memory goes back. */
+static void data_free(struct rdmx__mc_sess *s)
+{
+	if (!s->data)
+		return;
+	free(s->data);
+	s->data = NULL;
+	rdmx__mc_charge(s, s->data_need, 0);
+}
+
 /* The data block is complete: store it, or say it was malformed. */
 static void data_done(struct rdmx__mc_sess *s)
 {
@@ -311,21 +286,35 @@ static void data_done(struct rdmx__mc_sess *s)
 
 	s->pending = false;
 	if (memcmp(s->data + n, "\r\n", 2)) {
-		reply(s, "CLIENT_ERROR bad data chunk");
+		rdmx__mc_reply(s, "CLIENT_ERROR bad data chunk");
 	} else {
 		s->put.value = s->data;
 		s->put.vlen = n;
 		if (s->count)
 			s->count->cmd_set++;
-		reply(s, store_reply(rdmx__kv_store(s->kv, &s->put, NULL), s->put.mode));
+		rdmx__mc_reply(s, store_reply(rdmx__kv_store(s->kv, &s->put, NULL), s->put.mode));
 	}
 	s->noreply = false;
+	data_free(s);
+}
+
+/*
+ * No memory for a data block (the caps of mc_out.c, or malloc): as
+ * memcached, "SERVER_ERROR out of memory storing object", the block
+ * swallowed and a set's old value dropped (no stale value stays).
+ */
+static void no_room(struct rdmx__mc_sess *s)
+{
+	rdmx__mc_reply(s, "SERVER_ERROR out of memory storing object");
+	s->swallow = s->data_need;
+	if (s->put.mode == RDMX__KV_SET)
+		rdmx__kv_delete(s->kv, s->put.key, s->put.klen);
 }
 
 /* A value too large: refuse it, swallow its block, drop a set's old value. */
 static void too_large(struct rdmx__mc_sess *s, uint64_t need)
 {
-	reply(s, "SERVER_ERROR object too large for cache");
+	rdmx__mc_reply(s, "SERVER_ERROR object too large for cache");
 	s->swallow = need;
 	if (s->put.mode == RDMX__KV_SET)
 		rdmx__kv_delete(s->kv, s->put.key, s->put.klen);
@@ -337,11 +326,11 @@ static bool update_parse(struct rdmx__mc_sess *s, const struct mc_line *l,
 {
 	int32_t exptime;
 
-	if (!key_ok(&l->t[1]) || !tok_u32(&l->t[2], &s->put.flags) ||
+	if (!key_ok(&l->t[1]) || !tok_flags(&l->t[2], &s->put.flags) ||
 	    !tok_i32(&l->t[3], &exptime) || !tok_i32(&l->t[4], vlen) ||
 	    (cas && !tok_u64(&l->t[5], &s->put.cas)) || *vlen < 0 ||
 	    *vlen > INT_MAX - 2) {
-		reply(s, "CLIENT_ERROR bad command line format");
+		rdmx__mc_reply(s, "CLIENT_ERROR bad command line format");
 		return false;
 	}
 	memcpy(s->key, l->t[1].p, l->t[1].len);
@@ -359,7 +348,7 @@ static void cmd_update(struct rdmx__mc_sess *s, const struct mc_line *l,
 	int32_t vlen;
 
 	if (l->n != (cas ? 6u : 5u) && l->n != (cas ? 7u : 6u))
-		return reply(s, "ERROR");
+		return rdmx__mc_reply(s, "ERROR");
 	noreply_maybe(s, l);
 	memset(&s->put, 0, sizeof(s->put));
 	s->put.mode = mode;
@@ -369,12 +358,12 @@ static void cmd_update(struct rdmx__mc_sess *s, const struct mc_line *l,
 		return too_large(s, (uint64_t)vlen + 2);
 	s->data_need = (size_t)vlen + 2;
 	s->data_len = 0;
-	free(s->data);
+	if (!rdmx__mc_charge(s, 0, s->data_need))
+		return no_room(s);
 	s->data = malloc(s->data_need);
 	if (!s->data) {
-		reply(s, "SERVER_ERROR out of memory storing object");
-		s->swallow = s->data_need;
-		return;
+		rdmx__mc_charge(s, s->data_need, 0);
+		return no_room(s);
 	}
 	s->pending = true;
 }
@@ -385,30 +374,30 @@ static void cmd_update(struct rdmx__mc_sess *s, const struct mc_line *l,
 static void cmd_delete(struct rdmx__mc_sess *s, const struct mc_line *l)
 {
 	if (l->n < 2 || l->n > 4)
-		return reply(s, "ERROR");
+		return rdmx__mc_reply(s, "ERROR");
 	if (l->n > 2) {
 		bool zero = tok_is(&l->t[2], "0");
 
 		noreply_maybe(s, l);
 		if (!((l->n == 3 && (zero || s->noreply)) || (l->n == 4 && zero && s->noreply)))
-			return reply(s, "CLIENT_ERROR bad command line format.  "
+			return rdmx__mc_reply(s, "CLIENT_ERROR bad command line format.  "
 				     "Usage: delete <key> [noreply]");
 	}
 	if (!key_ok(&l->t[1]))
-		return reply(s, "CLIENT_ERROR bad command line format");
-	reply(s, rdmx__kv_delete(s->kv, l->t[1].p, l->t[1].len) ? "NOT_FOUND" : "DELETED");
+		return rdmx__mc_reply(s, "CLIENT_ERROR bad command line format");
+	rdmx__mc_reply(s, rdmx__kv_delete(s->kv, l->t[1].p, l->t[1].len) ? "NOT_FOUND" : "DELETED");
 }
 
 /* The start of incr, decr and touch (KEY ARG [noreply]); false after replying. */
 static bool key_arg_start(struct rdmx__mc_sess *s, const struct mc_line *l)
 {
 	if (l->n != 3 && l->n != 4) {
-		reply(s, "ERROR");
+		rdmx__mc_reply(s, "ERROR");
 		return false;
 	}
 	noreply_maybe(s, l);
 	if (!key_ok(&l->t[1])) {
-		reply(s, "CLIENT_ERROR bad command line format");
+		rdmx__mc_reply(s, "CLIENT_ERROR bad command line format");
 		return false;
 	}
 	return true;
@@ -424,16 +413,16 @@ static void cmd_delta(struct rdmx__mc_sess *s, const struct mc_line *l, bool dec
 	if (!key_arg_start(s, l))
 		return;
 	if (!tok_u64(&l->t[2], &delta))
-		return reply(s, "CLIENT_ERROR invalid numeric delta argument");
+		return rdmx__mc_reply(s, "CLIENT_ERROR invalid numeric delta argument");
 	rc = rdmx__kv_delta(s->kv, l->t[1].p, l->t[1].len, delta, decr, &v);
 	if (rc == -ENOENT)
-		return reply(s, "NOT_FOUND");
+		return rdmx__mc_reply(s, "NOT_FOUND");
 	if (rc == -EINVAL)
-		return reply(s, "CLIENT_ERROR cannot increment or decrement non-numeric value");
+		return rdmx__mc_reply(s, "CLIENT_ERROR cannot increment or decrement non-numeric value");
 	if (rc)
-		return reply(s, "SERVER_ERROR out of memory");
+		return rdmx__mc_reply(s, "SERVER_ERROR out of memory");
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-	reply(s, num);
+	rdmx__mc_reply(s, num);
 }
 
 /* touch KEY EXPTIME [noreply] */
@@ -444,10 +433,10 @@ static void cmd_touch(struct rdmx__mc_sess *s, const struct mc_line *l)
 	if (!key_arg_start(s, l))
 		return;
 	if (!tok_i32(&l->t[2], &exptime))
-		return reply(s, "CLIENT_ERROR invalid exptime argument");
+		return rdmx__mc_reply(s, "CLIENT_ERROR invalid exptime argument");
 	if (s->count)
 		s->count->cmd_touch++;
-	reply(s, rdmx__kv_touch(s->kv, l->t[1].p, l->t[1].len, mc_expiry(s, exptime))
+	rdmx__mc_reply(s, rdmx__kv_touch(s->kv, l->t[1].p, l->t[1].len, mc_expiry(s, exptime))
 		 ? "NOT_FOUND" : "TOUCHED");
 }
 
@@ -457,14 +446,14 @@ static void cmd_flush(struct rdmx__mc_sess *s, const struct mc_line *l)
 	int32_t delay = 0;
 
 	if (l->n > 3)
-		return reply(s, "ERROR");
+		return rdmx__mc_reply(s, "ERROR");
 	noreply_maybe(s, l);
 	if (l->n != (s->noreply ? 2u : 1u) && !tok_i32(&l->t[1], &delay))
-		return reply(s, "CLIENT_ERROR invalid exptime argument");
+		return rdmx__mc_reply(s, "CLIENT_ERROR invalid exptime argument");
 	if (s->count)
 		s->count->cmd_flush++;
 	rdmx__kv_flush(s->kv, delay > 0 ? mc_expiry(s, delay) : 0);
-	reply(s, "OK");
+	rdmx__mc_reply(s, "OK");
 }
 
 /* verbosity LEVEL [noreply]: accepted, changes nothing here. */
@@ -473,11 +462,11 @@ static void cmd_verbosity(struct rdmx__mc_sess *s, const struct mc_line *l)
 	uint32_t level;
 
 	if (l->n != 2 && l->n != 3)
-		return reply(s, "ERROR");
+		return rdmx__mc_reply(s, "ERROR");
 	noreply_maybe(s, l);
 	if (!tok_u32(&l->t[1], &level))
-		return reply(s, "CLIENT_ERROR bad command line format");
-	reply(s, "OK");
+		return rdmx__mc_reply(s, "CLIENT_ERROR bad command line format");
+	rdmx__mc_reply(s, "OK");
 }
 
 /* stats: memcached's general-purpose names where rdmx KV has them. */
@@ -488,7 +477,7 @@ static void cmd_stats(struct rdmx__mc_sess *s, const struct mc_line *l)
 	uint64_t now = rdmx__kv_now(s->kv);
 
 	if (l->n > 1)
-		return reply(s, "ERROR");
+		return rdmx__mc_reply(s, "ERROR");
 	if (s->count)
 		c = *s->count;
 	rdmx__kv_stats(s->kv, &st);
@@ -503,12 +492,16 @@ static void cmd_stats(struct rdmx__mc_sess *s, const struct mc_line *l)
 		{ "rdmx_capacity", st.capacity },
 		{ "rdmx_buckets", st.buckets }, { "rdmx_slab_used", st.slab_used },
 		{ "rdmx_read_retries", st.retries }, { "rdmx_read_fallbacks", st.fallbacks },
+		{ "listen_disabled_num", c.listen_disabled }, { "idle_kicks", c.idle_kicks },
+		{ "rdmx_accept_failed", c.accept_failed },
+		{ "rdmx_buffer_bytes", s->mem ? s->mem->total : 0 },
+		{ "rdmx_buffer_refused", s->mem ? s->mem->refused : 0 },
 	};
 
-	out_printf(s, "STAT version %s\r\n", s->version);
+	rdmx__mc_out_printf(s, "STAT version %s\r\n", s->version);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		out_printf(s, "STAT %s %llu\r\n", rows[i].name, (unsigned long long)rows[i].v);
-	reply(s, "END");
+		rdmx__mc_out_printf(s, "STAT %s %llu\r\n", rows[i].name, (unsigned long long)rows[i].v);
+	rdmx__mc_reply(s, "END");
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -548,7 +541,7 @@ static void do_other(struct rdmx__mc_sess *s, const struct mc_line *l, int which
 	case 4:
 		return cmd_stats(s, l);
 	case 5:
-		return out_printf(s, "VERSION %s\r\n", s->version);
+		return rdmx__mc_out_printf(s, "VERSION %s\r\n", s->version);
 	default:
 		s->closing = true; /* quit */
 	}
@@ -587,7 +580,7 @@ static void line_run(struct rdmx__mc_sess *s, const char *p, size_t n)
 			return;
 		}
 	}
-	reply(s, "ERROR");
+	rdmx__mc_reply(s, "ERROR");
 }
 
 /* ------------------------------------------------------------- the feed */
@@ -623,17 +616,36 @@ static size_t data_feed(struct rdmx__mc_sess *s, const uint8_t *in, size_t n)
 }
 
 /*
+ * The newline ending the line at @p (@len bytes), or NULL. A partial line
+ * is searched only where new bytes arrived: s->scanned bytes of it were
+ * searched by the last call, which left them at the input's start.
+ */
+static const uint8_t *line_find(struct rdmx__mc_sess *s, const uint8_t *p, size_t len)
+{
+	size_t from = s->scanned <= len ? s->scanned : 0;
+	const uint8_t *nl = memchr(p + from, '\n', len - from);
+
+	s->scan_bytes += nl ? (size_t)(nl - p) + 1 - from : len - from;
+	s->scanned = nl ? 0 : len;
+	return nl;
+}
+
+/*
  * rdmx__mc_execute - run the complete commands at the start of @in (@n
  * bytes from the client), replies appended to s->out. Returns how many
  * bytes it used; the caller keeps the rest for the next call, with more
- * bytes after it; it stops early while s->out holds RDMX__MC_OUT_HIGH
- * bytes. s->closing: close once s->out is sent.
+ * bytes after it (a partial line is not searched again where it was
+ * searched before); it stops early while s->out holds
+ * rdmx__mc_out_high() bytes, and once s->turn_left commands ran this
+ * turn (with s->turn_max set: memcached's -R, the server's fairness).
+ * s->closing: close once s->out is sent.
  */
 size_t rdmx__mc_execute(struct rdmx__mc_sess *s, const uint8_t *in, size_t n)
 {
 	size_t used = 0;
 
-	while (used < n && !s->closing && s->out_len < RDMX__MC_OUT_HIGH) {
+	while (used < n && !s->closing && s->out_len < rdmx__mc_out_high(s) &&
+	       !(s->turn_max && !s->turn_left)) {
 		const uint8_t *p = in + used, *nl;
 		size_t len = n - used, line;
 
@@ -648,7 +660,7 @@ size_t rdmx__mc_execute(struct rdmx__mc_sess *s, const uint8_t *in, size_t n)
 			used += data_feed(s, p, len);
 			continue;
 		}
-		nl = memchr(p, '\n', len);
+		nl = line_find(s, p, len);
 		if (!nl)
 			return used + line_partial(s, p, len);
 		line = (size_t)(nl - p);
@@ -656,6 +668,8 @@ size_t rdmx__mc_execute(struct rdmx__mc_sess *s, const uint8_t *in, size_t n)
 		if (s->get_pos)
 			break; /* a get stopped at the output bound: run it on later */
 		used += line + 1;
+		if (s->turn_max)
+			s->turn_left--;
 	}
 	return used;
 }
@@ -675,5 +689,7 @@ void rdmx__mc_sess_fini(struct rdmx__mc_sess *s)
 	rdmx__kv_reader_fini(&s->rd);
 	free(s->data);
 	free(s->out);
+	if (s->mem)
+		s->mem->total -= s->held; /* also the server's input buffer */
 	memset(s, 0, sizeof(*s));
 }

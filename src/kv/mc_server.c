@@ -5,14 +5,26 @@
  * mc_proto.c. Per client: an input buffer that grows to the longest line
  * allowed (RDMX__MC_GET_LINE_MAX) and no further, the session's output,
  * which stops the reading of more commands while it holds more than
- * MC_OUT_HIGH bytes (a client that does not read its replies stalls only
- * itself). Data blocks are collected by the session, so a client that
- * never sends one holds only its own connection. Past max_clients a new
- * client gets memcached's "ERROR Too many open connections" and is closed.
+ * rdmx__mc_out_high() bytes (a client that does not read its replies
+ * stalls only itself). Data blocks are collected by the session, so a
+ * client that never sends one holds only its own connection. Every buffer
+ * is charged to the caps of mc_out.c (per connection, all connections).
+ *
+ * What memcached 1.6 survives, the door survives (docs/memcached-door.md):
+ * past max_clients a newcomer gets memcached's "ERROR Too many open
+ * connections" and is closed; out of descriptors (EMFILE, ENFILE), a
+ * spare descriptor kept for the purpose is freed to accept the newcomer
+ * and tell it the same, and when even that fails accepting pauses with a
+ * back-off instead of polling a listener that stays readable (memcached
+ * stops accepting and retries every 10 ms); a client that sends and takes
+ * nothing for idle_timeout_ms is closed (memcached -o idle_timeout); a
+ * client runs reqs_per_event commands a turn, then the others have theirs
+ * (memcached -R).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -29,18 +41,22 @@
 #include "core/clock.h"
 #include "core/errors.h"
 #include "kv/kv_door.h"
+#include "kv/kv_opts.h"
+#include "kv/mc_out.h"
 #include "kv/mc_proto.h"
 
 #define MC_IN_CHUNK 16384
 #define MC_IN_MAX (RDMX__MC_GET_LINE_MAX + MC_IN_CHUNK)
-#define MC_OUT_HIGH RDMX__MC_OUT_HIGH
 #define MC_POLL_MS 500 /* the bound on noticing a stop */
+#define MC_BACKOFF_MIN_MS 10   /* accepting paused, out of descriptors: */
+#define MC_BACKOFF_MAX_MS 1000 /* doubling from the first to the last */
 #define KV_VERSION "1.6.18-rdmx" /* the memcached protocol level, rdmx's build */
 
 struct mc_client {
 	int fd;
 	uint8_t *in;
 	size_t in_len, in_cap;
+	int64_t last_ns; /* the last byte read or sent */
 	struct rdmx__mc_sess sess;
 };
 
@@ -49,30 +65,19 @@ struct rdmx_kv_server {
 	struct rdmx__kv_door *door; /* the RDMA door, or NULL */
 	struct rdmx_kv_server_opts o;
 	int lfd, port;
+	int spare;                 /* a descriptor to free for a refusal (EMFILE) */
+	int64_t accept_resume_ns;  /* accepting paused until then (0: not paused) */
+	int backoff_ms;            /* the next pause */
+	bool more;                 /* a client's turn ended with commands left */
 	int wake[2];               /* the stop pipe */
 	int stop;                  /* atomic: set by rdmx_kv_server_stop */
 	struct mc_client *clients; /* max_clients */
 	int n_clients;
 	struct pollfd *pfd;        /* 2 + max_clients */
 	struct rdmx__mc_counters count;
+	struct rdmx__mc_mem mem;   /* the buffer caps of all connections */
 	struct rdmx__err err;
 };
-
-static void opts_default(const struct rdmx_kv_server_opts *in,
-			 struct rdmx_kv_server_opts *o)
-{
-	*o = *in;
-	if (!o->capacity)
-		o->capacity = 65536;
-	if (!o->memory)
-		o->memory = 64ULL << 20;
-	if (!o->item_max)
-		o->item_max = (1U << 20) - 512;
-	if (!o->memcached_addr)
-		o->memcached_addr = "0.0.0.0";
-	if (o->max_clients <= 0)
-		o->max_clients = 1024;
-}
 
 static int set_nonblock(int fd)
 {
@@ -140,27 +145,42 @@ static int server_alloc(struct rdmx_kv_server *s)
 	if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK))
 		return rdmx__fail(-errno, "kv: pipe: %s", strerror(errno));
 	s->count.started = rdmx__kv_now(s->kv);
+	s->mem.conn_max = (size_t)s->o.conn_buffer_max;
+	s->mem.total_max = (size_t)s->o.buffer_max;
+	s->backoff_ms = MC_BACKOFF_MIN_MS;
 	return 0;
+}
+
+/* Keep a descriptor in reserve, to free when accept4 says EMFILE. */
+static void spare_take(struct rdmx_kv_server *s)
+{
+	if (s->spare < 0 && s->lfd >= 0)
+		s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 /* A server: its store, and its front door listening when asked. */
 int rdmx_kv_server_create(const struct rdmx_kv_server_opts *opts,
 			  rdmx_kv_server **out)
 {
-	struct rdmx_kv_server *s = calloc(1, sizeof(*s));
+	struct rdmx_kv_server *s;
 	int rc;
 
+	if (!out)
+		return rdmx__fail(-EINVAL, "rdmx_kv_server_create: out is NULL");
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return rdmx__fail(-ENOMEM, "kv: no memory for a server");
-	s->lfd = s->wake[0] = s->wake[1] = -1;
+	s->lfd = s->spare = s->wake[0] = s->wake[1] = -1;
 	s->port = -ENOENT;
-	opts_default(opts, &s->o);
-	rc = s->o.evict == RDMX_KV_EVICT_NONE || s->o.evict == RDMX_KV_EVICT_LRU ? 0 :
-	     rdmx__fail(-EINVAL, "kv: eviction policy %d (none 0, lru 1)", s->o.evict);
+	rc = rdmx__kv_server_opts_load(opts, &s->o);
+	if (!rc && s->o.evict != RDMX_KV_EVICT_NONE && s->o.evict != RDMX_KV_EVICT_LRU)
+		rc = rdmx__fail(-EINVAL, "kv: eviction policy %d (none 0, lru 1)", s->o.evict);
 	if (!rc)
 		rc = server_alloc(s);
 	if (!rc && s->o.memcached_port >= 0)
 		rc = listen_open(s);
+	if (!rc)
+		spare_take(s); /* none: the pauses alone bound an EMFILE */
 	if (!rc && s->o.ctx)
 		rc = rdmx__kv_door_open(s->kv, &s->o, &s->door);
 	if (rc)
@@ -174,23 +194,29 @@ destroy_server:
 
 int rdmx_kv_server_port(const rdmx_kv_server *srv)
 {
+	if (!srv)
+		return rdmx__fail(-EINVAL, "rdmx_kv_server_port: server is NULL");
 	return srv->port;
 }
 
 int rdmx_kv_server_rdma_port(const rdmx_kv_server *srv)
 {
+	if (!srv)
+		return rdmx__fail(-EINVAL, "rdmx_kv_server_rdma_port: server is NULL");
 	return srv->door ? rdmx__kv_door_port(srv->door) : -ENOENT;
 }
 
 const char *rdmx_kv_server_error(const rdmx_kv_server *srv)
 {
-	return srv->err.msg;
+	return srv ? srv->err.msg : "no server";
 }
 
 void rdmx_kv_server_stop(rdmx_kv_server *srv)
 {
 	ssize_t n;
 
+	if (!srv)
+		return;
 	__atomic_store_n(&srv->stop, 1, __ATOMIC_RELEASE); /* lock-free: signal-safe */
 	n = write(srv->wake[1], "", 1);
 	(void)n;
@@ -204,38 +230,93 @@ static void client_close(struct rdmx_kv_server *s, int i)
 
 	close(c->fd);
 	free(c->in);
-	rdmx__mc_sess_fini(&c->sess);
+	rdmx__mc_sess_fini(&c->sess); /* gives back what it held, c->in too */
 	s->clients[i] = s->clients[--s->n_clients];
 	s->count.curr_conns--;
 }
 
-static void client_accept(struct rdmx_kv_server *s)
+/* Tell a newcomer there is no room (memcached's words), and close it. */
+static void refuse(struct rdmx_kv_server *s, int fd)
 {
 	static const char full[] = "ERROR Too many open connections\r\n";
+	ssize_t n = write(fd, full, sizeof(full) - 1);
+
+	(void)n;
+	close(fd);
+	s->count.rejected_conns++;
+}
+
+/*
+ * accept4 failed with @err. Out of descriptors (EMFILE, ENFILE) or of
+ * socket memory (ENOBUFS, ENOMEM), the newcomer stays in the backlog and
+ * the listener stays readable: free the spare descriptor, accept the
+ * newcomer with it, refuse it in words and take the spare back. When that
+ * fails too, stop polling the listener for a back-off that doubles from
+ * MC_BACKOFF_MIN_MS to MC_BACKOFF_MAX_MS while it lasts (memcached's
+ * listen_disabled_num counts these pauses). Other errors are the
+ * newcomer's own (ECONNABORTED...) or transient: nothing to wait for.
+ */
+static void accept_exhausted(struct rdmx_kv_server *s, int err)
+{
+	int fd = -1;
+
+	if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+		return;
+	s->count.accept_failed++;
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return;
+	if (s->spare >= 0) {
+		close(s->spare);
+		s->spare = -1;
+		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse(s, fd);
+		spare_take(s);
+	}
+	if (fd >= 0)
+		return;
+	s->count.listen_disabled++;
+	s->accept_resume_ns = rdmx__now_ns() + (int64_t)s->backoff_ms * 1000000;
+	s->backoff_ms = s->backoff_ms * 2 > MC_BACKOFF_MAX_MS ? MC_BACKOFF_MAX_MS :
+			s->backoff_ms * 2;
+}
+
+static void client_accept(struct rdmx_kv_server *s)
+{
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
 	struct mc_client *c;
 
 	if (fd < 0)
-		return;
-	if (s->n_clients == s->o.max_clients) {
-		ssize_t n = write(fd, full, sizeof(full) - 1);
-
-		(void)n;
-		close(fd);
-		s->count.rejected_conns++;
-		return;
-	}
+		return accept_exhausted(s, errno);
+	s->backoff_ms = MC_BACKOFF_MIN_MS;
+	spare_take(s);
+	if (s->n_clients == s->o.max_clients)
+		return refuse(s, fd);
 	c = &s->clients[s->n_clients];
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
+	c->last_ns = rdmx__now_ns();
 	if (rdmx__mc_sess_init(&c->sess, s->kv, &s->count, KV_VERSION)) {
 		close(fd);
 		return;
 	}
+	c->sess.mem = &s->mem;
+	c->sess.turn_max = (uint32_t)s->o.reqs_per_event;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	s->n_clients++;
 	s->count.curr_conns++;
 	s->count.total_conns++;
+}
+
+/* An empty input buffer grown past its first size goes back. */
+static void client_in_shrink(struct mc_client *c)
+{
+	if (c->in_len || c->in_cap <= MC_IN_CHUNK * 2)
+		return;
+	free(c->in);
+	rdmx__mc_charge(&c->sess, c->in_cap, 0);
+	c->in = NULL;
+	c->in_cap = 0;
 }
 
 /* Run the client's buffered commands while its output is under the mark. */
@@ -243,11 +324,41 @@ static void client_execute(struct mc_client *c)
 {
 	size_t used;
 
-	if (c->sess.out_len >= MC_OUT_HIGH || !c->in_len)
+	if (c->sess.out_len >= rdmx__mc_out_high(&c->sess) || !c->in_len)
 		return;
 	used = rdmx__mc_execute(&c->sess, c->in, c->in_len);
+	if (!used)
+		return; /* a partial line: no copy, no search again (mc_proto.c) */
 	memmove(c->in, c->in + used, c->in_len - used);
 	c->in_len -= used;
+	client_in_shrink(c);
+}
+
+/* Room to read into; false when the client must go (no memory at all). */
+static bool client_in_room(struct mc_client *c)
+{
+	size_t cap = c->in_cap ? 2 * c->in_cap : MC_IN_CHUNK * 2;
+	uint8_t *p;
+
+	if (c->in_cap - c->in_len >= MC_IN_CHUNK)
+		return true;
+	if (cap > MC_IN_MAX)
+		cap = MC_IN_MAX;
+	if (cap <= c->in_len)
+		return true; /* full: the session closes it (line too long) */
+	if (!rdmx__mc_charge(&c->sess, c->in_cap, cap)) {
+		rdmx__mc_refuse_read(&c->sess); /* a cap: told, then closed */
+		c->in_len = 0;
+		return true;
+	}
+	p = realloc(c->in, cap);
+	if (!p) {
+		rdmx__mc_charge(&c->sess, cap, c->in_cap);
+		return false;
+	}
+	c->in = p;
+	c->in_cap = cap;
+	return true;
 }
 
 /* Read what the client sent; false when it is gone. */
@@ -255,25 +366,17 @@ static bool client_read(struct mc_client *c)
 {
 	ssize_t n;
 
-	if (c->in_cap - c->in_len < MC_IN_CHUNK) {
-		size_t cap = c->in_cap ? 2 * c->in_cap : MC_IN_CHUNK * 2;
-		uint8_t *p;
-
-		if (cap > MC_IN_MAX)
-			cap = MC_IN_MAX;
-		if (cap <= c->in_len)
-			return true; /* full: the session closes it (line too long) */
-		p = realloc(c->in, cap);
-		if (!p)
-			return false;
-		c->in = p;
-		c->in_cap = cap;
-	}
+	if (!client_in_room(c))
+		return false;
+	if (c->sess.closing || c->in_cap == c->in_len)
+		return true;
 	n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 		return false;
-	if (n > 0)
+	if (n > 0) {
 		c->in_len += (size_t)n;
+		c->last_ns = rdmx__now_ns();
+	}
 	return true;
 }
 
@@ -287,6 +390,8 @@ static bool client_write(struct mc_client *c)
 	n = send(c->fd, c->sess.out, c->sess.out_len, MSG_NOSIGNAL);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
+	if (n > 0)
+		c->last_ns = rdmx__now_ns();
 	rdmx__mc_out_consume(&c->sess, (size_t)n);
 	return true;
 }
@@ -294,6 +399,7 @@ static bool client_write(struct mc_client *c)
 /* One client's turn after poll: false to close it. */
 static bool client_turn(struct mc_client *c, short revents)
 {
+	c->sess.turn_left = c->sess.turn_max; /* memcached -R: then the others */
 	if (revents & (POLLERR | POLLNVAL))
 		return false;
 	if ((revents & (POLLIN | POLLHUP)) && !client_read(c))
@@ -305,23 +411,80 @@ static bool client_turn(struct mc_client *c, short revents)
 	return !(c->sess.closing && !c->sess.out_len);
 }
 
+/* Close the clients that sent and took nothing for idle_timeout_ms. */
+static void idle_close(struct rdmx_kv_server *s)
+{
+	int64_t now = rdmx__now_ns(), idle = (int64_t)s->o.idle_timeout_ms * 1000000;
+
+	if (!idle)
+		return;
+	for (int i = s->n_clients - 1; i >= 0; i--) {
+		if (now - s->clients[i].last_ns < idle)
+			continue;
+		client_close(s, i); /* memcached says nothing either */
+		s->count.idle_kicks++;
+	}
+}
+
 /* ------------------------------------------------------------------- loop */
+
+/* Whether the listener is polled (not during an EMFILE pause). */
+static bool accepting(struct rdmx_kv_server *s)
+{
+	if (!s->accept_resume_ns)
+		return true;
+	if (rdmx__now_ns() < s->accept_resume_ns)
+		return false;
+	s->accept_resume_ns = 0;
+	spare_take(s); /* a descriptor may be free again */
+	return true;
+}
 
 static int poll_build(struct rdmx_kv_server *s)
 {
+	s->more = false;
 	s->pfd[0] = (struct pollfd){ .fd = s->wake[0], .events = POLLIN };
-	s->pfd[1] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+	s->pfd[1] = (struct pollfd){ .fd = accepting(s) ? s->lfd : -1, .events = POLLIN };
 	for (int i = 0; i < s->n_clients; i++) {
 		struct mc_client *c = &s->clients[i];
 		short ev = 0;
 
-		if (c->sess.out_len < MC_OUT_HIGH && !c->sess.closing)
+		if (c->sess.out_len < rdmx__mc_out_high(&c->sess) && !c->sess.closing) {
 			ev |= POLLIN;
+			if (c->in_len && c->sess.turn_max && !c->sess.turn_left)
+				s->more = true; /* its turn ended with commands left */
+		}
 		if (c->sess.out_len)
 			ev |= POLLOUT;
 		s->pfd[2 + i] = (struct pollfd){ .fd = c->fd, .events = ev };
 	}
 	return 2 + s->n_clients;
+}
+
+/* How long poll may wait: a stop, the end of a pause, an idle client. */
+static int poll_timeout(const struct rdmx_kv_server *s)
+{
+	int ms = MC_POLL_MS;
+
+	if (s->more)
+		return 0; /* a client has commands left: only a look at the others */
+	if (s->o.idle_timeout_ms && s->o.idle_timeout_ms / 4 + 1 < ms)
+		ms = s->o.idle_timeout_ms / 4 + 1;
+	if (s->accept_resume_ns) {
+		int64_t left = (s->accept_resume_ns - rdmx__now_ns()) / 1000000 + 1;
+
+		ms = left < ms ? (left > 0 ? (int)left : 0) : ms;
+	}
+	return ms;
+}
+
+static int run_fail(struct rdmx_kv_server *s, int err)
+{
+	int rc = rdmx__failo(&s->err, -err, "kv: poll: %s", strerror(err));
+
+	if (s->door)
+		rdmx__kv_door_stop(s->door);
+	return rc;
 }
 
 /* Serve until stopped (see kv.h). */
@@ -330,6 +493,8 @@ int rdmx_kv_server_run(rdmx_kv_server *s)
 	char drain[64];
 	int rc;
 
+	if (!s)
+		return rdmx__fail(-EINVAL, "rdmx_kv_server_run: server is NULL");
 	if (s->lfd < 0 && !s->door)
 		return rdmx__failo(&s->err, -ENOENT, "kv: no door to serve");
 	if (s->door && rdmx__kv_door_start(s->door))
@@ -337,18 +502,15 @@ int rdmx_kv_server_run(rdmx_kv_server *s)
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		int n = poll_build(s);
 
-		if (poll(s->pfd, (nfds_t)n, MC_POLL_MS) < 0 && errno != EINTR) {
-			rc = rdmx__failo(&s->err, -errno, "kv: poll: %s", strerror(errno));
-			if (s->door)
-				rdmx__kv_door_stop(s->door);
-			return rc;
-		}
+		if (poll(s->pfd, (nfds_t)n, poll_timeout(s)) < 0 && errno != EINTR)
+			return run_fail(s, errno);
 		if (s->pfd[0].revents && read(s->wake[0], drain, sizeof(drain)) < 0)
 			continue;
 		/* From the last: closing one moves the last client into its place. */
 		for (int i = n - 3; i >= 0; i--)
 			if (!client_turn(&s->clients[i], s->pfd[2 + i].revents))
 				client_close(s, i);
+		idle_close(s);
 		if (s->pfd[1].revents & POLLIN)
 			client_accept(s);
 	}
@@ -367,6 +529,8 @@ void rdmx_kv_server_destroy(rdmx_kv_server *s)
 		client_close(s, s->n_clients - 1);
 	if (s->lfd >= 0)
 		close(s->lfd);
+	if (s->spare >= 0)
+		close(s->spare);
 	if (s->wake[0] >= 0) {
 		close(s->wake[0]);
 		close(s->wake[1]);

@@ -5,9 +5,12 @@
  * (as a socket might deliver it), the rest is what a client sends, to a
  * session over a small store (16 entries, 64-byte inline values, a 4 KiB
  * slab, 512-byte items) so full tables, out-of-line values and too-large
- * items are all reachable. Invariants: no crash, never more consumed than
- * given, a closed session consumes nothing more, the store never holds
- * more than its capacity, and every reply ends in "\r\n".
+ * items are all reachable; its upper bits pick the session's buffer caps
+ * (none, or 4, 8, 16 KiB: refusals of data blocks and get replies, in
+ * mc_out.c). Invariants: no crash, never more consumed than given, a
+ * closed session consumes nothing more, the store never holds more than
+ * its capacity, every reply ends in "\r\n", and what the session held is
+ * all given back when it ends.
  */
 #include <string.h>
 
@@ -57,13 +60,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rdmx__kv *kv;
 	struct rdmx__mc_sess s;
 	struct rdmx__kv_stats st;
+	struct rdmx__mc_mem m = { 0 };
 
 	if (!size || rdmx__kv_create(&o, &kv))
 		return 0;
+	m.conn_max = m.total_max = (size_t)2048 << (data[0] / 64);
 	if (!rdmx__mc_sess_init(&s, kv, NULL, "fuzz")) {
+		s.mem = data[0] >= 64 ? &m : NULL;
 		fz_feed(&s, data + 1, size - 1, 1 + data[0] % 64);
 		rdmx__mc_sess_fini(&s);
 	}
+	FZ_CHECK(m.total == 0, "the session did not give back what it held");
 	rdmx__kv_stats(kv, &st);
 	FZ_CHECK(st.items <= st.capacity, "more items than the capacity");
 	FZ_CHECK(st.slab_used <= st.slab_size, "more slab used than there is");

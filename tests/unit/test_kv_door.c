@@ -45,10 +45,16 @@ static void *kvs_main(void *arg)
 
 static void kvs_start(struct kvs *v)
 {
-	struct rdmx_kv_server_opts o = { .capacity = 64, .memory = 1 << 20, .inline_max = 64,
-					 .memcached_port = -1, .hello_ms = HELLO_MS };
+	struct rdmx_kv_server_opts o;
 	struct rdmx_ctx_opts co;
 
+	rdmx_kv_server_opts_init(&o);
+	o.capacity = 64;
+	o.memory = 1 << 20;
+	o.inline_max = 64;
+	o.memcached_port = -1;
+	o.rdma_port = 0;
+	o.hello_ms = HELLO_MS;
 	memset(v, 0, sizeof(*v));
 	rdmx_ctx_opts_init(&co);
 	co.fabric = th_fabric();
@@ -116,9 +122,14 @@ static void get_flood(rdmx_conn *raw)
 
 static rdmx_kv_client *kv_dial(struct kvs *v, enum rdmx_kv_get_mode mode, int ms)
 {
-	struct rdmx_kv_client_opts o = { .get_mode = mode, .timeout_ms = ms };
+	struct rdmx_kv_client_opts o;
 	rdmx_kv_client *c = NULL;
-	int rc = rdmx_kv_client_create(v->ctx, th_addr(), rpc_port(v), &o, &c);
+	int rc;
+
+	rdmx_kv_client_opts_init(&o);
+	o.get_mode = mode;
+	o.timeout_ms = ms;
+	rc = rdmx_kv_client_create(v->ctx, th_addr(), rpc_port(v), &o, &c);
 
 	if (rc)
 		fprintf(stderr, "kv dial: %s\n", rdmx_last_error());

@@ -27,6 +27,7 @@
 #include <rdmx/kv.h>
 
 #include "kv/mc_proto.h"
+#include "unit/mc_sock.h"
 
 struct fix {
 	struct rdmx__kv *kv;
@@ -220,36 +221,132 @@ static void test_long_lines(void **state)
 	fix_free(f);
 }
 
-/* ------------------------------------------------------------ the server */
-
-static int dial(int port)
+/*
+ * Client flags are 32 bits: 2^32 is refused as memcached refuses a number
+ * it cannot read (memcached 1.6 itself stores it as 0), 2^32-1 kept.
+ */
+static void test_flags_range(void **state)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct fix *f = fix_new(16, 1024);
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	return fd;
+	(void)state;
+	assert_string_equal(run(f, "set a 4294967296 0 1\r\nz\r\n"),
+			    "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+	assert_string_equal(run(f, "cas a 99999999999 0 1 1\r\nz\r\n"),
+			    "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+	assert_string_equal(run(f, "set a 4294967295 0 1\r\nz\r\nget a\r\n"),
+			    "STORED\r\nVALUE a 4294967295 1\r\nz\r\nEND\r\n");
+	fix_free(f);
 }
 
-/* Read until @want has arrived (or EOF, or 10 s); what came, NUL-terminated. */
-static const char *await(int fd, const char *want, char *buf, size_t cap)
+/*
+ * A get line trickled in chunks of @chunk bytes, as a server hands the
+ * session its input (the partial line kept at the start, more bytes
+ * after it): every byte is searched for the newline once, so the bytes
+ * searched are the line's length, not its square over the chunk size.
+ */
+static void trickle(size_t total, size_t chunk)
 {
-	size_t n = 0;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct fix *f = fix_new(16, 1024);
+	uint8_t *line = malloc(total);
+	size_t have = 0;
 
-	buf[0] = 0;
-	while (!strstr(buf, want) && n + 1 < cap && poll(&p, 1, 10000) > 0) {
-		ssize_t r = read(fd, buf + n, cap - 1 - n);
+	memset(line, 'k', total);
+	for (size_t i = 4; i + 1 < total; i += 2)
+		line[i] = ' ';
+	memcpy(line, "get ", 4);
+	memcpy(line + total - 2, "\r\n", 2);
+	while (have < total) {
+		size_t n = total - have < chunk ? total - have : chunk, used;
 
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		buf[n] = 0;
+		have += n;
+		used = rdmx__mc_execute(&f->s, line, have);
+		assert_true(used == 0 || used == total);
 	}
-	return buf;
+	fprintf(stderr, "trickled %zu-byte get line in %zu-byte chunks: %llu bytes "
+		"searched\n", total, chunk, (unsigned long long)f->s.scan_bytes);
+	assert_int_equal(f->s.scan_bytes, total);
+	assert_memory_equal(f->s.out + f->s.out_len - 5, "END\r\n", 5);
+	free(line);
+	fix_free(f);
 }
+
+static void test_trickle_linear(void **state)
+{
+	(void)state;
+	trickle(RDMX__MC_GET_LINE_MAX - 64, 64);
+	trickle(100000, 7);
+}
+
+/*
+ * The memory caps at the session: a data block past the connection's cap
+ * is refused ("out of memory storing object", its block swallowed), a
+ * get reply past it ends the get with memcached's "out of memory writing
+ * get response" (the replies of that get dropped); what the session held
+ * goes back when it ends.
+ */
+static void test_session_caps(void **state)
+{
+	struct rdmx__mc_mem m = { .conn_max = 1 << 20, .total_max = 1 << 20 };
+	struct fix *f = fix_new(16, 60000);
+	static char set[30100];
+	int n = snprintf(set, sizeof(set), "set big 0 0 30000\r\n");
+
+	(void)state;
+	f->s.mem = &m;
+	memset(set + n, 'v', 30000);
+	memcpy(set + n + 30000, "\r\n", 3);
+	assert_string_equal(run(f, "set s 0 0 2\r\nhi\r\n"), "STORED\r\n");
+	assert_string_equal(run(f, set), "STORED\r\n");
+	m.conn_max = 16384;
+	assert_string_equal(run(f, set),
+			    "SERVER_ERROR out of memory storing object\r\n");
+	assert_string_equal(run(f, "get s\r\n"), "VALUE s 0 2\r\nhi\r\nEND\r\n");
+	assert_string_equal(run(f, "set big 0 0 1\r\nb\r\n"), "STORED\r\n");
+	m.conn_max = 1 << 20;
+	assert_string_equal(run(f, set), "STORED\r\n");
+	m.conn_max = 16384;
+	assert_string_equal(run(f, "get s big s\r\n"),
+			    "SERVER_ERROR out of memory writing get response\r\n");
+	assert_false(f->s.closing);
+	assert_string_equal(run(f, "get s\r\n"), "VALUE s 0 2\r\nhi\r\nEND\r\n");
+	assert_true(m.refused >= 2);
+	rdmx__mc_sess_fini(&f->s);
+	assert_int_equal(m.total, 0);
+	assert_int_equal(rdmx__mc_sess_init(&f->s, f->kv, NULL, "test"), 0);
+	fix_free(f);
+}
+
+/*
+ * memcached's -R: a session whose turn allows 2 commands runs 2 of a
+ * pipeline of 5 (a set and its data block are one), the rest at its next
+ * turns, with the same replies.
+ */
+static void test_turn_bound(void **state)
+{
+	static const char in[] = "version\r\nset a 0 0 1\r\nx\r\nget a\r\n"
+				 "version\r\ndelete a\r\n";
+	struct fix *f = fix_new(16, 1024);
+	size_t used = 0, n = sizeof(in) - 1, turns = 0;
+
+	(void)state;
+	f->s.turn_max = 2;
+	while (used < n) {
+		size_t k;
+
+		f->s.turn_left = f->s.turn_max;
+		k = rdmx__mc_execute(&f->s, (const uint8_t *)in + used, n - used);
+		assert_int_equal(f->s.turn_left, used + k < n ? 0 : 1);
+		used += k;
+		turns++;
+	}
+	assert_int_equal(turns, 3);
+	assert_int_equal(f->s.out_len, strlen("VERSION test\r\nSTORED\r\nVALUE a 0 1\r\n"
+					      "x\r\nEND\r\nVERSION test\r\nDELETED\r\n"));
+	fix_free(f);
+}
+
+/* ------------------------------------------------------------ the server */
 
 /*
  * One get line naming a big value many times (2 bytes a key: a 1 MiB line
@@ -296,21 +393,9 @@ static void test_get_amplify(void **state)
 	rdmx__kv_destroy(kv);
 }
 
-static void say(int fd, const char *s)
-{
-	assert_int_equal(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
-}
-
-static void *serve(void *arg)
-{
-	return (void *)(intptr_t)rdmx_kv_server_run(arg);
-}
-
 static void test_server_hostile(void **state)
 {
-	struct rdmx_kv_server_opts o = { .capacity = 64, .memory = 1 << 20,
-					 .memcached_addr = "127.0.0.1", .memcached_port = 0,
-					 .max_clients = 4 };
+	struct rdmx_kv_server_opts o;
 	rdmx_kv_server *srv;
 	pthread_t t;
 	char buf[4096], *junk = calloc(1, 8192);
@@ -318,25 +403,30 @@ static void test_server_hostile(void **state)
 	void *rc;
 
 	(void)state;
+	rdmx_kv_server_opts_init(&o);
+	o.capacity = 64;
+	o.memory = 1 << 20;
+	o.memcached_port = 0;
+	o.max_clients = 4;
 	assert_int_equal(rdmx_kv_server_create(&o, &srv), 0);
 	port = rdmx_kv_server_port(srv);
 	assert_true(port > 0);
-	assert_int_equal(pthread_create(&t, NULL, serve, srv), 0);
-	stall = dial(port);
-	say(stall, "set w 0 0 10\r\nabc"); /* and never the rest */
-	endless = dial(port);
+	assert_int_equal(pthread_create(&t, NULL, mc_serve, srv), 0);
+	stall = mc_dial(port);
+	mc_say(stall, "set w 0 0 10\r\nabc"); /* and never the rest */
+	endless = mc_dial(port);
 	memset(junk, 'x', 8191);
-	say(endless, junk);
-	good = dial(port);
-	say(good, "set k 0 0 2\r\nok\r\nget k w\r\n");
-	assert_string_equal(await(good, "END\r\n", buf, sizeof(buf)),
+	mc_say(endless, junk);
+	good = mc_dial(port);
+	mc_say(good, "set k 0 0 2\r\nok\r\nget k w\r\n");
+	assert_string_equal(mc_await(good, "END\r\n", buf, sizeof(buf)),
 			    "STORED\r\nVALUE k 0 2\r\nok\r\nEND\r\n");
-	assert_string_equal(await(endless, "never", buf, sizeof(buf)), ""); /* closed */
-	extra = dial(port);
-	say(extra, "\xff\xfe\x01\r\nversion\r\n");
-	assert_non_null(strstr(await(extra, "VERSION", buf, sizeof(buf)), "ERROR\r\nVERSION "));
-	say(stall, "defghij\r\nget w\r\n"); /* the stalled client finishes */
-	assert_string_equal(await(stall, "END\r\n", buf, sizeof(buf)),
+	assert_string_equal(mc_await(endless, "never", buf, sizeof(buf)), ""); /* closed */
+	extra = mc_dial(port);
+	mc_say(extra, "\xff\xfe\x01\r\nversion\r\n");
+	assert_non_null(strstr(mc_await(extra, "VERSION", buf, sizeof(buf)), "ERROR\r\nVERSION "));
+	mc_say(stall, "defghij\r\nget w\r\n"); /* the stalled client finishes */
+	assert_string_equal(mc_await(stall, "END\r\n", buf, sizeof(buf)),
 			    "STORED\r\nVALUE w 0 10\r\nabcdefghij\r\nEND\r\n");
 	rdmx_kv_server_stop(srv);
 	pthread_join(t, &rc);
@@ -349,6 +439,7 @@ static void test_server_hostile(void **state)
 	free(junk);
 }
 
+/* (Its options filled by hand, no size: the struct's first version.) */
 static void test_server_max_clients(void **state)
 {
 	struct rdmx_kv_server_opts o = { .capacity = 8, .memcached_addr = "127.0.0.1",
@@ -360,12 +451,12 @@ static void test_server_max_clients(void **state)
 
 	(void)state;
 	assert_int_equal(rdmx_kv_server_create(&o, &srv), 0);
-	assert_int_equal(pthread_create(&t, NULL, serve, srv), 0);
-	a = dial(rdmx_kv_server_port(srv));
-	say(a, "version\r\n");
-	await(a, "\r\n", buf, sizeof(buf));
-	b = dial(rdmx_kv_server_port(srv));
-	assert_string_equal(await(b, "\r\n", buf, sizeof(buf)),
+	assert_int_equal(pthread_create(&t, NULL, mc_serve, srv), 0);
+	a = mc_dial(rdmx_kv_server_port(srv));
+	mc_say(a, "version\r\n");
+	mc_await(a, "\r\n", buf, sizeof(buf));
+	b = mc_dial(rdmx_kv_server_port(srv));
+	assert_string_equal(mc_await(b, "\r\n", buf, sizeof(buf)),
 			    "ERROR Too many open connections\r\n");
 	rdmx_kv_server_stop(srv);
 	pthread_join(t, NULL);
@@ -385,6 +476,10 @@ int main(void)
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_get_amplify),
+		cmocka_unit_test(test_flags_range),
+		cmocka_unit_test(test_trickle_linear),
+		cmocka_unit_test(test_session_caps),
+		cmocka_unit_test(test_turn_bound),
 		cmocka_unit_test(test_server_hostile),
 		cmocka_unit_test(test_server_max_clients),
 	};
