@@ -318,13 +318,15 @@ static void srx_join(struct bench_server *s)
 			pthread_join(s->srx[i].thread, NULL);
 }
 
-/* The sizes under test decide the memory; the count stays capped. */
+/* The sizes under test decide the memory, and a lab's clients share one
+ * host (one address); the count stays capped. */
 static int lift_mem_cap(rdmx_listener *lis)
 {
 	struct rdmx_listener_opts lo;
 
 	rdmx_listener_opts_init(&lo);
 	lo.max_mem = 0;
+	lo.max_conns_per_peer = 0;
 	return rdmx_listener_set_opts(lis, &lo);
 }
 
