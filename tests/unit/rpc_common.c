@@ -76,6 +76,7 @@ void opts(struct rdmx_rpc_opts *o)
 
 /* The server's timeout (its waits for a send buffer): a case may shorten it. */
 int srv_timeout_ms = WAIT_MS;
+uint32_t srv_window = 64;
 
 void srv_start(struct srv *v, unsigned workers)
 {
@@ -90,7 +91,7 @@ void srv_start(struct srv *v, unsigned workers)
 	opts(&o);
 	o.timeout_ms = srv_timeout_ms;
 	o.workers = workers;
-	o.window = 64; /* rfp: request slots per client */
+	o.window = srv_window; /* rfp: request slots per client */
 	assert_int_equal(rdmx_rpc_server_create(v->ctx, th_addr(), 0, contract, NMETHODS,
 						&o, &v->s), 0);
 	assert_int_equal(rdmx_rpc_server_handle(v->s, M_ECHO, on_echo, NULL), 0);
