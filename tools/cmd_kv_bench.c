@@ -206,14 +206,17 @@ static int server_start(struct run *r)
 {
 	const struct kb_cfg *cfg = r->cfg;
 	uint64_t keys = (uint64_t)cfg->keys;
+	struct rdmx_listener_opts caps;
 	struct rdmx_kv_server_opts o = {
 		.capacity = keys * 2 > 1024 ? keys * 2 : 1024,
 		.memory = store_bytes(cfg) + (1 << 20),
 		.memcached_addr = "127.0.0.1", .memcached_port = 0,
 		.ctx = r->tg.ctx, .rdma_addr = r->local, .rdma_port = 0,
 		.transport = cfg->transport, .protocol = cfg->protocol,
+		.rpc_caps = &caps, .read_caps = &caps, .max_clients_per_peer = -1,
 	};
 
+	cli_lab_caps(&caps); /* a lab's clients share one host */
 	if (rdmx_kv_server_create(&o, &r->srv)) {
 		fprintf(stderr, "rdmx kv bench: server: %s\n", rdmx_last_error());
 		return EXIT_FAIL;

@@ -13,9 +13,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -39,6 +41,7 @@
 
 struct mc_client {
 	int fd;
+	char peer[INET6_ADDRSTRLEN]; /* its address: max_clients_per_peer */
 	uint8_t *in;
 	size_t in_len, in_cap;
 	struct rdmx__mc_sess sess;
@@ -72,6 +75,8 @@ static void opts_default(const struct rdmx_kv_server_opts *in,
 		o->memcached_addr = "0.0.0.0";
 	if (o->max_clients <= 0)
 		o->max_clients = 1024;
+	if (!o->max_clients_per_peer)
+		o->max_clients_per_peer = o->max_clients >= 4 ? o->max_clients / 4 : 1;
 }
 
 static int set_nonblock(int fd)
@@ -209,16 +214,48 @@ static void client_close(struct rdmx_kv_server *s, int i)
 	s->count.curr_conns--;
 }
 
+/* Accepted @fd's peer address, without its port, into @host. */
+static void peer_of(int fd, char *host, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) ||
+	    getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)len, NULL, 0,
+			NI_NUMERICHOST))
+		snprintf(host, len, "?");
+}
+
+/* A newcomer from @host over a cap: the line it is refused with, or NULL. */
+static const char *over_cap(const struct rdmx_kv_server *s, const char *host,
+			    char *line, size_t len)
+{
+	int from = 0;
+
+	if (s->n_clients == s->o.max_clients)
+		return "ERROR Too many open connections\r\n";
+	for (int i = 0; i < s->n_clients; i++)
+		from += !strcmp(s->clients[i].peer, host);
+	if (s->o.max_clients_per_peer < 0 || from < s->o.max_clients_per_peer)
+		return NULL;
+	snprintf(line, len, "ERROR Too many open connections from %s "
+		 "(max_clients_per_peer %d)\r\n", host, s->o.max_clients_per_peer);
+	return line;
+}
+
 static void client_accept(struct rdmx_kv_server *s)
 {
-	static const char full[] = "ERROR Too many open connections\r\n";
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+	char host[INET6_ADDRSTRLEN], line[128];
+	const char *refuse;
 	struct mc_client *c;
 
 	if (fd < 0)
 		return;
-	if (s->n_clients == s->o.max_clients) {
-		ssize_t n = write(fd, full, sizeof(full) - 1);
+	peer_of(fd, host, sizeof(host));
+	refuse = over_cap(s, host, line, sizeof(line));
+	if (refuse) {
+		ssize_t n = write(fd, refuse, strlen(refuse));
 
 		(void)n;
 		close(fd);
@@ -228,6 +265,7 @@ static void client_accept(struct rdmx_kv_server *s)
 	c = &s->clients[s->n_clients];
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
+	memcpy(c->peer, host, sizeof(c->peer));
 	if (rdmx__mc_sess_init(&c->sess, s->kv, &s->count, KV_VERSION)) {
 		close(fd);
 		return;
