@@ -110,6 +110,7 @@ struct kv_cfg {
 	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
 	long long port, mport, clients, timeout;
 	uint64_t capacity, memory, inline_max, item_max;
+	long long peer_clients, peer_conns; /* per-peer caps: memcached, RDMA */
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
@@ -125,6 +126,7 @@ static int kv_fail(const char *what, int rc, const char *msg)
 
 static int serve_door(const struct kv_cfg *cfg, const char *addr)
 {
+	struct rdmx_listener_opts caps = { .size = 0 };
 	struct rdmx_kv_server_opts o = {
 		.capacity = cfg->capacity, .memory = cfg->memory,
 		.inline_max = (uint32_t)cfg->inline_max, .item_max = (uint32_t)cfg->item_max,
@@ -133,10 +135,15 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 		.rdma_addr = addr, .rdma_port = (int)cfg->port,
 		.transport = cfg->transport, .protocol = cfg->protocol,
 		.evict = strcmp(cfg->evict, "lru") ? RDMX_KV_EVICT_NONE : RDMX_KV_EVICT_LRU,
+		.max_clients_per_peer = (int)cfg->peer_clients,
+		.rpc_caps = &caps, .read_caps = &caps,
 	};
 	struct rdmx_ctx_opts co;
 	rdmx_ctx *ctx = NULL;
 	int rc;
+
+	rdmx_listener_opts_init(&caps);
+	caps.max_conns_per_peer = (uint32_t)cfg->peer_conns;
 
 	if (cfg->port >= 0) {
 		rdmx_ctx_opts_init(&co);
@@ -227,7 +234,7 @@ int cmd_kv(int argc, char **argv)
 		.protocol = "send_recv", .mode = "auto", .addr = "0.0.0.0",
 		.port = RDMX_DEFAULT_PORT, .mport = 11211, .clients = 1024,
 		.timeout = 5000, .capacity = 65536, .memory = 64ULL << 20,
-		.inline_max = 1024, .evict = "none" };
+		.inline_max = 1024, .evict = "none", .peer_conns = 64 };
 	const struct opt table[] = {
 		{ "port", 0, OPT_INT, &cfg.port, -1, 65535, NULL, "PORT",
 		  "RDMA door (RPC) port: serve listens, the client dials (default 7471; "
@@ -258,6 +265,11 @@ int cmd_kv(int argc, char **argv)
 		  "-I 1m; a PUT over RDMA carries 64K at most)" },
 		{ "max-clients", 0, OPT_INT, &cfg.clients, 1, 65536, NULL, "N",
 		  "front door connections at once (default 1024)" },
+		{ "max-clients-per-peer", 0, OPT_INT, &cfg.peer_clients, -1, 65536, NULL, "N",
+		  "front door connections from one address (0: a quarter of --max-clients, "
+		  "-1: no cap)" },
+		{ "max-conns-per-peer", 0, OPT_INT, &cfg.peer_conns, 0, 65536, NULL, "N",
+		  "RDMA door connections (RPC, read) from one address (0: no cap)" },
 		{ "evict", 0, OPT_CHOICE, &cfg.evict, 0, 0, evicts, "POLICY",
 		  "serve, a full table or slab: none (refuse the store, default) or lru "
 		  "(evict the least recently used key in the way)" },
