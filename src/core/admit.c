@@ -133,6 +133,21 @@ int rdmx__conn_charge(rdmx_conn *c, uint64_t bytes, const char *what)
 	return rc;
 }
 
+void rdmx__conn_uncharge(rdmx_conn *c, uint64_t bytes)
+{
+	struct rdmx__group *g = c ? c->group : NULL;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (c->admitted) {
+		bytes = bytes < c->mem_charge ? bytes : c->mem_charge;
+		c->mem_charge -= bytes;
+		g->mem -= bytes;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
 void rdmx__listener_charge_each(rdmx_listener *lis, uint64_t bytes)
 {
 	if (lis)

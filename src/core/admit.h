@@ -22,6 +22,10 @@ struct rdmx__group;
  */
 int rdmx__conn_charge(rdmx_conn *c, uint64_t bytes, const char *what);
 
+/* rdmx__conn_uncharge - give back @bytes of @c's charge that it will not
+ * pin after all (at most what was charged beside its own buffers). */
+void rdmx__conn_uncharge(rdmx_conn *c, uint64_t bytes);
+
 /*
  * rdmx__listener_charge_each - every connection @lis accepts from now on
  * is charged @bytes beside its own buffers, for what the layer above pins

@@ -199,6 +199,8 @@ static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rd
 	if (!rc) {
 		h->setup = true;
 		h->slots = h->window;
+		/* charged at accept for the server's window of slots */
+		rdmx__conn_uncharge(h->conn, (uint64_t)(hs->s->o.window - h->window) * h->slot);
 	}
 	return rc;
 }

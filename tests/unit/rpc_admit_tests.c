@@ -46,20 +46,40 @@ static uint64_t refused_bytes(struct srv *v)
 	return asked;
 }
 
-/* A dial of @v's server, retried while the server is still letting a
- * closed client go (its charge comes back when the connection is freed). */
-static rdmx_rpc_client *dial_retry(struct srv *v)
+/* A dial of @v's server with @window, retried while the server is still
+ * letting a closed client go (its charge comes back when it is freed). */
+static rdmx_rpc_client *dial_retry(struct srv *v, uint32_t window)
 {
 	rdmx_rpc_client *c = NULL;
 	int rc = -1;
 
 	for (int i = 0; i < WAIT_MS / 10 && rc; i++) {
-		c = dial(v, contract, NMETHODS, 4, &rc);
+		c = dial(v, contract, NMETHODS, window, &rc);
 		if (rc)
 			usleep(10000);
 	}
 	assert_int_equal(rc, 0);
 	return c;
+}
+
+/*
+ * herd: a client is charged the server's window of slots at its dial and
+ * given back those it does not set up: at 2.5 dials' charge, three clients
+ * of window 4 (each holding 60 slots less) get in, the fourth is refused.
+ */
+static void herd_small_windows(struct srv *v, uint64_t one)
+{
+	rdmx_rpc_client *c[3];
+
+	c[0] = dial_retry(v, 4); /* the clients before may still be leaving */
+	c[1] = dial_ok(v, 4);
+	c[2] = dial_ok(v, 4);
+	assert_int_equal(refused_bytes(v), one);
+	print_message("herd: three clients of window 4 in, the fourth refused\n");
+	for (int i = 0; i < 3; i++) {
+		echo_once(c[i], 100, (uint64_t)i);
+		rdmx_rpc_client_destroy(c[i]);
+	}
 }
 
 /*
@@ -95,17 +115,19 @@ void t_admit_mem(void **state)
 		assert_true(one > slots);
 	lo.max_mem = 2 * one + one / 2;
 	assert_int_equal(rdmx_rpc_server_set_listener_opts(v.s, &lo), 0);
-	a = dial_ok(&v, 4);
-	b = dial_ok(&v, 4);
+	a = dial_ok(&v, srv_window);
+	b = dial_ok(&v, srv_window);
 	assert_int_equal(refused_bytes(&v), one);
 	print_message("%s: third dial refused: %s\n", transport(), rdmx_last_error());
 	echo_once(a, 100, 1);
 	echo_once(b, 100, 2);
 	rdmx_rpc_client_destroy(a);
-	a = dial_retry(&v);
+	a = dial_retry(&v, srv_window);
 	echo_once(a, 100, 3);
 	rdmx_rpc_client_destroy(a);
 	rdmx_rpc_client_destroy(b);
+	if (!strcmp(transport(), "herd"))
+		herd_small_windows(&v, one);
 	srv_stop(&v);
 }
 
