@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench_server.h"
+#include "cli.h"
 #include "cmds.h"
 
 #define ACCEPT_SLICE_MS 10
@@ -318,13 +319,12 @@ static void srx_join(struct bench_server *s)
 			pthread_join(s->srx[i].thread, NULL);
 }
 
-/* The sizes under test decide the memory; the count stays capped. */
+/* A benchmark's caps (cli_lab_caps): memory and per-peer lifted. */
 static int lift_mem_cap(rdmx_listener *lis)
 {
 	struct rdmx_listener_opts lo;
 
-	rdmx_listener_opts_init(&lo);
-	lo.max_mem = 0;
+	cli_lab_caps(&lo);
 	return rdmx_listener_set_opts(lis, &lo);
 }
 

@@ -130,3 +130,10 @@ uint8_t cli_wait_mode(const char *name)
 		return RDMX_WAIT_BLOCK;
 	return RDMX_WAIT_ADAPTIVE;
 }
+
+void cli_lab_caps(struct rdmx_listener_opts *lo)
+{
+	rdmx_listener_opts_init(lo);
+	lo->max_mem = 0;
+	lo->max_conns_per_peer = 0;
+}

@@ -90,6 +90,12 @@ void cli_ring_variant_only(const char *protocol, struct rdmx_conn_opts *o);
 uint8_t cli_choice_index(const char *const *choices, const char *name);
 
 /** cli_elapsed_ns - @b - @a in nanoseconds. */
+/* The admission caps of a benchmark's server: rdmx_listener_opts_init()'s,
+ * with max_mem lifted (the sizes under test decide the memory) and
+ * max_conns_per_peer lifted (a lab's clients share one host, one
+ * address); the count stays capped. */
+void cli_lab_caps(struct rdmx_listener_opts *lo);
+
 uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b);
 
 #endif /* RDMX_TOOLS_CLI_H */

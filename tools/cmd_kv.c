@@ -124,6 +124,7 @@ struct kv_cfg {
 	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
 	long long port, mport, clients, timeout, hello_ms, idle, reqs;
 	uint64_t capacity, memory, inline_max, item_max, conn_buffer, buffer_max;
+	long long peer_clients, peer_conns; /* per-peer caps: memcached, RDMA */
 };
 
 static const char *const fabrics[] = { "verbs", "fake", NULL };
@@ -139,6 +140,7 @@ static int kv_fail(const char *what, int rc, const char *msg)
 
 static int serve_door(const struct kv_cfg *cfg, const char *addr)
 {
+	struct rdmx_listener_opts caps;
 	struct rdmx_kv_server_opts o;
 	struct rdmx_ctx_opts co;
 	rdmx_ctx *ctx = NULL;
@@ -162,6 +164,11 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 	o.buffer_max = cfg->buffer_max;
 	o.hello_ms = (int)cfg->hello_ms;
 	o.reqs_per_event = (int)cfg->reqs;
+	o.max_clients_per_peer = (int)cfg->peer_clients;
+	rdmx_listener_opts_init(&caps);
+	caps.max_conns_per_peer = (uint32_t)cfg->peer_conns;
+	o.rpc_caps = &caps;
+	o.read_caps = &caps;
 
 	if (cfg->port >= 0) {
 		rdmx_ctx_opts_init(&co);
@@ -255,7 +262,7 @@ int cmd_kv(int argc, char **argv)
 		.protocol = "send_recv", .mode = "auto", .addr = "127.0.0.1",
 		.port = RDMX_DEFAULT_PORT, .mport = 11211, .clients = 1024,
 		.timeout = 5000, .reqs = 20, .capacity = 65536, .memory = 64ULL << 20,
-		.inline_max = 1024, .evict = "none" };
+		.inline_max = 1024, .evict = "none", .peer_conns = 64 };
 	const struct opt table[] = {
 		{ "port", 0, OPT_INT, &cfg.port, -1, 65535, NULL, "PORT",
 		  "RDMA door (RPC) port: serve listens, the client dials (default 7471; "
@@ -299,6 +306,11 @@ int cmd_kv(int argc, char **argv)
 		{ "reqs-per-event", 0, OPT_INT, &cfg.reqs, 1, 1000000, NULL, "N",
 		  "commands a front door connection runs before the others have their "
 		  "turn (default 20, as memcached -R)" },
+		{ "max-clients-per-peer", 0, OPT_INT, &cfg.peer_clients, -1, 65536, NULL, "N",
+		  "front door connections from one address (0: a quarter of --max-clients, "
+		  "-1: no cap)" },
+		{ "max-conns-per-peer", 0, OPT_INT, &cfg.peer_conns, 0, 65536, NULL, "N",
+		  "RDMA door connections (RPC, read) from one address (0: no cap)" },
 		{ "evict", 0, OPT_CHOICE, &cfg.evict, 0, 0, evicts, "POLICY",
 		  "serve, a full table or slab: none (refuse the store, default) or lru "
 		  "(evict the least recently used key in the way)" },

@@ -207,6 +207,7 @@ static int server_start(struct run *r)
 {
 	const struct kb_cfg *cfg = r->cfg;
 	uint64_t keys = (uint64_t)cfg->keys;
+	struct rdmx_listener_opts caps;
 	struct rdmx_kv_server_opts o;
 
 	rdmx_kv_server_opts_init(&o);
@@ -219,6 +220,10 @@ static int server_start(struct run *r)
 	o.rdma_port = 0;
 	o.transport = cfg->transport;
 	o.protocol = cfg->protocol;
+	o.rpc_caps = &caps;
+	o.read_caps = &caps;
+	o.max_clients_per_peer = -1;
+	cli_lab_caps(&caps); /* a lab's clients share one host */
 	if (rdmx_kv_server_create(&o, &r->srv)) {
 		fprintf(stderr, "rdmx kv bench: server: %s\n", rdmx_last_error());
 		return EXIT_FAIL;

@@ -415,9 +415,7 @@ static int listen_on(rdmx_ctx *ctx, const struct pp_cfg *cfg, const char *addr,
 	if (!rc) {
 		struct rdmx_listener_opts lo;
 
-		/* The size under test decides the memory; the count stays capped. */
-		rdmx_listener_opts_init(&lo);
-		lo.max_mem = 0;
+		cli_lab_caps(&lo); /* memory and per-peer caps lifted */
 		rc = rdmx_listener_set_opts(*lis, &lo);
 	}
 	if (rc) {

@@ -73,6 +73,7 @@ struct rpc_cfg {
 	long long count, window, workers, port, timeout;
 	long long hello_ms, drop_ms, queue_max;  /* serve: 0, the defaults */
 	uint64_t queue_bytes;
+	long long peer_conns; /* the server's max_conns_per_peer */
 };
 
 static rdmx_rpc_server *volatile serving;
@@ -121,6 +122,16 @@ static int fail(const char *what, int rc, const char *detail)
 	return EXIT_FAIL;
 }
 
+/* The server's listener: the default caps, per peer as --max-conns-per-peer. */
+static int peer_cap(rdmx_rpc_server *s, const struct rpc_cfg *cfg)
+{
+	struct rdmx_listener_opts lo;
+
+	rdmx_listener_opts_init(&lo);
+	lo.max_conns_per_peer = (uint32_t)cfg->peer_conns;
+	return rdmx_rpc_server_set_listener_opts(s, &lo);
+}
+
 static int server_open(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr,
 		       uint16_t port, rdmx_rpc_server **out)
 {
@@ -134,6 +145,8 @@ static int server_open(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *add
 	if (rc)
 		return fail("serve", rc, rdmx_last_error());
 	rc = rdmx_rpc_server_handle(*out, M_ECHO, on_echo, NULL);
+	if (!rc)
+		rc = peer_cap(*out, cfg);
 	if (rc) {
 		rdmx_rpc_server_destroy(*out);
 		return fail("serve", rc, rdmx_last_error());
@@ -357,7 +370,8 @@ int cmd_rpc(int argc, char **argv)
 {
 	struct rpc_cfg cfg = { .fabric = "verbs", .transport = "msg",
 		.protocol = "send_recv", .size = 64, .max_size = 65536, .count = 1000,
-		.window = 1, .workers = 1, .port = RDMX_DEFAULT_PORT, .timeout = 5000 };
+		.window = 1, .workers = 1, .port = RDMX_DEFAULT_PORT, .timeout = 5000,
+		.peer_conns = 64 };
 	const struct opt table[] = {
 		{ "transport", 'T', OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
 		  "RPC transport" },
@@ -376,6 +390,8 @@ int cmd_rpc(int argc, char **argv)
 		{ "workers", 0, OPT_INT, &cfg.workers, 0, 256, NULL, "N",
 		  "server worker threads (0: handlers on the receiving thread)" },
 		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT", "server port" },
+		{ "max-conns-per-peer", 0, OPT_INT, &cfg.peer_conns, 0, 65536, NULL, "N",
+		  "server: connections from one address (0: no cap)" },
 		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
 		  "bound of the connect and of each wait for a response" },
 		{ "hello-timeout", 0, OPT_INT, &cfg.hello_ms, 0, 3600000, NULL, "MS",

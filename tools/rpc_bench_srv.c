@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cli.h"
 #include "cmds.h"
 #include "le.h"
 #include "rpc_bench.h"
@@ -116,6 +117,7 @@ static void *serve_main(void *arg)
 static int rpc_start(rdmx_ctx *ctx, const struct rb_cfg *cfg, const char *transport,
 		     const char *addr, uint16_t port, struct rb_server *s)
 {
+	struct rdmx_listener_opts lo;
 	struct rdmx_rpc_method m[2];
 	struct rdmx_rpc_opts o;
 	int rc;
@@ -126,6 +128,13 @@ static int rpc_start(rdmx_ctx *ctx, const struct rb_cfg *cfg, const char *transp
 	if (rc) {
 		fprintf(stderr, "rdmx rpc bench: %s server: %s (%s)\n", transport,
 			rdmx_strerror(rc), rdmx_last_error());
+		return EXIT_FAIL;
+	}
+	cli_lab_caps(&lo); /* rfp's and herd's slots count in max_mem */
+	rc = rdmx_rpc_server_set_listener_opts(s->rpc, &lo);
+	if (rc) {
+		fprintf(stderr, "rdmx rpc bench: %s server: %s\n", transport, rdmx_last_error());
+		rdmx_rpc_server_destroy(s->rpc);
 		return EXIT_FAIL;
 	}
 	rdmx_rpc_server_handle(s->rpc, RB_ECHO, on_echo, NULL);

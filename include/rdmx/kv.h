@@ -102,6 +102,18 @@ struct rdmx_kv_server_opts {
 	int reqs_per_event;     /* commands a front door connection runs before
 				 * the others have their turn (memcached -R,
 				 * default 20) */
+	/*
+	 * Admission caps of the RDMA door's listeners, NULL: the defaults
+	 * (rdmx_listener_opts_init: max_conns, max_conns_per_peer, max_mem).
+	 * The RPC door's and the read door's are apart: a client takes one
+	 * connection of each, and an auto-mode client the read door refuses
+	 * (full) makes its GETs by RPC. Benchmarks lift max_conns_per_peer.
+	 */
+	const struct rdmx_listener_opts *rpc_caps, *read_caps;
+	/* Front door connections from one peer address (default a quarter
+	 * of max_clients; -1: no cap): a newcomer beyond is refused with a
+	 * line naming the cap. */
+	int max_clients_per_peer;
 };
 
 /** rdmx_kv_server_opts_init - fill @opts with the defaults listed above. */

@@ -375,8 +375,14 @@ struct rdmx_listener_opts {
 	uint32_t max_conns;  /* open accepted connections, default 256; 0: no cap */
 	uint64_t max_mem;    /* bytes of memory the accepted connections register
 			      * for themselves (buffers, rings: what their
-			      * options and the negotiated max message need),
-			      * default 1 GiB; 0: no cap */
+			      * options and the negotiated max message need;
+			      * and what the layers above pin for each: rpc
+			      * rfp and herd slots), default 1 GiB; 0: no cap */
+	uint32_t max_conns_per_peer; /* open accepted connections from one
+				      * peer address, default 64 (a quarter
+				      * of the default max_conns); 0: no cap.
+				      * Benchmark servers lift it: a lab's
+				      * clients often share one host */
 };
 
 /** rdmx_listener_opts_init - fill @opts with the defaults listed above. */

@@ -126,6 +126,17 @@ int rdmx_rpc_server_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 			   const struct rdmx_rpc_opts *opts,
 			   rdmx_rpc_server **out);
 
+/**
+ * rdmx_rpc_server_set_listener_opts - the admission caps of @srv's
+ * listener (rdmx_listener_set_opts(): max_conns, max_conns_per_peer,
+ * max_mem, which also counts the rfp and herd slots each client pins; NULL:
+ * the defaults). A dial over a cap is refused and the client's
+ * rdmx_rpc_client_create() says which cap and the bytes asked. Set before
+ * rdmx_rpc_server_run(). Returns 0 or -EINVAL.
+ */
+int rdmx_rpc_server_set_listener_opts(rdmx_rpc_server *srv,
+				      const struct rdmx_listener_opts *opts);
+
 /** rdmx_rpc_server_port - the port the server listens on. */
 uint16_t rdmx_rpc_server_port(const rdmx_rpc_server *srv);
 

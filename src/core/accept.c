@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +26,7 @@
 
 #define LISTENER_MAX_CONNS 256u
 #define LISTENER_MAX_MEM (1ull << 30)
+#define LISTENER_MAX_PER_PEER (LISTENER_MAX_CONNS / 4)
 
 void rdmx_listener_opts_init(struct rdmx_listener_opts *o)
 {
@@ -34,6 +36,7 @@ void rdmx_listener_opts_init(struct rdmx_listener_opts *o)
 	o->size = sizeof(*o);
 	o->max_conns = LISTENER_MAX_CONNS;
 	o->max_mem = LISTENER_MAX_MEM;
+	o->max_conns_per_peer = LISTENER_MAX_PER_PEER;
 }
 
 int rdmx_listener_set_opts(rdmx_listener *lis,
@@ -196,6 +199,22 @@ static int pending_add(rdmx_listener *lis, rdmx_conn *c, int up)
 	return 0;
 }
 
+/* The dialer's address without its port: the host its dials count under
+ * (max_conns_per_peer). */
+static void peer_host(rdmx_listener *lis, const struct rdmx__ep *child, char *buf,
+		      size_t len)
+{
+	char *colon;
+
+	if (lis->ctx->fops->addr_str(child, 1, buf, len)) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	colon = strrchr(buf, ':');
+	if (colon && colon != buf)
+		*colon = '\0';
+}
+
 /*
  * Build the connection for an accepted request and send the reply; the
  * connection is pending until the dialer completes (pending_reap()).
@@ -216,7 +235,8 @@ static int accept_one(rdmx_listener *lis, struct rdmx__ep *child,
 	c->is_server = 1;
 	c->max_msg = h->max_msg < c->max_msg ? h->max_msg : c->max_msg;
 	c->peer_recv_depth = h->recv_depth;
-	c->mem_charge = lis->proto->conn->mem_estimate(c);
+	c->mem_charge = lis->proto->conn->mem_estimate(c) + lis->charge_each;
+	peer_host(lis, child, c->peer_host, sizeof(c->peer_host));
 	rc = rdmx__group_admit(lis->group, c, &lis->lopts);
 	if (rc) {
 		c->ep = NULL;

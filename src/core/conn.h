@@ -37,6 +37,8 @@ struct rdmx_ctx {
 };
 
 struct rdmx_protocol_ops;
+struct rdmx__peer_count; /* admit.c */
+#define RDMX__PEER_HOST_LEN 64
 
 /*
  * The connections accepted on one listener: what rdmx_listener_recv()
@@ -62,7 +64,10 @@ struct rdmx__group {
 	void *shared;            /* proto->group->shared_size bytes, zeroed */
 	int shut;                /* atomic: rdmx_listener_shutdown() was called */
 	unsigned admitted;       /* connections admitted, not yet freed */
-	uint64_t mem;            /* their proto->conn->mem_estimate() bytes */
+	uint64_t mem;            /* their charges (admit.c): what they pin */
+	uint64_t max_mem;        /* the listener's cap, for later charges */
+	struct rdmx__peer_count *peers; /* admitted connections by peer host */
+	size_t npeers, peers_cap;
 	uint8_t wait_mode;       /* the listener's, resolved (opts.c) */
 	uint32_t spin_us;
 	int epfd;                /* waitset.c: the members' wait sets and
@@ -112,6 +117,8 @@ struct rdmx_listener {
 	int held;                /* rdmx_listener_next: held_ev comes next */
 	struct rdmx_event held_ev; /* an event of a connection announced first */
 	struct rdmx_listener_opts lopts; /* admission caps */
+	uint64_t charge_each;    /* bytes the layer above pins for each
+				  * connection (rdmx__listener_charge_each) */
 	struct rdmx__pending *pending;   /* handshakes in progress */
 	size_t npending, pcap;
 	int epfd;                /* rdmx_listener_fd(), -1 until asked for */
@@ -195,6 +202,7 @@ struct rdmx_conn {
 	struct rdmx__live live;
 	uint64_t mem_charge;     /* admitted: bytes charged to the group */
 	int admitted;            /* counted in group->admitted */
+	char peer_host[RDMX__PEER_HOST_LEN]; /* accepted: the dialer's address */
 	void *priv;              /* proto->conn->priv_size bytes, zeroed */
 	struct rdmx__os os;      /* one-sided operations in flight */
 	uint16_t tok_tag;        /* this connection's mark in its tokens */

@@ -106,6 +106,8 @@ struct rdmx__ep {
 	struct rdmx__ep *peer;     /* the other end, from get_request on */
 	int answer;                /* client: 1 waiting, 0 or -ECONNREFUSED */
 	int half_open;             /* client: never completes a handshake */
+	char src[48];              /* client: the address it dialed from
+				    * (resolve_src), "" for none */
 	uint8_t pdata[RDMX__PDATA_BUF]; /* client: request, then the answer */
 	size_t plen;
 

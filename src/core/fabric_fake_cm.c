@@ -100,6 +100,8 @@ int rdmx__fake_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
 	e = peer ? ep->peer : ep;
 	if (!e)
 		n = snprintf(buf, len, "fake:-");
+	else if (e->src[0])
+		n = snprintf(buf, len, "%s:%u", e->src, (unsigned)e->port);
 	else if (e->qpn)
 		n = snprintf(buf, len, "fake:qp%u", (unsigned)e->qpn);
 	else
@@ -124,13 +126,17 @@ int rdmx__fake_resolve(struct rdmx__fabric *fab, const char *addr,
 	return 0;
 }
 
-/* The fake has no addresses: the source is accepted and not used. */
+/* The fake routes nothing by address: the source is only kept, as the
+ * address the listener sees the dialer at (its per-peer cap). */
 int rdmx__fake_resolve_src(struct rdmx__fabric *fab, const char *src,
 			   const char *addr, uint16_t port, int timeout_ms,
 			   struct rdmx__ep **out)
 {
-	(void)src;
-	return rdmx__fake_resolve(fab, addr, port, timeout_ms, out);
+	int rc = rdmx__fake_resolve(fab, addr, port, timeout_ms, out);
+
+	if (!rc && src)
+		snprintf((*out)->src, sizeof((*out)->src), "%s", src);
+	return rc;
 }
 
 /* Answer a waiting dialer; private data is padded to @pad as IB CM does. */

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdlib.h>
 
+#include "admit.h"
 #include "conn.h"
 #include "errors.h"
 #include "group.h"
@@ -63,6 +64,7 @@ void rdmx__group_put(struct rdmx__group *g)
 		return;
 	g->proto->group->shared_teardown(g);
 	rdmx__group_ws_fini(g);
+	rdmx__admit_fini(g);
 	pthread_cond_destroy(&g->unheld);
 	pthread_mutex_destroy(&g->lock);
 	free(g->conns);
@@ -78,34 +80,17 @@ void rdmx__group_join(struct rdmx__group *g, rdmx_conn *c)
 	c->group = g;
 }
 
-/* The cap @c would break, as a message; 0 when it fits. */
-static int admit_check(const struct rdmx__group *g, const rdmx_conn *c,
-		       const struct rdmx_listener_opts *lo)
-{
-	if (lo->max_conns && g->admitted >= lo->max_conns)
-		return rdmx__fail(-EAGAIN, "listener is full: %u connections (max_conns %u)",
-				  g->admitted, lo->max_conns);
-	if (lo->max_mem && c->mem_charge > lo->max_mem - (g->mem < lo->max_mem ?
-							  g->mem : lo->max_mem))
-		return rdmx__fail(-EAGAIN, "listener memory cap: a connection needs %llu bytes, "
-				  "%llu of max_mem %llu are in use",
-				  (unsigned long long)c->mem_charge,
-				  (unsigned long long)g->mem,
-				  (unsigned long long)lo->max_mem);
-	return 0;
-}
-
 int rdmx__group_admit(struct rdmx__group *g, rdmx_conn *c,
 		      const struct rdmx_listener_opts *lo)
 {
 	int rc;
 
 	pthread_mutex_lock(&g->lock);
-	rc = admit_check(g, c, lo);
+	rc = rdmx__admit_check(g, c, lo);
+	if (!rc)
+		rc = rdmx__admit_count(g, c, 1);
 	if (!rc) {
 		g->refs++;
-		g->admitted++;
-		g->mem += c->mem_charge;
 		c->admitted = 1;
 		c->group = g;
 	}
@@ -150,8 +135,7 @@ void rdmx__group_unlist(rdmx_conn *c)
 		break;
 	}
 	if (c->admitted) {
-		g->admitted--;
-		g->mem -= c->mem_charge;
+		rdmx__admit_count(g, c, -1);
 		c->admitted = 0;
 	}
 	while (c->holds)

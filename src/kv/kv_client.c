@@ -370,6 +370,32 @@ static int read_open(struct rdmx_kv_client *c, const char *addr)
 	return rc ? rc : header_check(c);
 }
 
+/* Forget a read side half made (the RPC client stays). */
+static void read_drop(struct rdmx_kv_client *c)
+{
+	rdmx_region_free(c->slab);
+	rdmx_region_free(c->table);
+	c->slab = c->table = NULL;
+	if (c->rconn)
+		rdmx_conn_close(c->rconn);
+	c->rconn = NULL;
+	rdmx_free(c->ctx, c->ebuf);
+	c->ebuf = NULL;
+	c->emr = NULL;
+}
+
+/* The read side; in auto mode a read door that refuses the dial (full:
+ * its caps) leaves the client on GETs by RPC, not unconnected. */
+static int read_side(struct rdmx_kv_client *c)
+{
+	int rc = read_open(c, c->addr);
+
+	if (rc != -ECONNREFUSED || c->o.get_mode != RDMX_KV_GET_AUTO)
+		return rc;
+	read_drop(c);
+	return 0;
+}
+
 /* Dial the server: the RPC client, then (modes other than RPC) the read side. */
 static int conn_open(struct rdmx_kv_client *c)
 {
@@ -385,21 +411,13 @@ static int conn_open(struct rdmx_kv_client *c)
 				    KV_NMETHODS, &ro, &c->rpc);
 	if (rc)
 		return cfail(c, rc, c->addr);
-	return c->o.get_mode != RDMX_KV_GET_RPC ? read_open(c, c->addr) : 0;
+	return c->o.get_mode != RDMX_KV_GET_RPC ? read_side(c) : 0;
 }
 
 /* Close both connections and forget what they gave (layout, regions). */
 static void conn_close(struct rdmx_kv_client *c)
 {
-	rdmx_region_free(c->slab);
-	rdmx_region_free(c->table);
-	c->slab = c->table = NULL;
-	if (c->rconn)
-		rdmx_conn_close(c->rconn);
-	c->rconn = NULL;
-	rdmx_free(c->ctx, c->ebuf);
-	c->ebuf = NULL;
-	c->emr = NULL;
+	read_drop(c);
 	rdmx_rpc_client_destroy(c->rpc);
 	c->rpc = NULL;
 }

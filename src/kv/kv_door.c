@@ -405,6 +405,8 @@ static int rpc_open(struct rdmx__kv_door *d, const struct rdmx_kv_server_opts *o
 				    rdmx__kv_contract, KV_NMETHODS, &ro, &d->rpc);
 	for (int i = 0; !rc && i < KV_NMETHODS; i++)
 		rc = rdmx_rpc_server_handle(d->rpc, rdmx__kv_contract[i].id, fns[i], d);
+	if (!rc && o->rpc_caps)
+		rc = rdmx_rpc_server_set_listener_opts(d->rpc, o->rpc_caps);
 	return rc;
 }
 
@@ -427,6 +429,8 @@ int rdmx__kv_door_open(struct rdmx__kv *kv, const struct rdmx_kv_server_opts *o,
 		rc = rpc_open(d, o);
 	if (!rc)
 		rc = rdmx_listen(d->ctx, o->rdma_addr, 0, NULL, &d->lis);
+	if (!rc && o->read_caps)
+		rc = rdmx_listener_set_opts(d->lis, o->read_caps);
 	if (rc)
 		goto close_door;
 	*out = d;

@@ -54,6 +54,8 @@ static void server_defaults(struct rdmx_kv_server_opts *o)
 		o->memcached_addr = d.memcached_addr;
 	if (o->max_clients <= 0)
 		o->max_clients = d.max_clients;
+	if (!o->max_clients_per_peer)
+		o->max_clients_per_peer = o->max_clients >= 4 ? o->max_clients / 4 : 1;
 	if (!o->conn_buffer_max)
 		o->conn_buffer_max = 2ull * o->item_max + (2ull << 20);
 	if (!o->buffer_max)

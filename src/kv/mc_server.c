@@ -25,9 +25,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -48,12 +50,14 @@
 #define MC_IN_CHUNK 16384
 #define MC_IN_MAX (RDMX__MC_GET_LINE_MAX + MC_IN_CHUNK)
 #define MC_POLL_MS 500 /* the bound on noticing a stop */
+#define MC_FULL "ERROR Too many open connections\r\n"
 #define MC_BACKOFF_MIN_MS 10   /* accepting paused, out of descriptors: */
 #define MC_BACKOFF_MAX_MS 1000 /* doubling from the first to the last */
 #define KV_VERSION "1.6.18-rdmx" /* the memcached protocol level, rdmx's build */
 
 struct mc_client {
 	int fd;
+	char peer[INET6_ADDRSTRLEN]; /* its address: max_clients_per_peer */
 	uint8_t *in;
 	size_t in_len, in_cap;
 	int64_t last_ns; /* the last byte read or sent */
@@ -235,11 +239,10 @@ static void client_close(struct rdmx_kv_server *s, int i)
 	s->count.curr_conns--;
 }
 
-/* Tell a newcomer there is no room (memcached's words), and close it. */
-static void refuse(struct rdmx_kv_server *s, int fd)
+/* Tell a newcomer there is no room in @line (memcached's words), and close it. */
+static void refuse(struct rdmx_kv_server *s, int fd, const char *line)
 {
-	static const char full[] = "ERROR Too many open connections\r\n";
-	ssize_t n = write(fd, full, sizeof(full) - 1);
+	ssize_t n = write(fd, line, strlen(line));
 
 	(void)n;
 	close(fd);
@@ -270,7 +273,7 @@ static void accept_exhausted(struct rdmx_kv_server *s, int err)
 		s->spare = -1;
 		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
-			refuse(s, fd);
+			refuse(s, fd, MC_FULL);
 		spare_take(s);
 	}
 	if (fd >= 0)
@@ -281,21 +284,55 @@ static void accept_exhausted(struct rdmx_kv_server *s, int err)
 			s->backoff_ms * 2;
 }
 
+/* Accepted @fd's peer address, without its port, into @host. */
+static void peer_of(int fd, char *host, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) ||
+	    getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)len, NULL, 0,
+			NI_NUMERICHOST))
+		snprintf(host, len, "?");
+}
+
+/* A newcomer from @host over a cap: the line it is refused with, or NULL. */
+static const char *over_cap(const struct rdmx_kv_server *s, const char *host,
+			    char *line, size_t len)
+{
+	int from = 0;
+
+	if (s->n_clients == s->o.max_clients)
+		return MC_FULL;
+	for (int i = 0; i < s->n_clients; i++)
+		from += !strcmp(s->clients[i].peer, host);
+	if (s->o.max_clients_per_peer < 0 || from < s->o.max_clients_per_peer)
+		return NULL;
+	snprintf(line, len, "ERROR Too many open connections from %s "
+		 "(max_clients_per_peer %d)\r\n", host, s->o.max_clients_per_peer);
+	return line;
+}
+
 static void client_accept(struct rdmx_kv_server *s)
 {
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+	char host[INET6_ADDRSTRLEN], line[128];
+	const char *refuse_line;
 	struct mc_client *c;
 
 	if (fd < 0)
 		return accept_exhausted(s, errno);
 	s->backoff_ms = MC_BACKOFF_MIN_MS;
 	spare_take(s);
-	if (s->n_clients == s->o.max_clients)
-		return refuse(s, fd);
+	peer_of(fd, host, sizeof(host));
+	refuse_line = over_cap(s, host, line, sizeof(line));
+	if (refuse_line)
+		return refuse(s, fd, refuse_line);
 	c = &s->clients[s->n_clients];
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->last_ns = rdmx__now_ns();
+	memcpy(c->peer, host, sizeof(c->peer));
 	if (rdmx__mc_sess_init(&c->sess, s->kv, &s->count, KV_VERSION)) {
 		close(fd);
 		return;

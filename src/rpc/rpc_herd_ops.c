@@ -170,6 +170,18 @@ static uint64_t herd_posts(const struct rdmx_rpc_server *s)
 	return hs ? atomic_load(&hs->ud_sends) : 0;
 }
 
+static rdmx_listener *herd_listener(const struct rdmx_rpc_server *s)
+{
+	return ((const struct herd_srv *)s->tstate)->lis;
+}
+
+/* The window the client set up (0 before: its control connection's flow
+ * control bounds what it sends there). */
+static uint32_t herd_window(const void *t)
+{
+	return ((const struct herd_conn *)t)->window;
+}
+
 const struct rpc_transport_ops rdmx__rpc_transport_herd = {
 	.name = "herd",
 	.listen = rdmx__herd_listen,
@@ -188,5 +200,7 @@ const struct rpc_transport_ops rdmx__rpc_transport_herd = {
 	.get_user = herd_get_user,
 	.close = herd_close,
 	.conn = herd_conn,
+	.listener = herd_listener,
+	.window = herd_window,
 	.posts = herd_posts,
 };

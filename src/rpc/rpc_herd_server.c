@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/admit.h"
 #include "core/clock.h"
 #include "core/dgram.h"
 #include "core/event.h"
@@ -87,6 +88,9 @@ int rdmx__herd_listen(struct rdmx_rpc_server *s, const char *addr, uint16_t port
 		free(hs);
 		return rc;
 	}
+	/* a client's request slots, registered for it (up to the server's
+	 * window): in the listener's max_mem, so a dial beyond it is refused */
+	rdmx__listener_charge_each(hs->lis, (uint64_t)s->o.window * hs->slot);
 	s->tstate = hs;
 	return 0;
 }
@@ -195,6 +199,8 @@ static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rd
 	if (!rc) {
 		h->setup = true;
 		h->slots = h->window;
+		/* charged at accept for the server's window of slots */
+		rdmx__conn_uncharge(h->conn, (uint64_t)(hs->s->o.window - h->window) * h->slot);
 	}
 	return rc;
 }

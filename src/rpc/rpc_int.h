@@ -158,6 +158,13 @@ struct rpc_transport_ops {
 	void (*set_user)(void *t, void *user);
 	void *(*get_user)(const void *t);
 	rdmx_conn *(*conn)(const void *t);   /* the rdmx connection under @t */
+	/* server: the listener (its admission caps) */
+	rdmx_listener *(*listener)(const struct rdmx_rpc_server *s);
+	/* server: the requests @t's client may have pending, its window (a
+	 * request in a call slot at or above it is refused: the client broke
+	 * its window); 0 where the protocol's flow control bounds them (msg:
+	 * a request holds its receive buffer) */
+	uint32_t (*window)(const void *t);
 	void (*close)(void *t);
 	/* optional: outbound work requests the listener posted outside the
 	 * connections (herd: its UD SENDs) */
@@ -183,6 +190,10 @@ enum { RDMX__RFP_TEAR_RESP = 0, RDMX__RFP_TEAR_REQ = 1 };
 enum { RDMX__RFP_TEAR_NEAR = 0, RDMX__RFP_TEAR_ZERO, RDMX__RFP_TEAR_BIG };
 void rdmx__rpc_rfp_tear(int side, unsigned ms, int how);
 size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c);
+/* rfp, for tests: WRITE @n frame bytes into the server's request slot @s
+ * with the slot's next seq, whatever call the frame names (a hostile
+ * client). */
+int rdmx__rpc_rfp_poke(struct rdmx_rpc_client *c, uint32_t s, const void *frame, size_t n);
 uint32_t rdmx__rpc_rfp_slot(const struct rdmx_rpc_client *c);
 /* herd, for tests: the next herd dial names @c's UD QP as its own in its
  * setup (a client pointing the server's responses at another's QP). */

@@ -147,6 +147,18 @@ static void msg_close(void *t)
 	rdmx_conn_close(t);
 }
 
+static rdmx_listener *msg_listener(const struct rdmx_rpc_server *s)
+{
+	return s->tstate;
+}
+
+/* A request holds its receive buffer: the depth bounds the pending. */
+static uint32_t msg_window(const void *t)
+{
+	(void)t;
+	return 0;
+}
+
 const struct rpc_transport_ops rdmx__rpc_transport_msg = {
 	.name = "msg",
 	.listen = msg_listen,
@@ -164,5 +176,7 @@ const struct rpc_transport_ops rdmx__rpc_transport_msg = {
 	.set_user = msg_set_user,
 	.get_user = msg_get_user,
 	.conn = msg_conn,
+	.listener = msg_listener,
+	.window = msg_window,
 	.close = msg_close,
 };

@@ -259,6 +259,20 @@ int rdmx__rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms)
 	}
 }
 
+int rdmx__rpc_rfp_poke(struct rdmx_rpc_client *c, uint32_t s, const void *frame, size_t n)
+{
+	struct rfp_conn *r = c->t;
+	int rc;
+
+	if (c->ops != &rdmx__rpc_transport_rfp || s >= r->slots || n > r->ssize - RFP_TRAILER)
+		return rdmx__fail(-EINVAL, "rpc rfp: no slot %u of %zu bytes to poke", s, n);
+	memcpy(r->mem, frame, n);
+	r->seq[s]++;
+	rc = onesided(r, 1, r->rreq, (size_t)s * r->ssize, 0, n);
+	trailer_store(r->mem, r->ssize, (uint32_t)n, r->seq[s]);
+	return rc ? rc : trailer_write(r, s);
+}
+
 size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c)
 {
 	const struct rfp_conn *r = c->t;

@@ -129,6 +129,17 @@ static void rfp_close(void *t)
 	rdmx__rfp_free(r);
 }
 
+static rdmx_listener *rfp_listener(const struct rdmx_rpc_server *s)
+{
+	return ((const struct rfp_lis *)s->tstate)->lis;
+}
+
+/* A slot a call: the server's window of slots. */
+static uint32_t rfp_window(const void *t)
+{
+	return ((const struct rfp_conn *)t)->slots;
+}
+
 const struct rpc_transport_ops rdmx__rpc_transport_rfp = {
 	.name = "rfp",
 	.listen = rdmx__rfp_listen,
@@ -146,5 +157,7 @@ const struct rpc_transport_ops rdmx__rpc_transport_rfp = {
 	.set_user = rfp_set_user,
 	.get_user = rfp_get_user,
 	.conn = rfp_conn,
+	.listener = rfp_listener,
+	.window = rfp_window,
 	.close = rfp_close,
 };

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/admit.h"
 #include "core/clock.h"
 #include "rpc/rpc_rfp_priv.h"
 
@@ -38,6 +39,9 @@ int rdmx__rfp_listen(struct rdmx_rpc_server *s, const char *addr, uint16_t port)
 		free(l);
 		return rc;
 	}
+	/* a client's request and response slots, registered for it: in the
+	 * listener's max_mem, so a dial beyond it is refused */
+	rdmx__listener_charge_each(l->lis, 2 * (uint64_t)s->o.window * slot_size(&s->k));
 	s->tstate = l;
 	return 0;
 }

@@ -404,6 +404,18 @@ void rdmx_rpc_server_destroy(rdmx_rpc_server *s)
 	free(s);
 }
 
+int rdmx_rpc_server_set_listener_opts(rdmx_rpc_server *s,
+				      const struct rdmx_listener_opts *opts)
+{
+	int rc;
+
+	if (!s)
+		return rdmx__fail(-EINVAL, "rpc: no server");
+	rc = rdmx_listener_set_opts(s->ops->listener(s), opts);
+	return rc ? rdmx__failo(&s->err, rc, "rpc: %s",
+				rdmx_listener_error(s->ops->listener(s))) : 0;
+}
+
 uint16_t rdmx_rpc_server_port(const rdmx_rpc_server *s)
 {
 	return s ? s->ops->port(s) : 0;

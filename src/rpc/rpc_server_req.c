@@ -137,6 +137,23 @@ static int slot_claim(struct rpc_sconn *sc, uint64_t call)
 	return 0;
 }
 
+/*
+ * A window is a hard bound: a client has at most @window requests pending,
+ * one per call slot below it (slot_claim). A request in a slot at or above
+ * it is one beyond the window (the client writes without waiting): -EPROTO,
+ * and the run thread fails that client's connection, no other's.
+ */
+static int window_check(const struct rpc_sconn *sc, uint64_t call, uint32_t window)
+{
+	uint32_t i = (uint32_t)(call & (RPC_WINDOW_MAX - 1));
+
+	if (!window || i < window)
+		return 0;
+	return rdmx__fail(-EPROTO, "rpc: a request in call slot %u with %u pending: beyond "
+			  "the client's window of %u; the client broke its window and is "
+			  "dropped", i, sc->pending, window);
+}
+
 /* The slot of @call may take its next request (s->lock held). */
 static void slot_release(struct rpc_sconn *sc, uint64_t call)
 {
@@ -162,7 +179,7 @@ int rdmx__rpc_on_request(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 		return rdmx__fail(-ENOMEM, "rpc: out of memory for a request");
 	*req = (struct rdmx_rpc_req){ .srv = s, .sc = sc, .m = m, .h = *h, .rx = *rx };
 	pthread_mutex_lock(&s->lock);
-	if (slot_claim(sc, h->call)) {
+	if (window_check(sc, h->call, s->ops->window(sc->t)) || slot_claim(sc, h->call)) {
 		req_put(s, req);
 		pthread_mutex_unlock(&s->lock);
 		return -EPROTO;

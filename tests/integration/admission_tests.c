@@ -24,6 +24,14 @@
 
 static const char *protocol; /* the protocol under test */
 
+/* A source address to dial from: the fake keeps it as the dialer's
+ * address; on a device, NULL (every dial comes from this host). */
+#ifdef TH_FAKE
+#define TH_FAKE_SRC(a) (a)
+#else
+#define TH_FAKE_SRC(a) ((const char *)NULL)
+#endif
+
 static struct rdmx_conn_opts opts(void)
 {
 	struct rdmx_conn_opts o = th_opts(protocol, 4096, 8, 8);
@@ -61,11 +69,14 @@ static void server_close(struct server *s)
 	rdmx_ctx_destroy(s->ctx);
 }
 
-/* Dial with the test's options; on success accept it too. */
-static int dial(struct server *s, rdmx_conn **c, rdmx_conn **sc)
+/* Dial from @src (NULL: any) with the test's options; on success accept
+ * it too. */
+static int dial_from(struct server *s, const char *src, rdmx_conn **c, rdmx_conn **sc)
 {
 	struct rdmx_conn_opts o = opts();
 	int rc;
+
+	o.src_addr = src;
 
 	if (!s->accepting)
 		th_accept_start(&s->a);
@@ -81,6 +92,11 @@ static int dial(struct server *s, rdmx_conn **c, rdmx_conn **sc)
 	s->accepting = 0;
 	*sc = s->a.conn;
 	return 0;
+}
+
+static int dial(struct server *s, rdmx_conn **c, rdmx_conn **sc)
+{
+	return dial_from(s, NULL, c, sc);
 }
 
 /* One message from @from arrives at @to. */
@@ -138,6 +154,47 @@ static void test_conn_cap(void **state)
 	rdmx_listener_opts_init(&lo);
 	lo.max_conns = 2;
 	cap_test(&lo, "max_conns 2");
+}
+
+/*
+ * One peer address takes at most max_conns_per_peer of the listener's
+ * connections: the next dial from it is refused naming the cap, a dial
+ * from another address (the fake keeps a dialer's source address; on a
+ * device every dial here comes from one) still gets in, and 0 lifts the
+ * cap, as the benchmark servers do.
+ */
+static void test_peer_cap(void **state)
+{
+	rdmx_conn *c[4] = { 0 }, *sc[4] = { 0 }, *extra, *esc;
+	const char *host = TH_FAKE_SRC("10.0.0.1"), *other = TH_FAKE_SRC("10.0.0.2");
+	struct rdmx_listener_opts lo;
+	struct server s;
+
+	(void)state;
+	rdmx_listener_opts_init(&lo);
+	assert_int_equal(lo.max_conns_per_peer, lo.max_conns / 4);
+	lo.max_conns_per_peer = 2;
+	server_open(&s, &lo);
+	assert_int_equal(dial_from(&s, host, &c[0], &sc[0]), 0);
+	assert_int_equal(dial_from(&s, host, &c[1], &sc[1]), 0);
+	assert_int_equal(dial_from(&s, host, &extra, &esc), -ECONNREFUSED);
+	assert_non_null(strstr(rdmx_ctx_error(s.ctx), "max_conns_per_peer 2"));
+	if (other) {
+		assert_int_equal(dial_from(&s, other, &c[2], &sc[2]), 0);
+		one_message(c[2], sc[2]);
+	}
+	one_message(c[0], sc[0]);
+	lo.max_conns_per_peer = 0; /* lifted */
+	assert_int_equal(rdmx_listener_set_opts(s.lis, &lo), 0);
+	assert_int_equal(dial_from(&s, host, &c[3], &sc[3]), 0);
+	one_message(c[3], sc[3]);
+	for (int i = 0; i < 4; i++) {
+		if (c[i])
+			rdmx_conn_close(c[i]);
+		if (sc[i])
+			rdmx_conn_close(sc[i]);
+	}
+	server_close(&s);
 }
 
 /* What one accepted connection with the test's options is charged. */
@@ -395,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_max_msg_zero_refused),
 		cmocka_unit_test(test_conn_cap),
 		cmocka_unit_test(test_mem_cap),
+		cmocka_unit_test(test_peer_cap),
 		cmocka_unit_test(test_listener_opts_size),
 		cmocka_unit_test(test_half_open_does_not_block),
 		cmocka_unit_test(test_half_open_times_out),

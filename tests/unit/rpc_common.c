@@ -78,6 +78,7 @@ void opts(struct rdmx_rpc_opts *o)
 int srv_timeout_ms = WAIT_MS;
 /* The server's drop and hello deadlines: 0, its defaults. */
 int srv_drop_ms, srv_hello_ms;
+uint32_t srv_window = 64;
 
 void srv_start(struct srv *v, unsigned workers)
 {
@@ -96,7 +97,7 @@ void srv_start(struct srv *v, unsigned workers)
 	o.hello_ms = srv_hello_ms;
 #endif
 	o.workers = workers;
-	o.window = 64; /* rfp: request slots per client */
+	o.window = srv_window; /* rfp: request slots per client */
 	assert_int_equal(rdmx_rpc_server_create(v->ctx, th_addr(), 0, contract, NMETHODS,
 						&o, &v->s), 0);
 	assert_int_equal(rdmx_rpc_server_handle(v->s, M_ECHO, on_echo, NULL), 0);

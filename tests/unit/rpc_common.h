@@ -50,6 +50,8 @@ extern int srv_timeout_ms;
  * deadline: 0, the defaults. */
 extern int srv_drop_ms, srv_hello_ms;
 
+/* The server's window (rfp and herd: slots per client), default 64. */
+extern uint32_t srv_window;
 /* A case's call count: a fifth on a real device. */
 uint64_t calls(uint64_t n);
 /* Options of RPC_TRANSPORT / RPC_PROTOCOL, timeout WAIT_MS. */
@@ -97,6 +99,9 @@ void t_rfp_torn(void **state);
 void t_rfp_torn_garbage(void **state);
 void t_rfp_idle_cpu(void **state);
 
+/* Admission's cases (rpc_admit_tests.c). */
+void t_admit_mem(void **state);
+void t_admit_window(void **state);
 /* Transport herd's cases (rpc_herd_tests.c). */
 void t_herd_counts(void **state);
 void t_herd_hostile(void **state);

@@ -202,6 +202,57 @@ static void ops_on(struct srv *v, enum rdmx_kv_get_mode mode)
 	rdmx_kv_client_destroy(c);
 }
 
+/*
+ * An auto-mode client whose read door is full (max_conns 1 there, taken
+ * by the first client) connects all the same and makes its GETs by RPC;
+ * a READ-mode client is refused naming the cap. (On main the auto client
+ * failed to connect.)
+ */
+static void t_read_door_full(void **state)
+{
+	struct rdmx_kv_server_opts o;
+	struct rdmx_kv_client_opts ro = { .get_mode = RDMX_KV_GET_READ,
+					  .timeout_ms = WAIT_MS, .transport = transport };
+	struct rdmx_kv_client_stats st;
+	struct rdmx_listener_opts caps;
+	struct rdmx_ctx_opts co;
+	rdmx_kv_client *a, *b, *r = NULL;
+	struct srv v;
+
+	(void)state;
+	rdmx_kv_server_opts_init(&o);
+	o.capacity = 256;
+	o.memory = 1 << 20;
+	o.inline_max = 64;
+	memset(&v, 0, sizeof(v));
+	rdmx_ctx_opts_init(&co);
+	co.fabric = th_fabric();
+	assert_int_equal(rdmx_ctx_create(&v.ctx, &co), 0);
+	rdmx_listener_opts_init(&caps);
+	caps.max_conns = 1;
+	o.read_caps = &caps;
+	srv_open(&v, &o);
+	a = dial(&v, RDMX_KV_GET_AUTO);
+	assert_int_equal(rdmx_kv_put(a, "k", 1, "v1", 2, 3, RDMX_KV_SET, NULL), 0);
+	b = dial(&v, RDMX_KV_GET_AUTO);
+	print_message("auto client, read door full: %s\n", rdmx_kv_client_error(b));
+	assert_non_null(strstr(rdmx_kv_client_error(b), "max_conns 1"));
+	get_expect(a, "k", "v1", 2, 3);
+	get_expect(b, "k", "v1", 2, 3);
+	rdmx_kv_client_stats(a, &st);
+	assert_int_equal(st.gets_read, 1);
+	rdmx_kv_client_stats(b, &st);
+	assert_int_equal(st.gets_read, 0);
+	assert_int_equal(st.gets_rpc, 1);
+	assert_int_equal(rdmx_kv_client_create(v.ctx, th_addr(),
+					       (uint16_t)rdmx_kv_server_rdma_port(v.s), &ro,
+					       &r), -ECONNREFUSED);
+	assert_null(r);
+	rdmx_kv_client_destroy(b);
+	rdmx_kv_client_destroy(a);
+	srv_stop(&v);
+}
+
 static void t_ops(void **state)
 {
 	struct srv v;
@@ -931,6 +982,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_null_args),
 		cmocka_unit_test(t_ops),
+		cmocka_unit_test(t_read_door_full),
 		cmocka_unit_test(t_transports),
 		cmocka_unit_test(t_cross_door),
 		cmocka_unit_test(t_ttl),

@@ -513,6 +513,8 @@ int main(void)
 		cmocka_unit_test(t_herd_window),
 		cmocka_unit_test(t_herd_reflect),
 		cmocka_unit_test(t_herd_dial_idle),
+		cmocka_unit_test(t_admit_mem),
+		cmocka_unit_test(t_admit_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
