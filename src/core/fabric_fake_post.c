@@ -198,7 +198,7 @@ static void run_write(struct rdmx__ep *qp, struct rdmx__ep *peer,
 			       .has_imm = 1, .imm = wr->imm };
 	struct rdmx__wr r;
 
-	if (!remote_ok(wr, wr->len, RDMX__ACCESS_WRITE)) {
+	if (!remote_ok(wr, peer->qpn, wr->len, RDMX__ACCESS_WRITE)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}
@@ -212,7 +212,7 @@ static void run_write(struct rdmx__ep *qp, struct rdmx__ep *peer,
 
 static void run_read(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 {
-	if (!remote_ok(wr, wr->len, RDMX__ACCESS_READ)) {
+	if (!remote_ok(wr, qp->peer->qpn, wr->len, RDMX__ACCESS_READ)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}
@@ -230,7 +230,7 @@ static void run_fetch_add(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 		wr_fail(qp, wr, RDMX__WC_OTHER, VS_REM_INV_REQ, 1);
 		return;
 	}
-	if (!remote_ok(wr, 8, RDMX__ACCESS_ATOMIC)) {
+	if (!remote_ok(wr, qp->peer->qpn, 8, RDMX__ACCESS_ATOMIC)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}
@@ -253,7 +253,7 @@ static void run_cmp_swap(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 		wr_fail(qp, wr, RDMX__WC_OTHER, VS_REM_INV_REQ, 1);
 		return;
 	}
-	if (!remote_ok(wr, 8, RDMX__ACCESS_ATOMIC)) {
+	if (!remote_ok(wr, qp->peer->qpn, 8, RDMX__ACCESS_ATOMIC)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}

@@ -175,6 +175,19 @@ void rdmx__rpc_herd_counts(const struct rdmx_rpc_server *s, uint64_t *ud_sends,
 int rdmx__rpc_herd_poke(struct rdmx_rpc_client *c, uint32_t i, const void *bytes,
 			size_t n);
 uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c);
+/* herd, for tests: the key to a client's slots the server gave it; and a
+ * WRITE from @c's UC QP into the slot @i of a key @k (another client's,
+ * or a closed one's: a client trying memory not granted to it). */
+struct rdmx__herd_key {
+	uint32_t rkey, slot;
+	uint64_t raddr;
+};
+void rdmx__rpc_herd_key(const struct rdmx_rpc_client *c, struct rdmx__herd_key *k);
+int rdmx__rpc_herd_poke_key(struct rdmx_rpc_client *c, const struct rdmx__herd_key *k,
+			    uint32_t i, const void *bytes, size_t n);
+/* herd: how the server keeps a client's slots to it (enum rdmx__iso; 0
+ * before a client set up). */
+int rdmx__rpc_herd_iso(const struct rdmx_rpc_server *s);
 /* rfp, for tests: the bytes of a client's buffers; its slots' size. */
 /* Test hook: the next rfp response's (RESP) or request's (REQ) trailer
  * shows torn (its seq, a wrong len: NEAR its own, ZERO, or BIG, above the

@@ -105,6 +105,8 @@ void t_herd_spoof(void **state);
 void t_herd_flood(void **state);
 void t_herd_window(void **state);
 void t_herd_reflect(void **state);
+void t_herd_cross(void **state);
+void t_herd_stale(void **state);
 void t_herd_dial_idle(void **state);
 
 #endif /* RDMX_TESTS_RPC_COMMON_H */

@@ -512,6 +512,8 @@ int main(void)
 		cmocka_unit_test(t_herd_flood),
 		cmocka_unit_test(t_herd_window),
 		cmocka_unit_test(t_herd_reflect),
+		cmocka_unit_test(t_herd_cross),
+		cmocka_unit_test(t_herd_stale),
 		cmocka_unit_test(t_herd_dial_idle),
 	};
 
