@@ -196,6 +196,10 @@ enum { RDMX__RFP_TEAR_RESP = 0, RDMX__RFP_TEAR_REQ = 1 };
 enum { RDMX__RFP_TEAR_NEAR = 0, RDMX__RFP_TEAR_ZERO, RDMX__RFP_TEAR_BIG };
 void rdmx__rpc_rfp_tear(int side, unsigned ms, int how);
 size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c);
+/* rfp, for tests: WRITE 8 bytes into the client's response slots (the
+ * server exports them READ only) through a descriptor the client forged
+ * with WRITE access: the rc of the WRITE and its wait. */
+int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c);
 uint32_t rdmx__rpc_rfp_slot(const struct rdmx_rpc_client *c);
 /* herd, for tests: the next herd dial names @c's UD QP as its own in its
  * setup (a client pointing the server's responses at another's QP). */

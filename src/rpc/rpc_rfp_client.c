@@ -43,6 +43,7 @@ static int client_regions(struct rdmx_rpc_client *c, struct rfp_conn *r,
 	if (!rc)
 		rc = rdmx_region_import(r->c, setup + 12 + RDMX_REGION_DESC_LEN,
 					RDMX_REGION_DESC_LEN, &r->rresp);
+	memcpy(r->rdesc, setup + 12 + RDMX_REGION_DESC_LEN, RDMX_REGION_DESC_LEN);
 	if (!rc && (rdmx_region_len(r->rreq) != half || rdmx_region_len(r->rresp) != half))
 		rc = rdmx__fail(-EPROTO, "rpc rfp: regions of %zu and %zu bytes, want %zu",
 				rdmx_region_len(r->rreq), rdmx_region_len(r->rresp), half);
@@ -257,6 +258,25 @@ int rdmx__rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms)
 		if (rc)
 			return rc < 0 ? rc : 0;
 	}
+}
+
+int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c)
+{
+	struct rfp_conn *r = c->t;
+	unsigned char d[RDMX_REGION_DESC_LEN];
+	rdmx_region *forged;
+	int rc;
+
+	if (c->ops != &rdmx__rpc_transport_rfp)
+		return rdmx__fail(-EINVAL, "rpc rfp: not an rfp client");
+	memcpy(d, r->rdesc, sizeof(d));
+	d[5] |= RDMX_ACCESS_REMOTE_WRITE; /* the descriptor's access byte */
+	rc = rdmx_region_import(r->c, d, sizeof(d), &forged);
+	if (rc)
+		return rc;
+	rc = onesided(r, 1, forged, 0, 0, 8);
+	rdmx_region_free(forged);
+	return rc;
 }
 
 size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c)

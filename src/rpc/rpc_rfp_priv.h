@@ -38,7 +38,9 @@ struct rfp_conn {
 	unsigned char *mem;      /* server: requests then responses; client:
 				  * scratch then a fetch buffer per slot of
 				  * its window */
-	rdmx_mr *mr;
+	rdmx_mr *mr;             /* server: the requests, remote WRITE only */
+	rdmx_mr *rmr;            /* server: the responses, remote READ only */
+	unsigned char rdesc[RDMX_REGION_DESC_LEN]; /* client: the responses' */
 	uint32_t *seq;           /* the seq of the call in each slot */
 	uint32_t *done, *push;   /* server: answered seq, push asked for seq */
 	uint32_t *fails;         /* client: empty fetches of each slot */

@@ -58,15 +58,18 @@ void rdmx__rfp_unlisten(struct rdmx_rpc_server *s)
 	s->tstate = NULL;
 }
 
-/* Register a new client's slots and send it the set-up. */
+/* Register a new client's slots with exactly the rights it needs (it
+ * WRITEs requests and READs responses: a registration for each) and send
+ * it the set-up. */
 static int setup_send(struct rdmx_rpc_server *s, struct rfp_conn *r)
 {
 	size_t half = (size_t)r->slots * r->ssize, dl = RDMX_REGION_DESC_LEN;
 	uint32_t head[3] = { RFP_MAGIC, r->slots, r->ssize };
 	struct rdmx_msg m;
-	int rc = rdmx_mr_reg(s->ctx, r->mem, 2 * half,
-			     RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, &r->mr);
+	int rc = rdmx_mr_reg(s->ctx, r->mem, half, RDMX_ACCESS_REMOTE_WRITE, &r->mr);
 
+	if (!rc)
+		rc = rdmx_mr_reg(s->ctx, r->mem + half, half, RDMX_ACCESS_REMOTE_READ, &r->rmr);
 	if (rc)
 		return rc;
 	rc = rdmx_msg_alloc(r->c, RFP_SETUP_LEN, &m, s->o.timeout_ms);
@@ -77,7 +80,7 @@ static int setup_send(struct rdmx_rpc_server *s, struct rfp_conn *r)
 			    (char *)m.data + 12, &dl);
 	dl = RDMX_REGION_DESC_LEN;
 	if (!rc)
-		rc = rdmx_mr_export(r->c, r->mr, half, half, RDMX_ACCESS_REMOTE_READ,
+		rc = rdmx_mr_export(r->c, r->rmr, 0, half, RDMX_ACCESS_REMOTE_READ,
 				    (char *)m.data + 12 + RDMX_REGION_DESC_LEN, &dl);
 	if (rc) {
 		rdmx_msg_release(r->c, &m);

@@ -332,3 +332,36 @@ void t_rfp_push_flood(void **state)
 	rdmx_rpc_client_destroy(good);
 	srv_stop(&v);
 }
+
+/*
+ * rfp exports a client's request slots for remote WRITE only and its
+ * response slots for remote READ only (a registration for each). A client
+ * that forges WRITE access into its response descriptor and WRITEs there
+ * is refused by the device: its WRITE fails (remote access error) and so
+ * does its connection; the other client's calls go on. On main one
+ * registration granted both rights over both halves: the WRITE landed.
+ */
+void t_rfp_read_only(void **state)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+	unsigned char out[64];
+	rdmx_rpc_client *good, *bad;
+	struct srv v;
+	int rc, status;
+
+	(void)state;
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1);
+	good = dial_ok(&v, 4);
+	bad = dial_ok(&v, 4);
+	rc = rdmx__rpc_rfp_write_resp(bad);
+	print_message("rfp: a WRITE into read-only response slots: %s\n", rdmx_strerror(rc));
+	assert_int_not_equal(rc, 0);
+	assert_int_not_equal(rdmx_rpc_call(bad, M_ECHO, "x", 1, out, sizeof(out), NULL,
+					   &status, WAIT_MS), 0);
+	echo_once(good, 100, 1);
+	rdmx_rpc_client_destroy(bad);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
