@@ -10,6 +10,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "devices.h"
 #include "errors.h"
 #include "fabric_verbs_dev.h"
 
@@ -18,7 +19,6 @@ struct vmr {
 	struct ibv_mr *mr;
 };
 
-#define MW_TYPE2 (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 
 /* ---------------------------------------------------------------- fabric */
 
@@ -141,7 +141,7 @@ struct ibv_mr *rdmx__verbs_mr_ibv(const struct rdmx__mr *mr)
 
 int rdmx__verbs_has_mw(const struct dev *d)
 {
-	return d->attr.max_mw > 0 && (d->attr.device_cap_flags & MW_TYPE2);
+	return rdmx__dev_has_mw(&d->attr);
 }
 
 int rdmx__verbs_mw_alloc(struct rdmx__ep *ep, struct rdmx__mw **out)
