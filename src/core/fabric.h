@@ -66,7 +66,8 @@ struct rdmx__mw {
 };
 
 struct rdmx__mw_bind {
-	struct rdmx__dqp *qp;   /* the QP it is bound to (UC) */
+	struct rdmx__ep *ep;    /* the QP it is bound to: an RC ep's, or ... */
+	struct rdmx__dqp *qp;   /* ... (ep NULL) a UC QP */
 	struct rdmx__mr *mr;    /* registered with RDMX__ACCESS_MW_BIND */
 	void *addr;             /* within @mr; the window is not zero-based */
 	size_t len;             /* > 0 */

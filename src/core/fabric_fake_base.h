@@ -57,6 +57,7 @@ struct fmr {
 	int is_mw;
 	uint32_t qpn;
 	const struct fmr *parent;
+	struct rdmx__mw_bind bind; /* an RC bind posted, applied when it runs */
 };
 
 /* Posted receives: a QP's own receive queue, or an SRQ. */

@@ -344,11 +344,18 @@ int rdmx__fake_mw_bind(struct rdmx__mw *mw, const struct rdmx__mw_bind *b)
 	struct rdmx__dqp *q = b->qp;
 	struct fmr *w, *mr;
 	const char *bad;
+	int rc;
 
 	lock();
 	w = fmr_of(mw, 1);
 	mr = fmr_of(b->mr, 0);
 	bad = bind_check(w, mr, b);
+	if (b->ep) { /* RC: a work request behind the QP's sends */
+		rc = bad ? rdmx__fail(-EINVAL, "fake: window bind on QP %u: %s", b->ep->qpn,
+				      bad) : rdmx__fake_bind_post(b->ep, w, b);
+		unlock();
+		return rc;
+	}
 	if (!bad && q->ep.sq_used >= q->ep.caps.max_send_wr)
 		bad = "the send queue is full";
 	if (!bad) {

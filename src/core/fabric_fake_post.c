@@ -263,12 +263,54 @@ static void run_cmp_swap(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 	send_done(qp, wr, RDMX__WC_OK, 0);
 }
 
+static void sq_progress(struct rdmx__ep *qp);
+
+/* A window bind (rdmx__fake_bind_post): its window is the fmr whose
+ * pending bind carries this wr_id; gone (deallocated): it completes OK,
+ * binding nothing. */
+static void run_bind(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	for (struct fmr *w = G.mrs; w; w = w->next) {
+		if (!w->is_mw || w->bind.ep != qp || w->bind.wr_id != wr->wr_id)
+			continue;
+		w->pub.addr = w->bind.addr;
+		w->pub.len = w->bind.len;
+		w->access = w->bind.access;
+		w->parent = (const struct fmr *)(const void *)w->bind.mr;
+		w->qpn = qp->qpn;
+		w->mw.rkey = w->pub.rkey = rdmx__fake_rkey_new();
+		w->bind.ep = NULL;
+		break;
+	}
+	send_done(qp, wr, RDMX__WC_OK, 0);
+}
+
+int rdmx__fake_bind_post(struct rdmx__ep *ep, struct fmr *w, const struct rdmx__mw_bind *b)
+{
+	struct rdmx__wr wr = { .wr_id = b->wr_id, .op = RDMX__OP_BIND_MW,
+			       .flags = RDMX__WR_SIGNALED };
+
+	if (ep->qp != QP_RTS)
+		return rdmx__fail(-EINVAL, "fake: window bind on QP %u, not connected", ep->qpn);
+	if (ep->sq_used >= ep->caps.max_send_wr)
+		return rdmx__fail(-ENOMEM, "fake: window bind: send queue of QP %u full", ep->qpn);
+	w->bind = *b;
+	ep->sq_used++;
+	ep->signaled++;
+	sq_push(ep, &wr);
+	ep->posts++;
+	sq_progress(ep);
+	return 0;
+}
+
 static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 {
 	struct rdmx__ep *peer = qp->peer;
 
 	if (qp->qp != QP_RTS)
 		send_done(qp, wr, RDMX__WC_FLUSHED, VS_FLUSH);
+	else if (wr->op == RDMX__OP_BIND_MW)
+		run_bind(qp, wr);
 	else if (!peer || peer->qp != QP_RTS)
 		wr_fail(qp, wr, RDMX__WC_RETRY, VS_RETRY, 0);
 	else if (!wr_local_ok(wr))

@@ -325,10 +325,11 @@ int rdmx__verbs_mw_bind(struct rdmx__mw *mw, const struct rdmx__mw_bind *b)
 	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
 		.mr = rdmx__verbs_mr_ibv(b->mr), .addr = (uintptr_t)b->addr,
 		.length = b->len, .mw_access_flags = rdmx__verbs_remote_rights(b->access) };
-	rc = ibv_post_send(b->qp->qp, &wr, &bad);
+	struct ibv_qp *qp = b->ep ? b->ep->id->qp : b->qp->qp;
+
+	rc = ibv_post_send(qp, &wr, &bad);
 	if (rc)
-		return rdmx__fail(-rc, "window bind on %s QP %u: ibv_post_send: %s",
-				  b->qp->type == RDMX__DQP_UD ? "UD" : "UC", b->qp->qp->qp_num,
+		return rdmx__fail(-rc, "window bind on QP %u: ibv_post_send: %s", qp->qp_num,
 				  strerror(rc));
 	w->pub.rkey = rkey;
 	return 0;

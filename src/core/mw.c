@@ -45,17 +45,28 @@ static int bind_wait(struct rdmx__dgram *g, int timeout_ms)
 	return 0;
 }
 
-/* No windows on the device: the region's own key, with exactly @access. */
-static int export_rights(struct rdmx__dgram *g, void *addr, size_t len, int access,
-			 struct rdmx__export *out)
+int rdmx__export_begin(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep, void *addr,
+			size_t len, int access, struct rdmx__export *out)
 {
-	int rc = g->f->reg_mr(g->ep, addr, len, RDMX__ACCESS_LOCAL | access, &out->mr);
+	int rc;
 
-	if (rc)
+	memset(out, 0, sizeof(*out));
+	out->f = f;
+	rc = f->mw_alloc(ep, &out->mw);
+	if (rc == -ENOTSUP) { /* no windows: the region's own key, exact rights */
+		out->mw = NULL;
+		out->how = RDMX__ISO_RIGHTS;
+		rc = f->reg_mr(ep, addr, len, RDMX__ACCESS_LOCAL | access, &out->mr);
+		if (!rc)
+			out->rkey = out->mr->rkey;
 		return rc;
-	out->rkey = out->mr->rkey;
-	out->how = RDMX__ISO_RIGHTS;
-	return 0;
+	}
+	out->how = RDMX__ISO_WINDOW;
+	if (!rc) /* remote rights on the window alone */
+		rc = f->reg_mr(ep, addr, len, RDMX__ACCESS_LOCAL | RDMX__ACCESS_MW_BIND, &out->mr);
+	if (rc)
+		rdmx__export_revoke(out);
+	return rc;
 }
 
 int rdmx__export_dgram(struct rdmx__dgram *g, void *addr, size_t len, int access,
@@ -63,21 +74,12 @@ int rdmx__export_dgram(struct rdmx__dgram *g, void *addr, size_t len, int access
 {
 	struct rdmx__mw_bind b = { .qp = g->qp, .addr = addr, .len = len,
 				   .access = access, .wr_id = BIND_WR_ID };
-	int rc;
+	int rc = rdmx__export_begin(g->f, g->ep, addr, len, access, out);
 
-	memset(out, 0, sizeof(*out));
-	out->f = g->f;
-	rc = g->f->mw_alloc(g->ep, &out->mw);
-	if (rc == -ENOTSUP) {
-		out->mw = NULL;
-		return export_rights(g, addr, len, access, out);
-	}
-	if (!rc) /* remote rights on the window alone */
-		rc = g->f->reg_mr(g->ep, addr, len, RDMX__ACCESS_LOCAL | RDMX__ACCESS_MW_BIND,
-				  &out->mr);
+	if (rc || out->how == RDMX__ISO_RIGHTS)
+		return rc;
 	b.mr = out->mr;
-	if (!rc)
-		rc = g->f->mw_bind(out->mw, &b);
+	rc = g->f->mw_bind(out->mw, &b);
 	if (!rc)
 		rc = bind_wait(g, timeout_ms);
 	if (rc) {
@@ -85,7 +87,6 @@ int rdmx__export_dgram(struct rdmx__dgram *g, void *addr, size_t len, int access
 		return rc;
 	}
 	out->rkey = out->mw->rkey;
-	out->how = RDMX__ISO_WINDOW;
 	return 0;
 }
 

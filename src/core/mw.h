@@ -50,6 +50,14 @@ struct rdmx__export {
 int rdmx__export_dgram(struct rdmx__dgram *g, void *addr, size_t len, int access,
 		       int timeout_ms, struct rdmx__export *out);
 
+/* The first half of an export on @ep's device, for the exports over other
+ * QPs (rdmx__export_conn, onesided.c): without windows, done (the
+ * registration's key with exactly @access, how RDMX__ISO_RIGHTS); with
+ * windows, a window allocated and the memory registered for binds (how
+ * RDMX__ISO_WINDOW; the caller binds it and takes mw->rkey). */
+int rdmx__export_begin(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep, void *addr,
+		       size_t len, int access, struct rdmx__export *out);
+
 /* Revoke @e: its key is refused from now on (the window deallocated, the
  * registration undone; the memory stays the caller's). Idempotent; a
  * zeroed export is a no-op. */

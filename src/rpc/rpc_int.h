@@ -200,6 +200,9 @@ size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c);
  * server exports them READ only) through a descriptor the client forged
  * with WRITE access: the rc of the WRITE and its wait. */
 int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c);
+/* rfp, for tests: WRITE 8 bytes from @c into @victim's request slots with
+ * @victim's descriptor (another client's key). */
+int rdmx__rpc_rfp_write_as(struct rdmx_rpc_client *c, const struct rdmx_rpc_client *victim);
 uint32_t rdmx__rpc_rfp_slot(const struct rdmx_rpc_client *c);
 /* herd, for tests: the next herd dial names @c's UD QP as its own in its
  * setup (a client pointing the server's responses at another's QP). */

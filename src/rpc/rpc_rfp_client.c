@@ -43,6 +43,7 @@ static int client_regions(struct rdmx_rpc_client *c, struct rfp_conn *r,
 	if (!rc)
 		rc = rdmx_region_import(r->c, setup + 12 + RDMX_REGION_DESC_LEN,
 					RDMX_REGION_DESC_LEN, &r->rresp);
+	memcpy(r->qdesc, setup + 12, RDMX_REGION_DESC_LEN);
 	memcpy(r->rdesc, setup + 12 + RDMX_REGION_DESC_LEN, RDMX_REGION_DESC_LEN);
 	if (!rc && (rdmx_region_len(r->rreq) != half || rdmx_region_len(r->rresp) != half))
 		rc = rdmx__fail(-EPROTO, "rpc rfp: regions of %zu and %zu bytes, want %zu",
@@ -260,16 +261,15 @@ int rdmx__rfp_client_recv(struct rfp_conn *r, struct rpc_rx *rx, int timeout_ms)
 	}
 }
 
-int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c)
+/* WRITE 8 bytes through descriptor @d (WRITE access forged in) on @r's
+ * connection. */
+static int forged_write(struct rfp_conn *r, const unsigned char *desc)
 {
-	struct rfp_conn *r = c->t;
 	unsigned char d[RDMX_REGION_DESC_LEN];
 	rdmx_region *forged;
 	int rc;
 
-	if (c->ops != &rdmx__rpc_transport_rfp)
-		return rdmx__fail(-EINVAL, "rpc rfp: not an rfp client");
-	memcpy(d, r->rdesc, sizeof(d));
+	memcpy(d, desc, sizeof(d));
 	d[5] |= RDMX_ACCESS_REMOTE_WRITE; /* the descriptor's access byte */
 	rc = rdmx_region_import(r->c, d, sizeof(d), &forged);
 	if (rc)
@@ -277,6 +277,20 @@ int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c)
 	rc = onesided(r, 1, forged, 0, 0, 8);
 	rdmx_region_free(forged);
 	return rc;
+}
+
+int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c)
+{
+	if (c->ops != &rdmx__rpc_transport_rfp)
+		return rdmx__fail(-EINVAL, "rpc rfp: not an rfp client");
+	return forged_write(c->t, ((struct rfp_conn *)c->t)->rdesc);
+}
+
+int rdmx__rpc_rfp_write_as(struct rdmx_rpc_client *c, const struct rdmx_rpc_client *victim)
+{
+	if (c->ops != &rdmx__rpc_transport_rfp || victim->ops != &rdmx__rpc_transport_rfp)
+		return rdmx__fail(-EINVAL, "rpc rfp: not an rfp client");
+	return forged_write(c->t, ((const struct rfp_conn *)victim->t)->qdesc);
 }
 
 size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c)

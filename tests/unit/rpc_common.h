@@ -97,6 +97,7 @@ void t_rfp_torn(void **state);
 void t_rfp_torn_garbage(void **state);
 void t_rfp_idle_cpu(void **state);
 void t_rfp_read_only(void **state);
+void t_rfp_cross(void **state);
 
 /* Transport herd's cases (rpc_herd_tests.c). */
 void t_herd_counts(void **state);

@@ -365,3 +365,34 @@ void t_rfp_read_only(void **state)
 	rdmx_rpc_client_destroy(good);
 	srv_stop(&v);
 }
+
+/*
+ * Client B WRITEs into client A's request slots with A's descriptor (the
+ * key and address A was given): the server binds each client's slots to
+ * that client's QP (a memory window where the device has them), so the
+ * device refuses B's WRITE and B's connection fails; A's calls go on. On
+ * main A's key was valid on every QP of the server's domain: it landed.
+ */
+void t_rfp_cross(void **state)
+{
+	const char *t = getenv("RPC_TRANSPORT");
+	rdmx_rpc_client *a, *b;
+	struct srv v;
+	int rc;
+
+	(void)state;
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1);
+	a = dial_ok(&v, 4);
+	b = dial_ok(&v, 4);
+	rc = rdmx__rpc_rfp_write_as(b, a);
+	print_message("rfp: B's WRITE into A's request slots with A's key: %s\n",
+		      rdmx_strerror(rc));
+	assert_int_not_equal(rc, 0);
+	echo_once(a, 100, 1);
+	rdmx_rpc_client_destroy(b);
+	echo_once(a, 100, 2);
+	rdmx_rpc_client_destroy(a);
+	srv_stop(&v);
+}

@@ -505,6 +505,7 @@ int main(void)
 		cmocka_unit_test(t_rfp_torn_garbage),
 		cmocka_unit_test(t_rfp_idle_cpu),
 		cmocka_unit_test(t_rfp_read_only),
+		cmocka_unit_test(t_rfp_cross),
 		cmocka_unit_test(t_rate),
 		cmocka_unit_test(t_herd_counts),
 		cmocka_unit_test(t_herd_hostile),
