@@ -166,7 +166,7 @@ static void print_isolation(const char *addr)
 		  rdmx_device_isolation(dev) : 0;
 
 	if (iso > 0)
-		printf("rdmx rpc: memory exported to one client (herd slots) on %s: %s\n", dev,
+		printf("rdmx rpc: memory exported to one client (herd, rfp slots) on %s: %s\n", dev,
 		       iso == RDMX_ISOLATION_WINDOWS ?
 		       "memory windows bound to each client's queue pair" :
 		       "exact rights only (the device has no memory windows)");

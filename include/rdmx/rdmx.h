@@ -136,7 +136,7 @@ enum rdmx_isolation {
 
 /**
  * rdmx_device_isolation - the isolation an rdmx server on the RDMA device
- * @name gives memory it exports to one client (rpc herd's request slots;
+ * @name gives memory it exports to one client (rpc herd's and rfp's slots;
  * see docs/isolation.md): RDMX_ISOLATION_WINDOWS when the device has type
  * 2 memory windows, else RDMX_ISOLATION_RIGHTS.
  * Returns the enum rdmx_isolation value (> 0), -ENODEV when no device has

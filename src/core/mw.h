@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Memory a server exports to ONE client: the one mechanism every room
- * uses to hand a peer a remote key (rpc herd's request slots today).
+ * uses to hand a peer a remote key (rpc herd's and rfp's slots).
  *
  * An export is a remote key to [addr, addr+len) of a registration with
  * exactly the rights the peer needs, valid only over the queue pair of
@@ -14,7 +14,9 @@
  * (RDMX__ISO_RIGHTS): exact rights, but valid on every QP of the shared
  * protection domain; the caller says which one ran (rdmx__iso_name).
  * Revoke (deallocate the window) when the client's connection closes,
- * before its QP and the registration go.
+ * before its QP and the registration go. Over a UC QP: rdmx__export_dgram
+ * here; over an RC connection: rdmx__export_conn (onesided.h), on the
+ * same first half (rdmx__export_begin).
  */
 #ifndef RDMX_CORE_MW_H
 #define RDMX_CORE_MW_H
