@@ -309,8 +309,6 @@ static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 
 	if (qp->qp != QP_RTS)
 		send_done(qp, wr, RDMX__WC_FLUSHED, VS_FLUSH);
-	else if (wr->op == RDMX__OP_BIND_MW)
-		run_bind(qp, wr);
 	else if (!peer || peer->qp != QP_RTS)
 		wr_fail(qp, wr, RDMX__WC_RETRY, VS_RETRY, 0);
 	else if (!wr_local_ok(wr))
@@ -323,8 +321,10 @@ static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 		run_read(qp, wr);
 	else if (wr->op == RDMX__OP_CMP_SWAP)
 		run_cmp_swap(qp, wr);
-	else
+	else if (wr->op == RDMX__OP_FETCH_ADD)
 		run_fetch_add(qp, wr);
+	else
+		run_bind(qp, wr); /* RDMX__OP_BIND_MW (rdmx__fake_bind_post) */
 }
 
 /* RNR: @wr needs a receive and the responder has none posted. */
