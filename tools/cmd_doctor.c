@@ -187,6 +187,29 @@ static void check_devices(struct doctor *d)
 	}
 }
 
+/* Which isolation a server on each device gives memory it exports to one
+ * client (docs/isolation.md): windows bound to the client's QP, or exact
+ * rights only (a warning: a key works on every QP of the domain). */
+static void check_isolation(struct doctor *d)
+{
+	for (int i = 0; i < d->ndev; i++) {
+		const char *n = d->devs[i].name;
+		int iso = rdmx_device_isolation(n);
+
+		if (iso == RDMX_ISOLATION_WINDOWS)
+			note(d, V_OK, "isolation", NULL, "%s: memory windows (type 2): memory a "
+			     "server exports to a client works only over that client's queue "
+			     "pair", n);
+		else if (iso == RDMX_ISOLATION_RIGHTS)
+			note(d, V_WARN, "isolation", "a device with type 2 memory windows isolates "
+			     "clients of one server from each other",
+			     "%s: no memory windows: exported memory has exact rights but its "
+			     "key works on every queue pair of the server's domain", n);
+		else
+			note(d, V_FAIL, "isolation", NULL, "%s: %s", n, rdmx_last_error());
+	}
+}
+
 /* CapEff bit 14 (CAP_IPC_LOCK): registrations are not limited. */
 static int has_ipc_lock(void)
 {
@@ -576,7 +599,7 @@ static void print_text(const struct doctor *d, const int *count)
 }
 
 static void (*const checks[])(struct doctor *d) = {
-	check_modules, check_dev_nodes, check_devices, check_ports,
+	check_modules, check_dev_nodes, check_devices, check_ports, check_isolation,
 	check_memlock, check_hugepages, check_firewall, check_route, check_pingpong,
 };
 

@@ -170,6 +170,21 @@ static void print_server(rdmx_rpc_server *s)
 		       rdmx_rpc_server_error(s));
 }
 
+/* Which isolation the device of @addr gives memory exported to one
+ * client (herd's request slots; docs/isolation.md). */
+static void print_isolation(const char *addr)
+{
+	char dev[64];
+	int iso = addr && *addr && !rdmx_route(addr, 1000, dev, sizeof(dev), NULL) ?
+		  rdmx_device_isolation(dev) : 0;
+
+	if (iso > 0)
+		printf("rdmx rpc: memory exported to one client (herd, rfp slots) on %s: %s\n", dev,
+		       iso == RDMX_ISOLATION_WINDOWS ?
+		       "memory windows bound to each client's queue pair" :
+		       "exact rights only (the device has no memory windows)");
+}
+
 static int serve(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
 {
 	rdmx_rpc_server *s;
@@ -183,6 +198,7 @@ static int serve(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
 	printf("rdmx rpc: serving echo on %s port %u (transport %s, protocol %s)\n",
 	       addr && *addr ? addr : "*", rdmx_rpc_server_port(s), cfg->transport,
 	       cfg->protocol);
+	print_isolation(addr);
 	fflush(stdout);
 	rc = rdmx_rpc_server_run(s);
 	serving = NULL;

@@ -123,6 +123,27 @@ int rdmx_devices_list(struct rdmx_device_info **out, int *count);
 /** rdmx_devices_free - free the array returned by rdmx_devices_list(). */
 void rdmx_devices_free(struct rdmx_device_info *devs, int count);
 
+/* How a server keeps memory it exports to one client to that client. */
+enum rdmx_isolation {
+	RDMX_ISOLATION_WINDOWS = 1, /* type 2 memory windows: the key the
+				     * client gets works only over its own
+				     * queue pair, and not after it closed */
+	RDMX_ISOLATION_RIGHTS = 2,  /* no windows: the key carries exactly the
+				     * rights the client needs, but works on
+				     * every queue pair of the server's
+				     * protection domain */
+};
+
+/**
+ * rdmx_device_isolation - the isolation an rdmx server on the RDMA device
+ * @name gives memory it exports to one client (rpc herd's and rfp's slots;
+ * see docs/isolation.md): RDMX_ISOLATION_WINDOWS when the device has type
+ * 2 memory windows, else RDMX_ISOLATION_RIGHTS.
+ * Returns the enum rdmx_isolation value (> 0), -ENODEV when no device has
+ * that name, -EINVAL for a NULL @name, or -errno.
+ */
+int rdmx_device_isolation(const char *name);
+
 /**
  * rdmx_pick_address - the IP address rdmx would use on a device.
  * @device: device name, or NULL for the first device with an ACTIVE port.

@@ -261,3 +261,45 @@ int rdmx_pick_address(const char *device, int gid_index, char *buf, size_t len)
 	rdmx_devices_free(devs, n);
 	return rc;
 }
+
+int rdmx__dev_has_mw(const struct ibv_device_attr *attr)
+{
+	return attr->max_mw > 0 &&
+	       (attr->device_cap_flags &
+		(IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+}
+
+static int isolation_of(struct ibv_device *dev)
+{
+	struct ibv_context *verbs = ibv_open_device(dev);
+	struct ibv_device_attr attr;
+	int rc;
+
+	if (!verbs)
+		return rdmx__fail(-errno ? -errno : -ENODEV, "cannot open %s: %s",
+				  ibv_get_device_name(dev), strerror(errno));
+	rc = ibv_query_device(verbs, &attr) ?
+	     rdmx__fail(-errno, "ibv_query_device(%s): %s", ibv_get_device_name(dev),
+			strerror(errno)) :
+	     rdmx__dev_has_mw(&attr) ? RDMX_ISOLATION_WINDOWS : RDMX_ISOLATION_RIGHTS;
+	ibv_close_device(verbs);
+	return rc;
+}
+
+int rdmx_device_isolation(const char *name)
+{
+	struct ibv_device **list;
+	int n = 0, rc;
+
+	if (!name)
+		return rdmx__fail(-EINVAL, "rdmx_device_isolation: a device name is required");
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return rdmx__fail(-ENODEV, "no RDMA devices: %s", strerror(errno));
+	rc = rdmx__fail(-ENODEV, "no RDMA device named %s", name);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			rc = isolation_of(list[i]);
+	ibv_free_device_list(list);
+	return rc;
+}

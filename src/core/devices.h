@@ -19,4 +19,9 @@ void rdmx__gid_format(const uint8_t raw[16], enum rdmx_gid_type type,
 int rdmx__address_choose(const struct rdmx_device_info *devs, int n,
 			 const char *device, int gid_index, char *buf, size_t len);
 
+struct ibv_device_attr;
+/* The device has type 2 memory windows (2A or 2B): a server can bind the
+ * memory it exports to one client to that client's QP (core/mw.h). */
+int rdmx__dev_has_mw(const struct ibv_device_attr *attr);
+
 #endif /* RDMX_CORE_DEVICES_H */

@@ -5,6 +5,7 @@
  * of single work requests, and a bounded completion wait.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,4 +269,27 @@ int rdmx__dgram_wait(struct rdmx__dgram *g, int recv, int timeout_ms,
 				  "waiting for %s", t, g->self.qpn, recv ? "receive" : "send",
 				  rdmx__wc_status_name(wc->status), wc->vendor_status, what);
 	return 0;
+}
+
+static void gid_text(const uint8_t *g, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < 16 && n + 3 < len; i += 2)
+		n += (size_t)snprintf(buf + n, len - n, "%s%02x%02x", i ? ":" : "", g[i], g[i + 1]);
+}
+
+int rdmx__qp_desc_of_peer(rdmx_conn *c, const struct rdmx__qp_desc *d)
+{
+	uint8_t want[16];
+	char a[48], b[48];
+	int rc = c->f->peer_gid(c->ep, want);
+
+	if (rc || zeros(want, sizeof(want)) || !memcmp(want, d->gid, sizeof(want)))
+		return rc;
+	gid_text(d->gid, a, sizeof(a));
+	gid_text(want, b, sizeof(b));
+	return rdmx__fail(-EPERM, "%s QP %u is at GID %s, not at the connection's peer %s: "
+			  "a client names only its own queue pairs", type_name(d->type), d->qpn,
+			  a, b);
 }

@@ -69,6 +69,12 @@ void rdmx__qp_desc_encode(const struct rdmx__qp_desc *d,
 int rdmx__qp_desc_decode(const void *wire, size_t len, enum rdmx__dqp_type want,
 			 struct rdmx__qp_desc *out);
 
+/* A descriptor @c's peer sent as its own QP's: its GID must be the GID
+ * of @c's peer (the address the control connection came from), else
+ * -EPERM naming both (a client may not name a QP of another host). A
+ * device that knows no peer GID (IB without GRH) passes. */
+int rdmx__qp_desc_of_peer(rdmx_conn *c, const struct rdmx__qp_desc *d);
+
 /* UC: connect to the peer's decoded descriptor (RTR, RTS). */
 int rdmx__uc_connect(struct rdmx__dgram *g, const struct rdmx__qp_desc *peer);
 /* UC: WRITE @len bytes at @buf (@lkey) to @raddr/@rkey on the peer. */

@@ -43,6 +43,36 @@ enum rdmx__access {
 	RDMX__ACCESS_WRITE = 1 << 1,   /* remote write */
 	RDMX__ACCESS_READ = 1 << 2,    /* remote read */
 	RDMX__ACCESS_ATOMIC = 1 << 3,  /* remote atomic */
+	RDMX__ACCESS_MW_BIND = 1 << 4, /* memory windows may be bound to it
+					* (reg_mr; ignored where the device
+					* has none: see mw_alloc) */
+};
+
+/*
+ * A memory window (type 2B): a remote key to part of a registration that
+ * works over ONE queue pair only, the one it is bound to, with the rights
+ * of its bind. An access through its rkey arriving on any other QP, after
+ * it was deallocated, or beyond its range or rights is refused by the
+ * device as a bad rkey: RC completes the requester's WR with a remote
+ * access error and both QPs go to error; UC drops the WRITE. Made with
+ * mw_alloc() in an ep's protection domain, bound by mw_bind() (a work
+ * request on the QP's send queue: its completion, signaled, comes on that
+ * QP's send CQ; rkey is the new key from then on), unmade (and
+ * invalidated) by mw_dealloc(), before the QP and the registration go.
+ * Implementations embed this as their first member.
+ */
+struct rdmx__mw {
+	uint32_t rkey;
+};
+
+struct rdmx__mw_bind {
+	struct rdmx__ep *ep;    /* the QP it is bound to: an RC ep's, or ... */
+	struct rdmx__dqp *qp;   /* ... (ep NULL) a UC QP */
+	struct rdmx__mr *mr;    /* registered with RDMX__ACCESS_MW_BIND */
+	void *addr;             /* within @mr; the window is not zero-based */
+	size_t len;             /* > 0 */
+	int access;             /* RDMX__ACCESS_WRITE | READ | ATOMIC */
+	uint64_t wr_id;         /* of the bind's completion */
 };
 
 enum rdmx__op {
@@ -55,6 +85,7 @@ enum rdmx__op {
 	RDMX__OP_CMP_SWAP, /* 8 bytes: swap in @swap if equal to @compare */
 	RDMX__OP_RECV,     /* completions only: a receive consumed a SEND */
 	RDMX__OP_RECV_IMM, /* completions only: a receive consumed a WRITE_IMM */
+	RDMX__OP_BIND_MW,  /* completions only: mw_bind() */
 };
 
 enum rdmx__wr_flags {
@@ -205,6 +236,15 @@ struct rdmx__fabric_ops {
 			size_t len);
 	/* UD and UC queue pairs (below). */
 	const struct rdmx__dgram_ops *dgram;
+
+	/* Memory windows (struct rdmx__mw above). mw_alloc(): -ENOTSUP when
+	 * the device of @ep has no type 2 windows. */
+	int (*mw_alloc)(struct rdmx__ep *ep, struct rdmx__mw **out);
+	int (*mw_bind)(struct rdmx__mw *mw, const struct rdmx__mw_bind *b);
+	void (*mw_dealloc)(struct rdmx__mw *mw);
+	/* The GID (network order) of @ep's connected peer, as a peer's QP
+	 * descriptor carries it (all zero: not known, IB without GRH). */
+	int (*peer_gid)(const struct rdmx__ep *ep, uint8_t gid[16]);
 };
 
 /*

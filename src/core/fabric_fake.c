@@ -46,8 +46,13 @@
  *    retry_count 7 retries forever, as rxe does (rxe_comp.c never counts
  *    down a retry_cnt of 7; the IB spec gives 7 no such meaning).
  *  - Keys: lkey and rkey differ (even, odd) so one used for the other
- *    fails; any rkey registered in the process is valid remotely, and a
- *    zero-length transfer checks no key. Every local access is checked
+ *    fails; any region's rkey registered in the process is valid remotely
+ *    (one protection domain), and a zero-length transfer checks no key.
+ *    A memory window's rkey (type 2B, mw_bind) is valid only for an
+ *    access arriving on the QP it is bound to, within its range and
+ *    rights; deallocated (or its region gone) no key finds it. A refused
+ *    key fails as on a device: RC errs the requester's WR with a remote
+ *    access error and both QPs go to ERR; UC drops the WRITE. Every local access is checked
  *    against the lkey's MR (range), and what the NIC writes locally (a
  *    receive, a READ's or FETCH_ADD's destination) needs LOCAL access.
  *  - The owner of memory reached by WRITE/READ/FETCH_ADD may access it
@@ -109,4 +114,8 @@ const struct rdmx__fabric_ops rdmx__fabric_fake = {
 	.domain = rdmx__fake_domain,
 	.addr_str = rdmx__fake_addr_str,
 	.dgram = &rdmx__dgram_fake,
+	.mw_alloc = rdmx__fake_mw_alloc,
+	.mw_bind = rdmx__fake_mw_bind,
+	.mw_dealloc = rdmx__fake_mw_dealloc,
+	.peer_gid = rdmx__fake_peer_gid,
 };

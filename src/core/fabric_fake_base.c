@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -59,6 +60,14 @@ const void *rdmx__fake_domain(const struct rdmx__ep *ep)
 
 /* ---------------------------------------------------------------- memory */
 
+uint32_t rdmx__fake_rkey_new(void)
+{
+	uint32_t k = G.next_key * 2 + 1;
+
+	G.next_key = G.next_key % 0x7fffffff + 1;
+	return k;
+}
+
 int rdmx__fake_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
 		      struct rdmx__mr **out)
 {
@@ -69,8 +78,7 @@ int rdmx__fake_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
 		return rdmx__fail(-ENOMEM, "fake: out of memory for a memory region");
 	m->access = access;
 	lock();
-	m->pub = (struct rdmx__mr){ addr, len, G.next_key * 2, G.next_key * 2 + 1 };
-	G.next_key = G.next_key % 0x7fffffff + 1;
+	m->pub = (struct rdmx__mr){ addr, len, G.next_key * 2, rdmx__fake_rkey_new() };
 	m->next = G.mrs;
 	G.mrs = m;
 	unlock();
@@ -89,6 +97,37 @@ void rdmx__fake_dereg_mr(struct rdmx__mr *mr)
 		;
 	if (*pp)
 		*pp = m->next;
+	for (struct fmr *w = G.mrs; w; w = w->next)
+		if (w->parent == m) { /* a window into it: no key finds it now */
+			w->parent = NULL;
+			w->qpn = 0;
+		}
 	unlock();
 	free(m);
+}
+
+/* A window is an entry of the regions' list that no key finds until it is
+ * bound (fabric_fake_dgram.c); dealloc takes it out: its key is unknown. */
+int rdmx__fake_mw_alloc(struct rdmx__ep *ep, struct rdmx__mw **out)
+{
+	struct fmr *m = calloc(1, sizeof(*m));
+
+	(void)ep;
+	if (!m)
+		return rdmx__fail(-ENOMEM, "fake: out of memory for a memory window");
+	m->is_mw = 1;
+	lock();
+	m->mw.rkey = m->pub.rkey = rdmx__fake_rkey_new();
+	m->next = G.mrs;
+	G.mrs = m;
+	unlock();
+	*out = &m->mw;
+	return 0;
+}
+
+void rdmx__fake_mw_dealloc(struct rdmx__mw *mw)
+{
+	if (mw)
+		rdmx__fake_dereg_mr(&((struct fmr *)(void *)((char *)mw -
+						offsetof(struct fmr, mw)))->pub);
 }

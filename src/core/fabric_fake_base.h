@@ -46,10 +46,18 @@ enum {
 	VS_RNR_RETRY = 13,
 };
 
+/* A memory region, or a memory window (@mw set): pub.rkey is the
+ * window's key, pub.addr/len its bound range, @qpn the QP it is bound to
+ * (0: not bound, no access passes), @parent the region it lies in. */
 struct fmr {
 	struct rdmx__mr pub;
 	int access;
 	struct fmr *next;
+	struct rdmx__mw mw;
+	int is_mw;
+	uint32_t qpn;
+	const struct fmr *parent;
+	struct rdmx__mw_bind bind; /* an RC bind posted, applied when it runs */
 };
 
 /* Posted receives: a QP's own receive queue, or an SRQ. */
@@ -240,15 +248,19 @@ static inline void remote_load(void *dst, uint64_t raddr, size_t len)
 #endif
 }
 
-/* The MR with @key (an rkey if @remote) if it covers [addr, addr+len). */
-static inline struct fmr *mr_find(uint32_t key, int remote,
+/* The MR with @key (an rkey if @remote) if it covers [addr, addr+len);
+ * a window's key only when it arrives on the QP @at_qpn it is bound to
+ * (an lkey never names a window). */
+static inline struct fmr *mr_find(uint32_t key, int remote, uint32_t at_qpn,
 				  uint64_t addr, uint64_t len)
 {
 	for (struct fmr *m = G.mrs; m; m = m->next) {
 		uint64_t base = (uintptr_t)m->pub.addr;
 
-		if ((remote ? m->pub.rkey : m->pub.lkey) != key)
+		if ((remote ? m->pub.rkey : m->pub.lkey) != key || (m->is_mw && !remote))
 			continue;
+		if (m->is_mw && (!m->qpn || m->qpn != at_qpn))
+			return NULL;
 		if (addr < base || len > m->pub.len || addr - base > m->pub.len - len)
 			return NULL;
 		return m;
@@ -258,7 +270,7 @@ static inline struct fmr *mr_find(uint32_t key, int remote,
 
 static inline int local_ok(uint32_t lkey, const void *addr, uint64_t len)
 {
-	return !len || mr_find(lkey, 0, (uintptr_t)addr, len);
+	return !len || mr_find(lkey, 0, 0, (uintptr_t)addr, len);
 }
 
 /* Memory the NIC writes locally (a receive, a READ's or FETCH_ADD's
@@ -270,26 +282,27 @@ static inline int local_write_ok(uint32_t lkey, const void *addr,
 
 	if (!len)
 		return 1;
-	m = mr_find(lkey, 0, (uintptr_t)addr, len);
+	m = mr_find(lkey, 0, 0, (uintptr_t)addr, len);
 	return m && (m->access & RDMX__ACCESS_LOCAL);
 }
 
-static inline int remote_ok(const struct rdmx__wr *wr, uint64_t len,
-			    int access)
+/* An access of @wr arriving on the responder's QP @at_qpn. */
+static inline int remote_ok(const struct rdmx__wr *wr, uint32_t at_qpn,
+			    uint64_t len, int access)
 {
 	struct fmr *m;
 
 	if (!len)
 		return 1;
-	m = mr_find(wr->rkey, 1, wr->remote_addr, len);
+	m = mr_find(wr->rkey, 1, at_qpn, wr->remote_addr, len);
 	return m && (m->access & access);
 }
 
-/* WRITE @wr into registered memory (UC): 0 if the rkey or range is
- * refused, and nothing is written. */
-static inline int remote_write(const struct rdmx__wr *wr)
+/* WRITE @wr into registered memory (UC) on the responder's QP @at_qpn: 0
+ * if the rkey or range is refused, and nothing is written. */
+static inline int remote_write(const struct rdmx__wr *wr, uint32_t at_qpn)
 {
-	if (!remote_ok(wr, wr->len, RDMX__ACCESS_WRITE))
+	if (!remote_ok(wr, at_qpn, wr->len, RDMX__ACCESS_WRITE))
 		return 0;
 	if (wr->len)
 		remote_store(wr->remote_addr, wr->addr, wr->len);
@@ -304,5 +317,15 @@ const void *rdmx__fake_domain(const struct rdmx__ep *ep);
 int rdmx__fake_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
 		      struct rdmx__mr **out);
 void rdmx__fake_dereg_mr(struct rdmx__mr *mr);
+/* Memory windows: made unbound; bound in fabric_fake_dgram.c (to a QP). */
+int rdmx__fake_mw_alloc(struct rdmx__ep *ep, struct rdmx__mw **out);
+void rdmx__fake_mw_dealloc(struct rdmx__mw *mw);
+/* A fresh remote key (odd; lkeys are even); under the lock. */
+uint32_t rdmx__fake_rkey_new(void);
+
+/* fabric_fake_dgram.c: a window bound to a UC QP; a connected ep's peer's
+ * GID (every fake host is 127.0.0.1). */
+int rdmx__fake_mw_bind(struct rdmx__mw *mw, const struct rdmx__mw_bind *b);
+int rdmx__fake_peer_gid(const struct rdmx__ep *ep, uint8_t gid[16]);
 
 #endif /* RDMX_CORE_FABRIC_FAKE_BASE_H */

@@ -227,7 +227,7 @@ static void uc_write(struct rdmx__dqp *q, const struct rdmx__wr *wr)
 {
 	struct rdmx__dqp *dst = dqp_find(q->peer_qpn, RDMX__DQP_UC);
 
-	if (!dst || !dst->connected || !remote_write(wr))
+	if (!dst || !dst->connected || !remote_write(wr, dst->ep.qpn))
 		rdmx__fake_uc_drops++;
 }
 
@@ -304,6 +304,82 @@ static int fd_post_recv(struct rdmx__dqp *q, const struct rdmx__wr *wr, int n)
 	}
 	unlock();
 	return rc;
+}
+
+/* ---------------------------------------------------------------- windows */
+
+static const char *bind_check(const struct fmr *w, const struct fmr *mr,
+			      const struct rdmx__mw_bind *b)
+{
+	uintptr_t base = (uintptr_t)b->mr->addr, at = (uintptr_t)b->addr;
+
+	if (!w || !mr)
+		return "unknown window or region";
+	if (!(mr->access & RDMX__ACCESS_MW_BIND))
+		return "the region was not registered for window binds";
+	if (!b->len || at < base || b->len > b->mr->len || at - base > b->mr->len - b->len)
+		return "the range is not within the region";
+	if ((b->access & (RDMX__ACCESS_WRITE | RDMX__ACCESS_ATOMIC)) &&
+	    !(mr->access & RDMX__ACCESS_LOCAL))
+		return "remote write rights on a region without local write";
+	if (b->access & ~(RDMX__ACCESS_WRITE | RDMX__ACCESS_READ | RDMX__ACCESS_ATOMIC))
+		return "rights other than remote write, read, atomic";
+	return NULL;
+}
+
+static struct fmr *fmr_of(const void *pub, int mw)
+{
+	for (struct fmr *m = G.mrs; m; m = m->next)
+		if ((mw ? (const void *)&m->mw : (const void *)&m->pub) == pub)
+			return m;
+	return NULL;
+}
+
+/* Bind @mw to the UC QP b->qp (a work request: signaled completion on its
+ * send CQ); the window takes a fresh key, so the old one is refused. */
+int rdmx__fake_mw_bind(struct rdmx__mw *mw, const struct rdmx__mw_bind *b)
+{
+	struct rdmx__wr wr = { .wr_id = b->wr_id, .op = RDMX__OP_BIND_MW,
+			       .flags = RDMX__WR_SIGNALED };
+	struct rdmx__dqp *q = b->qp;
+	struct fmr *w, *mr;
+	const char *bad;
+	int rc;
+
+	lock();
+	w = fmr_of(mw, 1);
+	mr = fmr_of(b->mr, 0);
+	bad = bind_check(w, mr, b);
+	if (b->ep) { /* RC: a work request behind the QP's sends */
+		rc = bad ? rdmx__fail(-EINVAL, "fake: window bind on QP %u: %s", b->ep->qpn,
+				      bad) : rdmx__fake_bind_post(b->ep, w, b);
+		unlock();
+		return rc;
+	}
+	if (!bad && q->ep.sq_used >= q->ep.caps.max_send_wr)
+		bad = "the send queue is full";
+	if (!bad) {
+		w->pub.addr = b->addr;
+		w->pub.len = b->len;
+		w->access = b->access;
+		w->parent = mr;
+		w->qpn = q->ep.qpn;
+		w->mw.rkey = w->pub.rkey = rdmx__fake_rkey_new();
+		send_done(q, &wr);
+	}
+	unlock();
+	if (bad)
+		return rdmx__fail(-EINVAL, "fake: window bind on %s QP %u: %s",
+				  type_name(q->type), q->ep.qpn, bad);
+	return 0;
+}
+
+/* Every fake host is 127.0.0.1: its GID, as the descriptors carry it. */
+int rdmx__fake_peer_gid(const struct rdmx__ep *ep, uint8_t gid[16])
+{
+	(void)ep;
+	memcpy(gid, fake_gid, 16);
+	return 0;
 }
 
 const struct rdmx__dgram_ops rdmx__dgram_fake = {

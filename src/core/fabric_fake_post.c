@@ -198,7 +198,7 @@ static void run_write(struct rdmx__ep *qp, struct rdmx__ep *peer,
 			       .has_imm = 1, .imm = wr->imm };
 	struct rdmx__wr r;
 
-	if (!remote_ok(wr, wr->len, RDMX__ACCESS_WRITE)) {
+	if (!remote_ok(wr, peer->qpn, wr->len, RDMX__ACCESS_WRITE)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}
@@ -212,7 +212,7 @@ static void run_write(struct rdmx__ep *qp, struct rdmx__ep *peer,
 
 static void run_read(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 {
-	if (!remote_ok(wr, wr->len, RDMX__ACCESS_READ)) {
+	if (!remote_ok(wr, qp->peer->qpn, wr->len, RDMX__ACCESS_READ)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}
@@ -230,7 +230,7 @@ static void run_fetch_add(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 		wr_fail(qp, wr, RDMX__WC_OTHER, VS_REM_INV_REQ, 1);
 		return;
 	}
-	if (!remote_ok(wr, 8, RDMX__ACCESS_ATOMIC)) {
+	if (!remote_ok(wr, qp->peer->qpn, 8, RDMX__ACCESS_ATOMIC)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}
@@ -253,7 +253,7 @@ static void run_cmp_swap(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 		wr_fail(qp, wr, RDMX__WC_OTHER, VS_REM_INV_REQ, 1);
 		return;
 	}
-	if (!remote_ok(wr, 8, RDMX__ACCESS_ATOMIC)) {
+	if (!remote_ok(wr, qp->peer->qpn, 8, RDMX__ACCESS_ATOMIC)) {
 		wr_fail(qp, wr, RDMX__WC_REMOTE_ACCESS, VS_REM_ACCESS, 1);
 		return;
 	}
@@ -261,6 +261,46 @@ static void run_cmp_swap(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 				    wr->swap, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	memcpy(wr->addr, &old, sizeof(old));
 	send_done(qp, wr, RDMX__WC_OK, 0);
+}
+
+static void sq_progress(struct rdmx__ep *qp);
+
+/* A window bind (rdmx__fake_bind_post): its window is the fmr whose
+ * pending bind carries this wr_id; gone (deallocated): it completes OK,
+ * binding nothing. */
+static void run_bind(struct rdmx__ep *qp, const struct rdmx__wr *wr)
+{
+	for (struct fmr *w = G.mrs; w; w = w->next) {
+		if (!w->is_mw || w->bind.ep != qp || w->bind.wr_id != wr->wr_id)
+			continue;
+		w->pub.addr = w->bind.addr;
+		w->pub.len = w->bind.len;
+		w->access = w->bind.access;
+		w->parent = (const struct fmr *)(const void *)w->bind.mr;
+		w->qpn = qp->qpn;
+		w->mw.rkey = w->pub.rkey = rdmx__fake_rkey_new();
+		w->bind.ep = NULL;
+		break;
+	}
+	send_done(qp, wr, RDMX__WC_OK, 0);
+}
+
+int rdmx__fake_bind_post(struct rdmx__ep *ep, struct fmr *w, const struct rdmx__mw_bind *b)
+{
+	struct rdmx__wr wr = { .wr_id = b->wr_id, .op = RDMX__OP_BIND_MW,
+			       .flags = RDMX__WR_SIGNALED };
+
+	if (ep->qp != QP_RTS)
+		return rdmx__fail(-EINVAL, "fake: window bind on QP %u, not connected", ep->qpn);
+	if (ep->sq_used >= ep->caps.max_send_wr)
+		return rdmx__fail(-ENOMEM, "fake: window bind: send queue of QP %u full", ep->qpn);
+	w->bind = *b;
+	ep->sq_used++;
+	ep->signaled++;
+	sq_push(ep, &wr);
+	ep->posts++;
+	sq_progress(ep);
+	return 0;
 }
 
 static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
@@ -281,8 +321,10 @@ static void wr_run(struct rdmx__ep *qp, const struct rdmx__wr *wr)
 		run_read(qp, wr);
 	else if (wr->op == RDMX__OP_CMP_SWAP)
 		run_cmp_swap(qp, wr);
-	else
+	else if (wr->op == RDMX__OP_FETCH_ADD)
 		run_fetch_add(qp, wr);
+	else
+		run_bind(qp, wr); /* RDMX__OP_BIND_MW (rdmx__fake_bind_post) */
 }
 
 /* RNR: @wr needs a receive and the responder has none posted. */

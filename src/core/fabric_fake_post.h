@@ -24,4 +24,10 @@ void rdmx__fake_qp_error(struct rdmx__ep *qp);
 void rdmx__fake_cq_push(struct rdmx__cq *cq, const struct rdmx__wc *wc,
 			struct rdmx__ep *owner, uint32_t slots);
 
+/* A window bind on the RC QP @ep (lock held, @w and @mr checked): queued
+ * behind the QP's sends; when it runs @w takes @b's range and rights, the
+ * QP and a new key, and completes signaled on the send CQ. */
+struct fmr;
+int rdmx__fake_bind_post(struct rdmx__ep *ep, struct fmr *w, const struct rdmx__mw_bind *b);
+
 #endif /* RDMX_CORE_FABRIC_FAKE_POST_H */

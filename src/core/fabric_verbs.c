@@ -50,4 +50,8 @@ const struct rdmx__fabric_ops rdmx__fabric_verbs = {
 	.domain = rdmx__verbs_domain,
 	.addr_str = rdmx__verbs_addr_str,
 	.dgram = &rdmx__dgram_verbs,
+	.mw_alloc = rdmx__verbs_mw_alloc,
+	.mw_bind = rdmx__verbs_mw_bind,
+	.mw_dealloc = rdmx__verbs_mw_dealloc,
+	.peer_gid = rdmx__verbs_peer_gid,
 };

@@ -455,3 +455,23 @@ int rdmx__verbs_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
 		     host, (unsigned)port);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
+
+/* The peer's GID: what rdma_cm resolved (IB), else the GID a RoCE port
+ * holds for the peer's IP address (IPv4: ::ffff:a.b.c.d). */
+int rdmx__verbs_peer_gid(const struct rdmx__ep *ep, uint8_t gid[16])
+{
+	const uint8_t *d = ep->id->route.addr.addr.ibaddr.dgid.raw;
+	struct sockaddr *sa = rdma_get_peer_addr(ep->id);
+	static const uint8_t zero[16];
+
+	memset(gid, 0, 16);
+	if (memcmp(d, zero, 16)) {
+		memcpy(gid, d, 16);
+	} else if (sa->sa_family == AF_INET) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, &((struct sockaddr_in *)(void *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		memcpy(gid, &((struct sockaddr_in6 *)(void *)sa)->sin6_addr, 16);
+	}
+	return 0;
+}

@@ -35,4 +35,7 @@ void rdmx__verbs_destroy_ep(struct rdmx__ep *ep);
 int rdmx__verbs_addr_str(const struct rdmx__ep *ep, int peer, char *buf,
 			 size_t len);
 
+/* The GID (network order) of @ep's connected peer. */
+int rdmx__verbs_peer_gid(const struct rdmx__ep *ep, uint8_t gid[16]);
+
 #endif /* RDMX_CORE_FABRIC_VERBS_CM_H */

@@ -10,6 +10,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "devices.h"
 #include "errors.h"
 #include "fabric_verbs_dev.h"
 
@@ -17,6 +18,7 @@ struct vmr {
 	struct rdmx__mr pub;
 	struct ibv_mr *mr;
 };
+
 
 /* ---------------------------------------------------------------- fabric */
 
@@ -84,20 +86,29 @@ const void *rdmx__verbs_domain(const struct rdmx__ep *ep)
 
 /* ---------------------------------------------------------------- memory */
 
-int rdmx__verbs_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
-		       struct rdmx__mr **out)
+unsigned rdmx__verbs_remote_rights(int access)
 {
-	int a = IBV_ACCESS_LOCAL_WRITE;
-	struct vmr *m = calloc(1, sizeof(*m));
+	unsigned a = 0;
 
-	if (!m)
-		return rdmx__fail(-ENOMEM, "out of memory for a memory region");
 	if (access & RDMX__ACCESS_WRITE)
 		a |= IBV_ACCESS_REMOTE_WRITE;
 	if (access & RDMX__ACCESS_READ)
 		a |= IBV_ACCESS_REMOTE_READ;
 	if (access & RDMX__ACCESS_ATOMIC)
 		a |= IBV_ACCESS_REMOTE_ATOMIC;
+	return a;
+}
+
+int rdmx__verbs_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
+		       struct rdmx__mr **out)
+{
+	int a = IBV_ACCESS_LOCAL_WRITE | (int)rdmx__verbs_remote_rights(access);
+	struct vmr *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return rdmx__fail(-ENOMEM, "out of memory for a memory region");
+	if ((access & RDMX__ACCESS_MW_BIND) && rdmx__verbs_has_mw(ep->dev))
+		a |= IBV_ACCESS_MW_BIND;
 	m->mr = ibv_reg_mr(ep->dev->pd, addr, len, a);
 	if (!m->mr) {
 		int err = errno ? errno : EIO;
@@ -119,4 +130,51 @@ void rdmx__verbs_dereg_mr(struct rdmx__mr *mr)
 		return;
 	ibv_dereg_mr(m->mr);
 	free(m);
+}
+
+struct ibv_mr *rdmx__verbs_mr_ibv(const struct rdmx__mr *mr)
+{
+	return ((const struct vmr *)(const void *)mr)->mr;
+}
+
+/* --------------------------------------------------------------- windows */
+
+int rdmx__verbs_has_mw(const struct dev *d)
+{
+	return rdmx__dev_has_mw(&d->attr);
+}
+
+int rdmx__verbs_mw_alloc(struct rdmx__ep *ep, struct rdmx__mw **out)
+{
+	struct rdmx__vmw *w;
+
+	if (!ep->dev)
+		return rdmx__fail(-EINVAL, "memory window before the ep has a device");
+	if (!rdmx__verbs_has_mw(ep->dev))
+		return rdmx__fail(-ENOTSUP, "device %s has no type 2 memory windows",
+				  ibv_get_device_name(ep->dev->verbs->device));
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return rdmx__fail(-ENOMEM, "out of memory for a memory window");
+	w->mw = ibv_alloc_mw(ep->dev->pd, IBV_MW_TYPE_2);
+	if (!w->mw) {
+		int err = errno ? errno : EIO;
+
+		free(w);
+		return rdmx__fail(-err, "ibv_alloc_mw (type 2): %s", strerror(err));
+	}
+	w->pub.rkey = w->mw->rkey;
+	*out = &w->pub;
+	return 0;
+}
+
+/* ibv_dealloc_mw invalidates the window: its key is refused from then on. */
+void rdmx__verbs_mw_dealloc(struct rdmx__mw *mw)
+{
+	struct rdmx__vmw *w = (struct rdmx__vmw *)mw;
+
+	if (!w)
+		return;
+	ibv_dealloc_mw(w->mw);
+	free(w);
 }

@@ -51,5 +51,20 @@ const void *rdmx__verbs_domain(const struct rdmx__ep *ep);
 int rdmx__verbs_reg_mr(struct rdmx__ep *ep, void *addr, size_t len, int access,
 		       struct rdmx__mr **out);
 void rdmx__verbs_dereg_mr(struct rdmx__mr *mr);
+struct ibv_mr *rdmx__verbs_mr_ibv(const struct rdmx__mr *mr);
+/* IBV_ACCESS_REMOTE_* for RDMX__ACCESS_WRITE, READ, ATOMIC in @access. */
+unsigned rdmx__verbs_remote_rights(int access);
+
+/* Memory windows (type 2A or 2B, bound by a work request: the bind is in
+ * fabric_verbs_dgram.c, on the QP it binds to). */
+struct rdmx__vmw {
+	struct rdmx__mw pub;
+	struct ibv_mw *mw;
+};
+int rdmx__verbs_has_mw(const struct dev *d);
+int rdmx__verbs_mw_alloc(struct rdmx__ep *ep, struct rdmx__mw **out);
+void rdmx__verbs_mw_dealloc(struct rdmx__mw *mw);
+/* fabric_verbs_dgram.c: bind to a UC QP. */
+int rdmx__verbs_mw_bind(struct rdmx__mw *mw, const struct rdmx__mw_bind *b);
 
 #endif /* RDMX_CORE_FABRIC_VERBS_DEV_H */

@@ -309,6 +309,32 @@ static int vd_post_recv(struct rdmx__dqp *q, const struct rdmx__wr *wr, int n)
 	return rdmx__verbs_qp_post_recv(q->qp, wr, n);
 }
 
+/* A type 2 bind is a work request (IBV_WR_BIND_MW) on the QP the window
+ * is bound to, with the next key (ibv_inc_rkey: the same index, a new
+ * tag, so a key of an earlier bind is refused). */
+int rdmx__verbs_mw_bind(struct rdmx__mw *mw, const struct rdmx__mw_bind *b)
+{
+	struct rdmx__vmw *w = (struct rdmx__vmw *)mw;
+	uint32_t rkey = ibv_inc_rkey(w->pub.rkey);
+	struct ibv_send_wr wr = { .wr_id = b->wr_id, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	int rc;
+
+	wr.bind_mw.mw = w->mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = rdmx__verbs_mr_ibv(b->mr), .addr = (uintptr_t)b->addr,
+		.length = b->len, .mw_access_flags = rdmx__verbs_remote_rights(b->access) };
+	struct ibv_qp *qp = b->ep ? b->ep->id->qp : b->qp->qp;
+
+	rc = ibv_post_send(qp, &wr, &bad);
+	if (rc)
+		return rdmx__fail(-rc, "window bind on QP %u: ibv_post_send: %s", qp->qp_num,
+				  strerror(rc));
+	w->pub.rkey = rkey;
+	return 0;
+}
+
 const struct rdmx__dgram_ops rdmx__dgram_verbs = {
 	.caps = vd_caps,
 	.create = vd_create,

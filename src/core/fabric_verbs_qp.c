@@ -283,6 +283,7 @@ static enum rdmx__op wc_op(enum ibv_wc_opcode op)
 	case IBV_WC_FETCH_ADD: return RDMX__OP_FETCH_ADD;
 	case IBV_WC_RECV: return RDMX__OP_RECV;
 	case IBV_WC_RECV_RDMA_WITH_IMM: return RDMX__OP_RECV_IMM;
+	case IBV_WC_BIND_MW: return RDMX__OP_BIND_MW;
 	default: return RDMX__OP_SEND;
 	}
 }

@@ -37,6 +37,7 @@
 #include "fabric.h"
 #include "live.h"
 #include "mem.h"
+#include "onesided.h"
 #include "opslots.h"
 #include "post.h"
 #include "protocol.h"
@@ -61,6 +62,17 @@ struct rdmx_region {
 		      RDMX_ACCESS_REMOTE_ATOMIC)
 
 /* ------------------------------------------------------- export, import */
+
+static void desc_put(uint8_t *b, uint64_t addr, uint64_t len, uint32_t rkey, unsigned access)
+{
+	memset(b, 0, RDMX_REGION_DESC_LEN);
+	rdmx__put_u32(b, DESC_MAGIC);
+	b[4] = DESC_VERSION;
+	b[5] = (uint8_t)access;
+	rdmx__put_u64(b + 8, addr);
+	rdmx__put_u64(b + 16, len);
+	rdmx__put_u32(b + 24, rkey);
+}
 
 int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 		   unsigned access, void *buf, size_t *buflen)
@@ -87,13 +99,7 @@ int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 		rc = rdmx__mr_on(conn, mr, &m);
 	if (rc)
 		return rdmx__conn_keep(conn, rc);
-	memset(b, 0, RDMX_REGION_DESC_LEN);
-	rdmx__put_u32(b, DESC_MAGIC);
-	b[4] = DESC_VERSION;
-	b[5] = (uint8_t)access;
-	rdmx__put_u64(b + 8, (uint64_t)(uintptr_t)rdmx_mr_addr(mr) + off);
-	rdmx__put_u64(b + 16, len);
-	rdmx__put_u32(b + 24, m->rkey);
+	desc_put(b, (uint64_t)(uintptr_t)rdmx_mr_addr(mr) + off, len, m->rkey, access);
 	*buflen = RDMX_REGION_DESC_LEN;
 	return 0;
 }
@@ -366,4 +372,57 @@ int rdmx_wait(rdmx_conn *conn, rdmx_token tok, int timeout_ms)
 		rc = rdmx__conn_keep(conn, rc);
 	pthread_mutex_unlock(&conn->lock);
 	return rc;
+}
+
+/* ------------------------------------------------ export to one connection */
+
+/* Bind @mw to @c's QP: a one-sided operation's slot and completion, waited
+ * for (c->lock held). */
+static int conn_bind(rdmx_conn *c, struct rdmx__mw *mw, struct rdmx__mw_bind *b,
+		     int timeout_ms)
+{
+	int slot, rc;
+
+	if (c->state == RDMX__CONN_DOWN)
+		return rdmx__conn_check_peer(c);
+	slot = rdmx__os_take(c, RDMX__OP_BIND_MW);
+	if (slot < 0)
+		return slot;
+	b->ep = c->ep;
+	b->wr_id = RDMX__OS_WRID(slot);
+	rc = c->f->mw_bind(mw, b);
+	if (rc) {
+		rdmx__os_put(c, (unsigned)slot);
+		return rc;
+	}
+	return wait_slot(c, (unsigned)slot, timeout_ms);
+}
+
+static unsigned public_access(int access)
+{
+	return (access & RDMX__ACCESS_READ ? RDMX_ACCESS_REMOTE_READ : 0) |
+	       (access & RDMX__ACCESS_WRITE ? RDMX_ACCESS_REMOTE_WRITE : 0) |
+	       (access & RDMX__ACCESS_ATOMIC ? RDMX_ACCESS_REMOTE_ATOMIC : 0);
+}
+
+int rdmx__export_conn(rdmx_conn *c, void *addr, size_t len, int access, int timeout_ms,
+		      struct rdmx__export *out, uint8_t desc[RDMX_REGION_DESC_LEN])
+{
+	struct rdmx__mw_bind b = { .addr = addr, .len = len, .access = access };
+	int rc = rdmx__export_begin(c->f, c->ep, addr, len, access, out);
+
+	if (!rc && out->how == RDMX__ISO_WINDOW) {
+		b.mr = out->mr;
+		pthread_mutex_lock(&c->lock);
+		rc = conn_bind(c, out->mw, &b, timeout_ms);
+		pthread_mutex_unlock(&c->lock);
+		if (!rc)
+			out->rkey = out->mw->rkey;
+		else
+			rdmx__export_revoke(out);
+	}
+	if (rc)
+		return rdmx__conn_keep(c, rc);
+	desc_put(desc, (uintptr_t)addr, len, out->rkey, public_access(access));
+	return 0;
 }

@@ -35,6 +35,7 @@ const char *rdmx__os_op_name(int op)
 	case RDMX__OP_WRITE: return "WRITE";
 	case RDMX__OP_FETCH_ADD: return "FETCH_ADD";
 	case RDMX__OP_CMP_SWAP: return "CMP_SWAP";
+	case RDMX__OP_BIND_MW: return "memory window bind";
 	default: return "operation";
 	}
 }

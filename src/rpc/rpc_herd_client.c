@@ -148,13 +148,21 @@ int rdmx__herd_dial(struct rdmx_rpc_client *c, const char *addr, uint16_t port)
 }
 
 /* WRITE the first @n bytes of tx so they end on slot @i's last byte. */
-static int slot_put(struct herd_conn *h, uint32_t i, uint32_t n, uint64_t wr_id)
+static int slot_put_key(struct herd_conn *h, const struct rdmx__herd_key *k, uint32_t i,
+			uint32_t n, uint64_t wr_id)
 {
 	struct rdmx__wc wc;
 	int rc = rdmx__uc_write(h->uc, h->tx, n, h->mr->lkey,
-				h->raddr + (uint64_t)(i + 1) * h->slot - n, h->rkey, wr_id);
+				k->raddr + (uint64_t)(i + 1) * k->slot - n, k->rkey, wr_id);
 
 	return rc ? rc : rdmx__dgram_wait(h->uc, 0, h->timeout_ms, "a request's WRITE", &wc);
+}
+
+static int slot_put(struct herd_conn *h, uint32_t i, uint32_t n, uint64_t wr_id)
+{
+	struct rdmx__herd_key k = { .rkey = h->rkey, .raddr = h->raddr, .slot = h->slot };
+
+	return slot_put_key(h, &k, i, n, wr_id);
 }
 
 /* A request: frame and trailer in one UC WRITE, right-aligned in the
@@ -183,6 +191,24 @@ int rdmx__rpc_herd_poke(struct rdmx_rpc_client *c, uint32_t i, const void *bytes
 		return rdmx__fail(-EINVAL, "herd: no slot %u of %zu bytes to poke", i, n);
 	memcpy(h->tx, bytes, n);
 	return slot_put(h, i, (uint32_t)n, 0);
+}
+
+void rdmx__rpc_herd_key(const struct rdmx_rpc_client *c, struct rdmx__herd_key *k)
+{
+	const struct herd_conn *h = c->t;
+
+	*k = (struct rdmx__herd_key){ .rkey = h->rkey, .raddr = h->raddr, .slot = h->slot };
+}
+
+int rdmx__rpc_herd_poke_key(struct rdmx_rpc_client *c, const struct rdmx__herd_key *k,
+			    uint32_t i, const void *bytes, size_t n)
+{
+	struct herd_conn *h = c->t;
+
+	if (c->ops != &rdmx__rpc_transport_herd || n > k->slot || n > (size_t)(h->rx - h->tx))
+		return rdmx__fail(-EINVAL, "herd: no slot %u of %zu bytes to poke", i, n);
+	memcpy(h->tx, bytes, n);
+	return slot_put_key(h, k, i, (uint32_t)n, 0);
 }
 
 uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c)

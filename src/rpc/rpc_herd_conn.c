@@ -18,20 +18,29 @@ void rdmx__herd_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contra
 	co->protocol = o->protocol;
 }
 
-/* Registered, zeroed memory of @len bytes (a multiple of 64) on the
- * device of @h's UC QP (and its UD QP's: the connection's). */
-int rdmx__herd_mem_get(struct herd_conn *h, size_t len, int access)
+/* Zeroed memory of @len bytes (a multiple of 64). */
+int rdmx__herd_mem_alloc(struct herd_conn *h, size_t len)
 {
 	h->memlen = (len + 63) & ~(size_t)63;
 	h->mem = aligned_alloc(64, h->memlen);
 	if (!h->mem)
 		return rdmx__fail(-ENOMEM, "herd: out of memory for %zu bytes", h->memlen);
 	memset(h->mem, 0, h->memlen);
-	return rdmx__dgram_reg(h->uc, h->mem, h->memlen, access, &h->mr);
+	return 0;
+}
+
+/* The same, registered with @access on the device of @h's UC QP (and its
+ * UD QP's: the connection's). */
+int rdmx__herd_mem_get(struct herd_conn *h, size_t len, int access)
+{
+	int rc = rdmx__herd_mem_alloc(h, len);
+
+	return rc ? rc : rdmx__dgram_reg(h->uc, h->mem, h->memlen, access, &h->mr);
 }
 
 void rdmx__herd_conn_free(struct herd_conn *h)
 {
+	rdmx__export_revoke(&h->exp); /* before the QP and the region go */
 	if (h->ah)
 		rdmx__ud_ah_free(h->ud->g, h->ah);
 	rdmx__dgram_close(h->udq);

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "core/dgram.h"
+#include "core/mw.h"
 #include "rpc/rpc_int.h"
 
 #define HERD_QKEY 0x48455244u
@@ -42,6 +43,8 @@ struct herd_srv {
 	struct herd_ud *ud;
 	unsigned nud, next_ud;
 	uint32_t slot;                /* bytes per request slot */
+	enum rdmx__iso iso;           /* how the slots are kept to their client
+				       * (0 until the first set-up) */
 	struct herd_conn *conns;      /* every connection; set up: slots polled */
 	unsigned idle;                /* empty rounds since the last peer check */
 	struct herd_conn *cur;        /* round robin: the next conn ... */
@@ -57,6 +60,7 @@ struct herd_conn {
 	int timeout_ms;
 	struct rdmx__dgram *uc;       /* requests: the client's WRITEs land in mem */
 	struct rdmx__mr *mr;
+	struct rdmx__export exp;      /* server: the slots, to this client only */
 	uint8_t *mem;                 /* server: the slots; client: tx, then rx */
 	size_t memlen;
 	uint8_t *tx;                  /* a frame to send (alloc) */
@@ -69,7 +73,7 @@ struct herd_conn {
 	/* server */
 	struct herd_ud *ud;
 	struct rdmx__ah *ah;
-	struct rdmx__qp_desc peer_ud;
+	struct rdmx__qp_desc peer_ud, peer_uc;
 	struct herd_conn *prev, *next;
 	/* client */
 	struct rdmx__dgram *udq;
@@ -83,6 +87,7 @@ struct herd_conn {
 /* rpc_herd_conn.c */
 void rdmx__herd_conn_opts(const struct rdmx_rpc_opts *o, const struct rpc_contract *k,
 			  struct rdmx_conn_opts *co);
+int rdmx__herd_mem_alloc(struct herd_conn *h, size_t len);
 int rdmx__herd_mem_get(struct herd_conn *h, size_t len, int access);
 void rdmx__herd_conn_free(struct herd_conn *h);
 int rdmx__herd_ctrl_send(struct herd_conn *h, const void *buf, size_t len);

@@ -95,6 +95,11 @@ int rdmx__herd_listen(struct rdmx_rpc_server *s, const char *addr, uint16_t port
 	return 0;
 }
 
+int rdmx__rpc_herd_iso(const struct rdmx_rpc_server *s)
+{
+	return (int)((const struct herd_srv *)s->tstate)->iso;
+}
+
 uint16_t rdmx__herd_port(const struct rdmx_rpc_server *s)
 {
 	return rdmx_listener_port(((const struct herd_srv *)s->tstate)->lis);
@@ -135,6 +140,7 @@ void rdmx__herd_conn_unlink(struct herd_srv *hs, struct herd_conn *h)
 		h->next->prev = h->prev;
 	h->linked = false;
 	h->slots = 0;
+	rdmx__export_revoke(&h->exp); /* closed: its key is refused from now */
 }
 
 /* The client's descriptors and nonce from its setup message (read once). */
@@ -162,11 +168,46 @@ static int setup_reply(struct herd_conn *h)
 
 	rdmx__put_u32(w, HERD_MAGIC);
 	rdmx__put_u32(w + 4, h->slot);
-	rdmx__put_u32(w + 8, h->mr->rkey);
+	rdmx__put_u32(w + 8, h->exp.rkey);
 	rdmx__put_u64(w + 16, (uintptr_t)h->mem);
 	rdmx__qp_desc_encode(&h->uc->self, w + 24);
 	rdmx__qp_desc_encode(&h->ud->g->self, w + 24 + RDMX__QP_DESC_WIRE);
 	return rdmx__herd_ctrl_send(h, w, sizeof(w));
+}
+
+/* @d, a QP @h's client names as its own: at its host (the control
+ * connection's peer), and no QP another client set up with (a client
+ * naming another's UD QP would have the server SEND its answers there). */
+static int desc_own(struct herd_srv *hs, struct herd_conn *h, const struct rdmx__qp_desc *d)
+{
+	int rc = rdmx__qp_desc_of_peer(h->conn, d);
+
+	for (unsigned i = 0; i < hs->nud && !rc; i++)
+		if (hs->ud[i].g->self.qpn == d->qpn &&
+		    !memcmp(hs->ud[i].g->self.gid, d->gid, sizeof(d->gid)))
+			rc = rdmx__fail(-EPERM, "herd: a client names the server's own UD QP %u "
+					"as its own: refused", d->qpn);
+	for (struct herd_conn *o = hs->conns; o && !rc; o = o->next)
+		if (o != h && o->setup && (o->peer_ud.qpn == d->qpn || o->peer_uc.qpn == d->qpn) &&
+		    !memcmp(o->peer_ud.gid, d->gid, sizeof(d->gid)))
+			rc = rdmx__fail(-EPERM, "herd: a client names %s QP %u, another client's, "
+					"as its own: refused", d->type == RDMX__DQP_UD ? "UD" : "UC",
+					d->qpn);
+	return rc;
+}
+
+/* The client's slots, exported for remote WRITE only to its UC QP alone
+ * (a window bound to it where the device has windows; mw.h). */
+static int slots_export(struct herd_srv *hs, struct herd_conn *h)
+{
+	int rc = rdmx__herd_mem_alloc(h, (size_t)h->window * h->slot);
+
+	if (!rc)
+		rc = rdmx__export_dgram(h->uc, h->mem, h->memlen, RDMX__ACCESS_WRITE,
+					h->timeout_ms, &h->exp);
+	if (!rc)
+		hs->iso = h->exp.how;
+	return rc;
 }
 
 /* A client's setup: its slots (at most the server's window: each is a
@@ -174,12 +215,16 @@ static int setup_reply(struct herd_conn *h)
  * for 4096 would pin that much here), its UC QP's peer, its UD address. */
 static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rdmx_msg *m)
 {
-	struct rdmx__qp_desc uc;
-	int rc = setup_read(m, h, &uc);
+	struct rdmx__qp_desc *uc = &h->peer_uc;
+	int rc = setup_read(m, h, uc);
 
 	if (!rc && h->window > hs->s->o.window)
 		rc = rdmx__fail(-EPROTO, "herd: a client asks for %u slots, above the "
 				"server's window of %u: refused", h->window, hs->s->o.window);
+	if (!rc)
+		rc = desc_own(hs, h, &h->peer_ud);
+	if (!rc)
+		rc = desc_own(hs, h, uc);
 	if (!rc)
 		rc = uds_open(hs, h->conn);
 	if (rc)
@@ -190,10 +235,9 @@ static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rd
 	if (!rc)
 		rc = rdmx__dgram_open_on(h->conn, RDMX__DQP_UC, HERD_UC_DEPTH, 0, &h->uc);
 	if (!rc)
-		rc = rdmx__uc_connect(h->uc, &uc);
+		rc = rdmx__uc_connect(h->uc, uc);
 	if (!rc)
-		rc = rdmx__herd_mem_get(h, (size_t)h->window * h->slot,
-					RDMX__ACCESS_LOCAL | RDMX__ACCESS_WRITE);
+		rc = slots_export(hs, h);
 	if (!rc)
 		rc = setup_reply(h);
 	if (!rc) {

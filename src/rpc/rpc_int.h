@@ -182,6 +182,19 @@ void rdmx__rpc_herd_counts(const struct rdmx_rpc_server *s, uint64_t *ud_sends,
 int rdmx__rpc_herd_poke(struct rdmx_rpc_client *c, uint32_t i, const void *bytes,
 			size_t n);
 uint32_t rdmx__rpc_herd_slot(const struct rdmx_rpc_client *c);
+/* herd, for tests: the key to a client's slots the server gave it; and a
+ * WRITE from @c's UC QP into the slot @i of a key @k (another client's,
+ * or a closed one's: a client trying memory not granted to it). */
+struct rdmx__herd_key {
+	uint32_t rkey, slot;
+	uint64_t raddr;
+};
+void rdmx__rpc_herd_key(const struct rdmx_rpc_client *c, struct rdmx__herd_key *k);
+int rdmx__rpc_herd_poke_key(struct rdmx_rpc_client *c, const struct rdmx__herd_key *k,
+			    uint32_t i, const void *bytes, size_t n);
+/* herd: how the server keeps a client's slots to it (enum rdmx__iso; 0
+ * before a client set up). */
+int rdmx__rpc_herd_iso(const struct rdmx_rpc_server *s);
 /* rfp, for tests: the bytes of a client's buffers; its slots' size. */
 /* Test hook: the next rfp response's (RESP) or request's (REQ) trailer
  * shows torn (its seq, a wrong len: NEAR its own, ZERO, or BIG, above the
@@ -194,6 +207,13 @@ size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c);
  * with the slot's next seq, whatever call the frame names (a hostile
  * client). */
 int rdmx__rpc_rfp_poke(struct rdmx_rpc_client *c, uint32_t s, const void *frame, size_t n);
+/* rfp, for tests: WRITE 8 bytes into the client's response slots (the
+ * server exports them READ only) through a descriptor the client forged
+ * with WRITE access: the rc of the WRITE and its wait. */
+int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c);
+/* rfp, for tests: WRITE 8 bytes from @c into @victim's request slots with
+ * @victim's descriptor (another client's key). */
+int rdmx__rpc_rfp_write_as(struct rdmx_rpc_client *c, const struct rdmx_rpc_client *victim);
 uint32_t rdmx__rpc_rfp_slot(const struct rdmx_rpc_client *c);
 /* herd, for tests: the next herd dial names @c's UD QP as its own in its
  * setup (a client pointing the server's responses at another's QP). */

@@ -43,6 +43,8 @@ static int client_regions(struct rdmx_rpc_client *c, struct rfp_conn *r,
 	if (!rc)
 		rc = rdmx_region_import(r->c, setup + 12 + RDMX_REGION_DESC_LEN,
 					RDMX_REGION_DESC_LEN, &r->rresp);
+	memcpy(r->qdesc, setup + 12, RDMX_REGION_DESC_LEN);
+	memcpy(r->rdesc, setup + 12 + RDMX_REGION_DESC_LEN, RDMX_REGION_DESC_LEN);
 	if (!rc && (rdmx_region_len(r->rreq) != half || rdmx_region_len(r->rresp) != half))
 		rc = rdmx__fail(-EPROTO, "rpc rfp: regions of %zu and %zu bytes, want %zu",
 				rdmx_region_len(r->rreq), rdmx_region_len(r->rresp), half);
@@ -271,6 +273,38 @@ int rdmx__rpc_rfp_poke(struct rdmx_rpc_client *c, uint32_t s, const void *frame,
 	rc = onesided(r, 1, r->rreq, (size_t)s * r->ssize, 0, n);
 	trailer_store(r->mem, r->ssize, (uint32_t)n, r->seq[s]);
 	return rc ? rc : trailer_write(r, s);
+}
+
+/* WRITE 8 bytes through descriptor @d (WRITE access forged in) on @r's
+ * connection. */
+static int forged_write(struct rfp_conn *r, const unsigned char *desc)
+{
+	unsigned char d[RDMX_REGION_DESC_LEN];
+	rdmx_region *forged;
+	int rc;
+
+	memcpy(d, desc, sizeof(d));
+	d[5] |= RDMX_ACCESS_REMOTE_WRITE; /* the descriptor's access byte */
+	rc = rdmx_region_import(r->c, d, sizeof(d), &forged);
+	if (rc)
+		return rc;
+	rc = onesided(r, 1, forged, 0, 0, 8);
+	rdmx_region_free(forged);
+	return rc;
+}
+
+int rdmx__rpc_rfp_write_resp(struct rdmx_rpc_client *c)
+{
+	if (c->ops != &rdmx__rpc_transport_rfp)
+		return rdmx__fail(-EINVAL, "rpc rfp: not an rfp client");
+	return forged_write(c->t, ((struct rfp_conn *)c->t)->rdesc);
+}
+
+int rdmx__rpc_rfp_write_as(struct rdmx_rpc_client *c, const struct rdmx_rpc_client *victim)
+{
+	if (c->ops != &rdmx__rpc_transport_rfp || victim->ops != &rdmx__rpc_transport_rfp)
+		return rdmx__fail(-EINVAL, "rpc rfp: not an rfp client");
+	return forged_write(c->t, ((const struct rfp_conn *)victim->t)->qdesc);
 }
 
 size_t rdmx__rpc_rfp_client_mem(const struct rdmx_rpc_client *c)

@@ -125,6 +125,8 @@ static void rfp_close(void *t)
 	if (r->rresp)
 		rdmx_region_free(r->rresp);
 	r->rreq = r->rresp = NULL;
+	rdmx__export_revoke(&r->exp[0]); /* closed: its keys are refused from now */
+	rdmx__export_revoke(&r->exp[1]);
 	rdmx_conn_close(r->c);
 	rdmx__rfp_free(r);
 }

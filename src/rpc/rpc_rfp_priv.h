@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/onesided.h"
 #include "rpc/rpc_int.h"
 
 #define RFP_TRAILER 8u
@@ -38,7 +39,12 @@ struct rfp_conn {
 	unsigned char *mem;      /* server: requests then responses; client:
 				  * scratch then a fetch buffer per slot of
 				  * its window */
-	rdmx_mr *mr;
+	rdmx_mr *mr;             /* client: its buffers */
+	struct rdmx__export exp[2]; /* server: the requests (remote WRITE only)
+				     * and the responses (remote READ only),
+				     * to this client alone (core/mw.h) */
+	unsigned char qdesc[RDMX_REGION_DESC_LEN]; /* client: the requests' */
+	unsigned char rdesc[RDMX_REGION_DESC_LEN]; /* client: the responses' */
 	uint32_t *seq;           /* the seq of the call in each slot */
 	uint32_t *done, *push;   /* server: answered seq, push asked for seq */
 	uint32_t *fails;         /* client: empty fetches of each slot */

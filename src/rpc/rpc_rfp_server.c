@@ -62,27 +62,27 @@ void rdmx__rfp_unlisten(struct rdmx_rpc_server *s)
 	s->tstate = NULL;
 }
 
-/* Register a new client's slots and send it the set-up. */
+/* Export a new client's slots to it alone with exactly the rights it
+ * needs (it WRITEs requests and READs responses: an export each, a window
+ * bound to its QP where the device has them; core/onesided.h) and send
+ * it the set-up. */
 static int setup_send(struct rdmx_rpc_server *s, struct rfp_conn *r)
 {
-	size_t half = (size_t)r->slots * r->ssize, dl = RDMX_REGION_DESC_LEN;
+	size_t half = (size_t)r->slots * r->ssize;
 	uint32_t head[3] = { RFP_MAGIC, r->slots, r->ssize };
 	struct rdmx_msg m;
-	int rc = rdmx_mr_reg(s->ctx, r->mem, 2 * half,
-			     RDMX_ACCESS_REMOTE_WRITE | RDMX_ACCESS_REMOTE_READ, &r->mr);
+	uint8_t *d;
+	int rc = rdmx_msg_alloc(r->c, RFP_SETUP_LEN, &m, s->o.timeout_ms);
 
 	if (rc)
 		return rc;
-	rc = rdmx_msg_alloc(r->c, RFP_SETUP_LEN, &m, s->o.timeout_ms);
-	if (rc)
-		return rc;
 	memcpy(m.data, head, sizeof(head));
-	rc = rdmx_mr_export(r->c, r->mr, 0, half, RDMX_ACCESS_REMOTE_WRITE,
-			    (char *)m.data + 12, &dl);
-	dl = RDMX_REGION_DESC_LEN;
+	d = (uint8_t *)m.data + 12;
+	rc = rdmx__export_conn(r->c, r->mem, half, RDMX__ACCESS_WRITE, s->o.timeout_ms,
+			       &r->exp[0], d);
 	if (!rc)
-		rc = rdmx_mr_export(r->c, r->mr, half, half, RDMX_ACCESS_REMOTE_READ,
-				    (char *)m.data + 12 + RDMX_REGION_DESC_LEN, &dl);
+		rc = rdmx__export_conn(r->c, r->mem + half, half, RDMX__ACCESS_READ,
+				       s->o.timeout_ms, &r->exp[1], d + RDMX_REGION_DESC_LEN);
 	if (rc) {
 		rdmx_msg_release(r->c, &m);
 		return rc;

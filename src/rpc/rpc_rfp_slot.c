@@ -98,6 +98,8 @@ void rdmx__rfp_free(struct rfp_conn *r)
 		rdmx_region_free(r->rresp);
 	if (r->mr)
 		rdmx_mr_dereg(r->mr);
+	rdmx__export_revoke(&r->exp[0]);
+	rdmx__export_revoke(&r->exp[1]);
 	free(r->mem);
 	free(r->seq);
 	free(r->done);

@@ -29,6 +29,7 @@ doctor() { set +e; "$rdmx" doctor "$@" >"$out" 2>&1; local rc=$?; set -e; return
 doctor || fail "doctor failed on a healthy set-up"
 grep -q '^fail' "$out" && fail "a fail line on a healthy set-up"
 grep -q '^ok    gid .*RoCEv2' "$out" || fail "no RoCEv2 GID reported"
+grep -q '^ok    isolation .*memory windows' "$out" || fail "rxe's memory windows not reported"
 doctor --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["fail"] == 0 and d["ok"] >= 5, d' "$out" \
   || fail "--json is not valid or disagrees"

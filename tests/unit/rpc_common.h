@@ -98,6 +98,8 @@ void t_rfp_client_mem(void **state);
 void t_rfp_torn(void **state);
 void t_rfp_torn_garbage(void **state);
 void t_rfp_idle_cpu(void **state);
+void t_rfp_read_only(void **state);
+void t_rfp_cross(void **state);
 
 /* Admission's cases (rpc_admit_tests.c). */
 void t_admit_mem(void **state);
@@ -110,6 +112,8 @@ void t_herd_spoof(void **state);
 void t_herd_flood(void **state);
 void t_herd_window(void **state);
 void t_herd_reflect(void **state);
+void t_herd_cross(void **state);
+void t_herd_stale(void **state);
 void t_herd_dial_idle(void **state);
 
 #endif /* RDMX_TESTS_RPC_COMMON_H */

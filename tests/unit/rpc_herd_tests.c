@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "core/fabric.h"
+#include "core/mw.h"
 #include "rpc_common.h"
 
 static int herd(void)
@@ -25,6 +27,11 @@ static int herd(void)
 	const char *t = getenv("RPC_TRANSPORT");
 
 	return t && !strcmp(t, "herd");
+}
+
+static unsigned long is_fake(void)
+{
+	return !strcmp(th_fabric(), "fake");
 }
 
 /* A herd case's server with @workers (skipped on other transports). */
@@ -281,39 +288,123 @@ void t_herd_window(void **state)
 }
 
 /*
- * A herd client names another client's UD QP as its own in its setup, then
- * WRITEs a request with the other's call id: the server SENDs the answer
- * from its own UD QP (the source the victim takes) to the victim. The
- * victim must not take it for its call, nor fail on it.
+ * A herd client names another client's UD QP as its own in its setup (to
+ * have the server SEND its answers there, from the server's QP, the source
+ * the victim takes): the setup is refused, with the reason in the
+ * server's error, and the victim's calls go on.
  */
 void t_herd_reflect(void **state)
 {
-	unsigned char buf[256], out[64];
-	struct rpc_hdr h = { .kind = RPC_REQ, .method = M_HOLD, .len = 1 };
 	rdmx_rpc_client *c, *evil;
-	size_t n;
-	uint64_t id;
 	struct srv v;
+	int rc = 0;
 
 	(void)state;
 	c = herd_start(&v, 1);
 	rdmx__rpc_herd_ud_as(c);
-	evil = dial_ok(&v, 4);
-	assert_int_equal(rdmx_rpc_call_async(c, M_HOLD, "h", 1, out, sizeof(out), &id), 0);
-	hold_wait(&v, 1);
-	h.call = id;
-	rdmx__rpc_hdr_put(buf, &h);
-	buf[RPC_HDR] = 'e';
-	n = RPC_HDR + 1;
-	buf[n] = (unsigned char)n;
-	memset(buf + n + 1, 0, 3);
-	buf[n + 4] = 1; /* the mark */
-	assert_int_equal(rdmx__rpc_herd_poke(evil, (uint32_t)(id & (RPC_WINDOW_MAX - 1)), buf,
-					     n + 5), 0);
-	hold_wait(&v, 2);
-	memcpy(rdmx_rpc_req_resp(v.hold.req[1], NULL), "forged", 6);
-	assert_int_equal(rdmx_rpc_respond(v.hold.req[1], 0, 6), 0);
-	spoof_end(&v, c, evil, id, out);
+	evil = dial(&v, contract, NMETHODS, 4, &rc);
+	assert_null(evil);
+	assert_int_not_equal(rc, 0);
+	if (!strstr(rdmx_rpc_server_error(v.s), "another client's"))
+		fail_msg("%s", rdmx_rpc_server_error(v.s));
+	echo_once(c, 100, 1);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
+}
+
+/* A slot's frame as a hostile client writes it: length 0xffffffff in
+ * the trailer (a slot saying this drops its client). */
+static size_t herd_garbage(unsigned char *buf)
+{
+	size_t n = herd_frame(buf, 0, 0, 0);
+
+	memset(buf, 0xff, 4);
+	return n;
+}
+
+/* Wait up to @ms for the server to count a bad frame; 0 if none came. */
+static int bad_quiet(struct srv *v, unsigned ms)
+{
+	struct rdmx_rpc_server_stats st;
+	double end = th_now_ms() + ms;
+
+	do {
+		rdmx_rpc_server_stats(v->s, &st);
+		if (st.bad_frames)
+			return -EPROTO;
+		usleep(1000);
+	} while (th_now_ms() < end);
+	return 0;
+}
+
+/*
+ * Client B WRITEs into client A's slots with A's key and address (what
+ * a client knowing or guessing them would do): the device refuses it (a
+ * window bound to A's UC QP; UC drops the WRITE), so the server neither
+ * drops A for B's bytes nor serves a request forged in A's name; A's
+ * calls go on. On main the slots' key was valid on every QP of the
+ * server's protection domain: A was dropped.
+ */
+void t_herd_cross(void **state)
+{
+	static unsigned char buf[256];
+	unsigned long drops0;
+	struct rdmx__herd_key ka;
+	rdmx_rpc_client *a, *b;
+	struct srv v;
+	size_t n;
+
+	(void)state;
+	a = herd_start(&v, 1);
+	b = dial_ok(&v, 4);
+	rdmx__rpc_herd_key(a, &ka);
+	n = herd_garbage(buf);
+	drops0 = rdmx__fake_uc_drops;
+	assert_int_equal(rdmx__rpc_herd_poke_key(b, &ka, 1, buf, n), 0);
+	assert_int_equal(bad_quiet(&v, 200), 0);
+	assert_int_equal(rdmx__fake_uc_drops - drops0, is_fake());
+	assert_int_equal(rdmx__rpc_herd_iso(v.s), RDMX__ISO_WINDOW);
+	print_message("herd: B's WRITE with A's key refused by the device (%lu dropped); "
+		      "isolation: %s\n", rdmx__fake_uc_drops - drops0,
+		      rdmx__iso_name(RDMX__ISO_WINDOW));
+	echo_once(a, 100, 1);
+	echo_once(b, 100, 2);
+	rdmx_rpc_client_destroy(b);
+	rdmx_rpc_client_destroy(a);
+	srv_stop(&v);
+}
+
+/*
+ * A client's key after its connection closed: A's window is revoked when
+ * A goes, so a WRITE with A's old key (by C, whose slots may reuse A's
+ * memory) is refused by the device and counts as nothing on the server.
+ */
+void t_herd_stale(void **state)
+{
+	static unsigned char buf[256];
+	struct rdmx__herd_key ka, kc;
+	unsigned long drops0;
+	rdmx_rpc_client *a, *c;
+	struct srv v;
+	size_t n;
+
+	(void)state;
+	a = herd_start(&v, 1);
+	rdmx__rpc_herd_key(a, &ka);
+	rdmx_rpc_client_destroy(a);
+	assert_int_equal(stats_wait(&v, 0, 0), 0);
+	c = dial_ok(&v, 4);
+	rdmx__rpc_herd_key(c, &kc);
+	assert_int_not_equal(kc.rkey, ka.rkey);
+	ka.raddr = kc.raddr; /* even aimed at live slots, the old key opens nothing */
+	n = herd_garbage(buf);
+	drops0 = rdmx__fake_uc_drops;
+	assert_int_equal(rdmx__rpc_herd_poke_key(c, &ka, 1, buf, n), 0);
+	assert_int_equal(bad_quiet(&v, 200), 0);
+	assert_int_equal(rdmx__fake_uc_drops - drops0, is_fake());
+	echo_once(c, 100, 1);
+	rdmx_rpc_client_destroy(c);
+	srv_stop(&v);
 }
 
 /*

@@ -332,3 +332,65 @@ void t_rfp_push_flood(void **state)
 	rdmx_rpc_client_destroy(good);
 	srv_stop(&v);
 }
+
+/* An rfp server with a good client and a bad one that does @act (to the
+ * good one): the device refuses it (@act fails), the bad client's
+ * connection fails with it, the good one's calls go on. */
+static void rfp_refused(const char *what,
+			int (*act)(rdmx_rpc_client *bad, const rdmx_rpc_client *good))
+{
+	const char *t = getenv("RPC_TRANSPORT");
+	rdmx_rpc_client *good, *bad;
+	unsigned char out[64];
+	struct srv v;
+	int rc, status;
+
+	if (!t || strcmp(t, "rfp"))
+		skip();
+	srv_start(&v, 1);
+	good = dial_ok(&v, 4);
+	bad = dial_ok(&v, 4);
+	rc = act(bad, good);
+	print_message("rfp: %s: %s\n", what, rdmx_strerror(rc));
+	assert_int_not_equal(rc, 0);
+	assert_int_not_equal(rdmx_rpc_call(bad, M_ECHO, "x", 1, out, sizeof(out), NULL,
+					   &status, WAIT_MS), 0);
+	echo_once(good, 100, 1);
+	rdmx_rpc_client_destroy(bad);
+	echo_once(good, 100, 2);
+	rdmx_rpc_client_destroy(good);
+	srv_stop(&v);
+}
+
+static int write_resp(rdmx_rpc_client *bad, const rdmx_rpc_client *good)
+{
+	(void)good;
+	return rdmx__rpc_rfp_write_resp(bad);
+}
+
+/*
+ * rfp exports a client's request slots for remote WRITE only and its
+ * response slots for remote READ only. A client that forges WRITE access
+ * into its response descriptor and WRITEs there is refused by the device
+ * (remote access error) and its connection fails; the other client's
+ * calls go on. On main one registration granted both rights over both
+ * halves: the WRITE landed.
+ */
+void t_rfp_read_only(void **state)
+{
+	(void)state;
+	rfp_refused("a WRITE into read-only response slots", write_resp);
+}
+
+/*
+ * Client B WRITEs into client A's request slots with A's descriptor (the
+ * key and address A was given): the server binds each client's slots to
+ * that client's QP (a memory window where the device has them), so the
+ * device refuses B's WRITE and B's connection fails; A's calls go on. On
+ * main A's key was valid on every QP of the server's domain: it landed.
+ */
+void t_rfp_cross(void **state)
+{
+	(void)state;
+	rfp_refused("B's WRITE into A's request slots with A's key", rdmx__rpc_rfp_write_as);
+}

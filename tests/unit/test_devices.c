@@ -93,6 +93,18 @@ static void test_address_choose(void **state)
 	assert_int_equal(rdmx__address_choose(devs, 0, NULL, -1, buf, sizeof(buf)), -ENODEV);
 }
 
+/* rdmx_device_isolation: a name no device has is -ENODEV with the name
+ * in the message (also where the machine has no RDMA device at all), and
+ * NULL is -EINVAL. Which mechanism a real device allows: doctor_rxe.sh. */
+static void test_isolation_query(void **state)
+{
+	(void)state;
+	assert_int_equal(rdmx_device_isolation(NULL), -EINVAL);
+	assert_int_equal(rdmx_device_isolation("rdmx-no-such-dev"), -ENODEV);
+	assert_true(strstr(rdmx_last_error(), "rdmx-no-such-dev") ||
+		    strstr(rdmx_last_error(), "no RDMA devices"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -100,6 +112,7 @@ int main(void)
 		cmocka_unit_test(test_format_v6_and_ib),
 		cmocka_unit_test(test_pick_prefers_rocev2_ipv4),
 		cmocka_unit_test(test_address_choose),
+		cmocka_unit_test(test_isolation_query),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,12 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/dgram.h"
 #include "core/errors.h"
 #include "core/fabric.h"
+#include "core/mw.h"
 #include "harness.h"
 
 #define DEPTH 64
@@ -287,30 +289,40 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 
 /* Wait (bounded) until @e's region has checksum @want: UC gives the
  * target no completion, so its memory is the only witness. */
-static void wait_region(const struct end *e, uint64_t want)
+static void wait_sum(const uint8_t *buf, uint32_t qpn, uint64_t want)
 {
 	double end = th_now_ms() + WAIT_MS;
 	uint64_t got;
 
-	while ((got = fnv1a(e->buf, REGION)) != want && th_now_ms() < end)
+	while ((got = fnv1a(buf, REGION)) != want && th_now_ms() < end)
 		;
 	if (got != want)
 		fail_msg("UC region of QP %u: checksum %016llx, want %016llx after %d ms",
-			 e->g->self.qpn, (unsigned long long)got, (unsigned long long)want,
-			 WAIT_MS);
+			 qpn, (unsigned long long)got, (unsigned long long)want, WAIT_MS);
 }
 
-static void uc_write_region(struct end *a, const struct end *b, uint32_t rkey)
+static void wait_region(const struct end *e, uint64_t want)
+{
+	wait_sum(e->buf, e->g->self.qpn, want);
+}
+
+/* @a WRITEs its REGION bytes to @dst (of its UC peer) with @rkey. */
+static void uc_write_to(struct end *a, const uint8_t *dst, uint32_t rkey)
 {
 	struct rdmx__wc wc;
 
 	for (uint32_t off = 0; off < REGION; off += CHUNK) {
 		if (rdmx__uc_write(a->g, a->buf + off, CHUNK, a->mr->lkey,
-				   (uintptr_t)b->buf + off, rkey, off) ||
+				   (uintptr_t)dst + off, rkey, off) ||
 		    rdmx__dgram_wait(a->g, 0, WAIT_MS, "a UC WRITE", &wc))
 			fail_msg("UC write at %u: %s", off, rdmx__last());
 		assert_int_equal(wc.wr_id, off);
 	}
+}
+
+static void uc_write_region(struct end *a, const struct end *b, uint32_t rkey)
+{
+	uc_write_to(a, b->buf, rkey);
 }
 
 /* 64 KiB WRITTEN over UC in 4 KiB pieces land whole (checksum); on the
@@ -343,6 +355,82 @@ static void test_uc_write(void **state)
 	}
 	end_close(&a);
 	end_close(&b);
+}
+
+/* @a WRITEs to @dst with @rkey and is refused: after QUIET_MS @dst still
+ * has checksum @want (on the fake: every WRITE counted dropped). */
+static void uc_refused(struct end *a, const uint8_t *dst, uint32_t rkey, uint64_t want)
+{
+	unsigned long drops0 = rdmx__fake_uc_drops;
+
+	th_fill(a->buf, REGION, rkey);
+	uc_write_to(a, dst, rkey);
+	usleep(QUIET_MS * 1000);
+	assert_true(fnv1a(dst, REGION) == want);
+	if (is_fake())
+		assert_int_equal(rdmx__fake_uc_drops - drops0, REGION / CHUNK);
+}
+
+/*
+ * A server's memory exported to one client (core/mw.h): a type 2 window
+ * bound to the server's UC QP toward client A. A's WRITEs land; client B,
+ * connected to another UC QP of the same server (same protection domain),
+ * WRITEs with A's key, and with the region's own key: the device refuses
+ * both (UC: dropped) and A's bytes stay. Revoked, A's own key is refused.
+ * On a device without windows the test says so and is skipped.
+ */
+static void test_uc_window(void **state)
+{
+	const struct rdmx__fabric_ops *f = fops();
+	struct rdmx__dgram *d = NULL;
+	struct rdmx__export e;
+	struct end a, b, c;
+	uint8_t *slots;
+	uint64_t sum;
+	uint32_t ka;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	end_open(&a, RDMX__DQP_UC, 0, REGION);
+	if (!a.g->dev.uc) {
+		end_close(&a);
+		skip();
+	}
+	end_open(&b, RDMX__DQP_UC, 0, REGION);
+	end_open(&c, RDMX__DQP_UC, 0, REGION);
+	exchange(&a, &b, RDMX__DQP_UC);
+	if (rdmx__dgram_open(f, b.ep, RDMX__DQP_UC, DEPTH, 0, &d) ||
+	    rdmx__uc_connect(d, &c.g->self) || rdmx__uc_connect(c.g, &d->self))
+		fail_msg("the server's second UC QP: %s", rdmx__last());
+	slots = aligned_alloc(64, REGION);
+	assert_non_null(slots);
+	memset(slots, 0, REGION);
+	if (rdmx__export_dgram(b.g, slots, REGION, RDMX__ACCESS_WRITE, WAIT_MS, &e))
+		fail_msg("export: %s", rdmx__last());
+	printf("UC window: isolation on this device: %s\n", rdmx__iso_name(e.how));
+	if (e.how == RDMX__ISO_WINDOW) {
+		th_fill(a.buf, REGION, 7);
+		uc_write_to(&a, slots, e.rkey);
+		sum = fnv1a(a.buf, REGION);
+		wait_sum(slots, b.g->self.qpn, sum);
+		uc_refused(&c, slots, e.rkey, sum);     /* A's key, over B's QP */
+		uc_refused(&c, slots, e.mr->rkey, sum); /* the region's own key */
+		ka = e.rkey;
+		rdmx__export_revoke(&e);
+		uc_refused(&a, slots, ka, sum); /* a stale key */
+		printf("UC window: A's %d WRITEs landed; B's with A's key and with the "
+		       "region's key refused; A's key refused once revoked\n", REGION / CHUNK);
+	}
+	rdmx__export_revoke(&e);
+	rdmx__dgram_close(d);
+	free(slots);
+	end_close(&a);
+	end_close(&b);
+	end_close(&c);
+	if (e.how != RDMX__ISO_WINDOW)
+		skip();
 }
 
 /*
@@ -500,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_ud_drops),
 		cmocka_unit_test(test_ud_mtu),
 		cmocka_unit_test(test_uc_write),
+		cmocka_unit_test(test_uc_window),
 		cmocka_unit_test(test_herd_threads),
 		cmocka_unit_test(test_bad_desc),
 	};
