@@ -21,18 +21,22 @@
 struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	const char *const *subs;	/* subcommands with their own page */
 };
 
 static int cmd_help(int argc, char **argv);
 
+static const char *const kv_subs[] = { "serve", "get", "put", "del", "bench", NULL };
+static const char *const rpc_subs[] = { "serve", "call", "bench", NULL };
+
 static const struct command commands[] = {
-	{ "devices", cmd_devices },
-	{ "pingpong", cmd_pingpong },
-	{ "bench", cmd_bench },
-	{ "doctor", cmd_doctor },
-	{ "kv", cmd_kv },
-	{ "rpc", cmd_rpc },
-	{ "help", cmd_help },
+	{ "devices", cmd_devices, NULL },
+	{ "pingpong", cmd_pingpong, NULL },
+	{ "bench", cmd_bench, NULL },
+	{ "doctor", cmd_doctor, NULL },
+	{ "kv", cmd_kv, kv_subs },
+	{ "rpc", cmd_rpc, rpc_subs },
+	{ "help", cmd_help, NULL },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -43,13 +47,22 @@ static const struct opts_page rdmx_page = {
 		"rdmx COMMAND [OPTIONS] [ARGS]\n"
 		"rdmx help [COMMAND [SUBCOMMAND]]\n"
 		"rdmx help --man COMMAND [SUBCOMMAND]\n"
+		"rdmx help --markdown\n"
 		"rdmx --version",
 	.description =
 		"rdmx inspects the RDMA devices of this host and exercises rdmx\n"
 		"connections. Each command has its own options: rdmx COMMAND --help.\n"
 		"'rdmx help --man COMMAND' writes the command's man page as roff\n"
 		"(COMMAND rdmx: this page); the installed rdmx-COMMAND(1) pages are\n"
-		"made that way, from the same text as --help.",
+		"made that way, from the same text as --help. 'rdmx help --markdown'\n"
+		"writes the table of every option of every command (docs/options.md).\n"
+		"\n"
+		"Where perftest (ib_send_bw, ...) has a letter, it means the same here,\n"
+		"in every command: -p port, -d device, -i IB port, -x GID index, -s size,\n"
+		"-n iterations, -D duration, -a all sizes, -q connections, -l post\n"
+		"list (batch), -Q CQ moderation, -t TX depth; -c is the protocol\n"
+		"(perftest's connection type). RDMX_FABRIC=fake in the environment\n"
+		"selects the fake fabric, as --fabric fake does.",
 	.commands =
 		"devices    list RDMA devices, ports, GIDs and the address rdmx uses\n"
 		"pingpong   measure message round-trip latency\n"
@@ -67,7 +80,7 @@ static const struct opts_page rdmx_page = {
 		"rdmx devices\n"
 		"rdmx pingpong --server\n"
 		"rdmx pingpong --size 4K --iters 100000 10.0.0.1\n"
-		"rdmx bench -p all --sizes 64,4K,64K\n"
+		"rdmx bench -c all --size 64,4K,64K\n"
 		"rdmx doctor 10.0.0.1\n"
 		"rdmx help --man bench | man -l -",
 	.see_also = "rdmx-devices(1), rdmx-pingpong(1), rdmx-bench(1), rdmx-doctor(1), rdmx-kv(1), "
@@ -99,9 +112,50 @@ static const struct command *find_command(const char *name)
 
 static int unknown_command(const char *name)
 {
-	fprintf(stderr, "rdmx: '%s' is not an rdmx command; see 'rdmx --help'\n",
+	fprintf(stderr, "rdmx: '%.60s' is not an rdmx command; see 'rdmx --help'\n",
 		name);
 	return EXIT_USAGE;
+}
+
+/* help COMMAND SUBCOMMAND: is SUBCOMMAND one of COMMAND's? */
+static int check_sub(const struct command *c, const char *sub)
+{
+	for (const char *const *s = c->subs; s && *s; s++)
+		if (!strcmp(*s, sub))
+			return EXIT_OK;
+	fprintf(stderr, "rdmx help: '%.60s' is not a subcommand of rdmx %s%s\n", sub,
+		c->name, c->subs ? "" : " (it has none)");
+	return EXIT_USAGE;
+}
+
+/* rdmx help --markdown: every command's options as one markdown table. */
+static int markdown(int argc)
+{
+	char help[] = "--help=markdown";
+	char *args[4];
+
+	if (argc != 2) {
+		fprintf(stderr, "rdmx help: usage: rdmx help --markdown\n");
+		return EXIT_USAGE;
+	}
+	printf("| command | letter | option | old spellings (hidden) | meaning |\n"
+	       "|---|---|---|---|---|\n");
+	opts_print_markdown("", rdmx_table, stdout);
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		if (commands[i].fn == cmd_help)
+			continue;
+		args[0] = (char *)commands[i].name;
+		args[1] = help;
+		args[2] = NULL;
+		commands[i].fn(2, args);
+		for (const char *const *s = commands[i].subs; s && *s; s++) {
+			args[1] = (char *)*s;
+			args[2] = help;
+			args[3] = NULL;
+			commands[i].fn(3, args);
+		}
+	}
+	return EXIT_OK;
 }
 
 /* rdmx help --man COMMAND [SUBCOMMAND]: the man page of COMMAND (or of
@@ -123,6 +177,8 @@ static int man_page(int argc, char **argv)
 	c = find_command(argv[2]);
 	if (!c)
 		return unknown_command(argv[2]);
+	if (argc == 4 && check_sub(c, argv[3]))
+		return EXIT_USAGE;
 	args[0] = argv[2];
 	args[argc - 2] = help; /* after the subcommand (rpc bench), if any */
 	if (argc == 4)
@@ -140,6 +196,13 @@ static int cmd_help(int argc, char **argv)
 
 	if (argc >= 2 && !strcmp(argv[1], "--man"))
 		return man_page(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "--markdown"))
+		return markdown(argc);
+	if (argc >= 2 && argv[1][0] == '-') {
+		fprintf(stderr, "rdmx help: unknown option '%.60s'; usage: rdmx help "
+			"[--man|--markdown] [COMMAND [SUBCOMMAND]]\n", argv[1]);
+		return EXIT_USAGE;
+	}
 	if (argc < 2) {
 		usage(stdout);
 		return EXIT_OK;
@@ -153,7 +216,9 @@ static int cmd_help(int argc, char **argv)
 	if (!c)
 		return unknown_command(argv[1]);
 	if (c->fn == cmd_help)
-		return cmd_help(1, argv);
+		return argc == 2 ? cmd_help(1, argv) : check_sub(c, argv[2]);
+	if (argc == 3 && check_sub(c, argv[2]))
+		return EXIT_USAGE;
 	args[0] = argv[1];
 	args[argc - 1] = help; /* after the subcommand (rpc bench), if any */
 	if (argc == 3)
@@ -172,13 +237,10 @@ static void version(void)
 	printf(")\n");
 }
 
-int cmd_parse(const struct opts_page *page, const struct opt *table,
-	      int argc, char **argv, const char **pos, int max_pos, int *n_pos)
+/* What opts_parse's @rc asks for, printed; CMD_CONTINUE when nothing. */
+static int parse_outcome(int rc, const char *cmd, const struct opts_page *page,
+			 const struct opt *table, const char *err)
 {
-	char err[256];
-	int rc;
-
-	rc = opts_parse(table, argc, argv, pos, max_pos, n_pos, err, sizeof(err));
 	if (rc == OPTS_HELP) {
 		opts_print_page(page, table, stdout);
 		return EXIT_OK;
@@ -187,12 +249,59 @@ int cmd_parse(const struct opts_page *page, const struct opt *table,
 		opts_print_man(page, table, RDMX_VERSION_STRING, stdout);
 		return EXIT_OK;
 	}
+	if (rc == OPTS_MARKDOWN) {
+		opts_print_markdown(cmd, table, stdout);
+		return EXIT_OK;
+	}
 	if (rc != OPTS_OK) {
-		fprintf(stderr, "rdmx %s: %s\n", argv[0], err);
-		fprintf(stderr, "Try 'rdmx %s --help' for more information.\n", argv[0]);
+		fprintf(stderr, "rdmx %s: %s\n", cmd, err);
+		fprintf(stderr, "Try 'rdmx %s --help' for more information.\n", cmd);
 		return EXIT_USAGE;
 	}
 	return CMD_CONTINUE;
+}
+
+int cmd_parse(const struct opts_page *page, const struct opt *table,
+	      int argc, char **argv, const char **pos, int max_pos, int *n_pos)
+{
+	char err[256];
+	int rc;
+
+	rc = opts_parse(table, argc, argv, pos, max_pos, n_pos, err, sizeof(err));
+	return parse_outcome(rc, argv[0], page, table, err);
+}
+
+static const struct cmd_sub *find_sub(const struct cmd_sub *subs, const char *name)
+{
+	for (; subs->name; subs++)
+		if (!strcmp(subs->name, name))
+			return subs;
+	return NULL;
+}
+
+int cmd_parse_subs(const struct opts_page *page, const struct opt *table,
+		   const struct cmd_sub *subs, int argc, char **argv,
+		   const char **pos, int max_pos, int *n_pos,
+		   const struct cmd_sub **sub)
+{
+	char err[256], cmd[64];
+	int rc;
+
+	*sub = NULL;
+	rc = opts_parse(table, argc, argv, pos, max_pos, n_pos, err, sizeof(err));
+	if (*n_pos && (rc == OPTS_OK || rc == OPTS_HELP || rc == OPTS_MAN ||
+		       rc == OPTS_MARKDOWN)) {
+		*sub = find_sub(subs, pos[0]);
+		if (!*sub)
+			return cmd_usage_err(argv[0], "'%.60s' is not a subcommand "
+					     "of rdmx %s", pos[0], argv[0]);
+		snprintf(cmd, sizeof(cmd), "%s %s", argv[0], (*sub)->name);
+		if (rc == OPTS_OK) /* again, refusing another subcommand's options */
+			rc = opts_parse((*sub)->table, argc, argv, pos, max_pos, n_pos,
+					err, sizeof(err));
+		return parse_outcome(rc, cmd, (*sub)->page, (*sub)->table, err);
+	}
+	return parse_outcome(rc, argv[0], page, table, err);
 }
 
 int cmd_usage_err(const char *cmd, const char *fmt, ...)
@@ -215,12 +324,17 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(stdout);
-		return EXIT_OK;
-	}
-	if (!strcmp(argv[1], "--version")) {
-		version();
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "--version")) {
+		if (argc > 2) {
+			fprintf(stderr, "rdmx: %s takes no arguments ('%.60s')\n",
+				argv[1], argv[2]);
+			return EXIT_USAGE;
+		}
+		if (argv[1][2] == 'v')
+			version();
+		else
+			usage(stdout);
 		return EXIT_OK;
 	}
 	c = find_command(argv[1]);
