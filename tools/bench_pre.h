@@ -30,7 +30,7 @@ bool bench_have_program(const char *name);
 struct bench_mem {
 	uint64_t max_msg, ring_size;
 	uint64_t send_depth, recv_depth;
-	uint64_t conns;		/* the most at once (--threads) */
+	uint64_t conns;		/* the most at once (--conns) */
 	bool self_test;		/* both sides in this process */
 };
 

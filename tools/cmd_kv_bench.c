@@ -325,7 +325,7 @@ static void run_lab(struct run *r)
 		}
 }
 
-/* The mixed workloads, then the torn test, with --clients clients. */
+/* The mixed workloads, then the torn test, with --conns clients. */
 static void run_mixed(struct run *r)
 {
 	const struct kb_cfg *cfg = r->cfg;

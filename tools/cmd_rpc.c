@@ -2,7 +2,7 @@
 /*
  * rdmx rpc: try rdmx RPC by hand (public API only: rdmx/rpc.h).
  *   serve [ADDR]   an echo server until SIGINT/SIGTERM
- *   call ADDR      --count echo calls, checked, with their mean time
+ *   call ADDR      --iters echo calls, checked, with their mean time
  *   neither        self-test: server on a thread, client on this one
  */
 #include <errno.h>

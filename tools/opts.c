@@ -118,7 +118,7 @@ static int set_int(const struct opt *o, const char *as, const char *val,
 	errno = 0;
 	v = strtoll(val, &end, 10);
 	if (!*val || *end || isspace((unsigned char)*val)) {
-		put(err, len, "%s: '%s' is not an integer", as, val);
+		put(err, len, "%s: '%.40s' is not an integer", as, val);
 		return OPTS_ERROR;
 	}
 	if (errno || v < o->min || v > o->max) {
@@ -137,7 +137,7 @@ static int set_size(const struct opt *o, const char *as, const char *val,
 	uint64_t v;
 
 	if (opts_parse_size(val, &v)) {
-		put(err, len, "%s: '%s' is not a size (examples: 64, 4K, 1M)",
+		put(err, len, "%s: '%.40s' is not a size (examples: 64, 4K, 1M)",
 		    as, val);
 		return OPTS_ERROR;
 	}
@@ -171,7 +171,7 @@ static int set_choice(const struct opt *o, const char *as, const char *val,
 		}
 	}
 	list_choices(o->choices, list, sizeof(list));
-	put(err, len, "%s: '%s' is not one of: %s", as, val, list);
+	put(err, len, "%s: '%.40s' is not one of: %s", as, val, list);
 	return OPTS_ERROR;
 }
 
@@ -194,6 +194,10 @@ static int set_value(const struct opt *o, const char *as, const char *val,
 {
 	if (!*val && o->kind != OPT_INT && o->kind != OPT_SIZE) {
 		put(err, len, "%s: the value is empty", as);
+		return OPTS_ERROR;
+	}
+	if (strlen(val) > OPTS_VALUE_MAX) {
+		put(err, len, "%s: the value is longer than %d bytes", as, OPTS_VALUE_MAX);
 		return OPTS_ERROR;
 	}
 	switch (o->kind) {
@@ -243,7 +247,7 @@ static size_t edit_distance(const char *a, size_t na, const char *b)
 	return row[nb];
 }
 
-/* "unknown option '--sizs'; did you mean '--sizes'?" (close names only; a
+/* "unknown option '--sizz'; did you mean '--size'?" (close names only; a
  * '_' is taken as '-', the perftest habit). */
 static void unknown_long(const struct opt *t, const char *name, size_t n,
 			 char *err, size_t len)

@@ -31,6 +31,9 @@ enum opt_kind {
 #define OPTS_INCLUDE(rows) \
 	{ "", 0, OPT_INCLUDE, (void *)(rows), 0, 0, NULL, NULL, NULL }
 
+/* The longest value an option takes (a path: PATH_MAX). */
+#define OPTS_VALUE_MAX 4096
+
 /* The most rows of a table with its included rows. */
 #define OPTS_MAX_ROWS 160
 
