@@ -39,10 +39,12 @@ void cli_print_err(const char *cmd, const struct cli_err *e);
 /**
  * cli_local_addr - the local address for a server or a self-test: "fake"
  * on the fake fabric, else the one rdmx_pick_address() picks for @device
- * and @gid_index. On failure prints why (and a hint) and returns EXIT_FAIL.
+ * and @gid_index; with @ib_port (-i; 0: any), that port's (rdma_cm binds
+ * to the port of the address). On failure prints why (and a hint) and
+ * returns EXIT_FAIL.
  */
 int cli_local_addr(const char *cmd, const char *fabric, const char *device,
-		   int gid_index, char *buf, size_t len);
+		   int ib_port, int gid_index, char *buf, size_t len);
 
 /* --ring-size: bounds, and the help line both subcommands show. */
 #define CLI_RING_MIN 4096ull
@@ -104,6 +106,7 @@ struct cli_conn_dest {
 	const char **protocol;		/* -c, --protocol */
 	const char *const *protocols;	/* its choices; NULL: a list (bench) */
 	const char **device;		/* -d, --device */
+	long long *ib_port;		/* -i, --ib-port (0: any) */
 	long long *gid_index;		/* -x, --gid-index (-1: automatic) */
 	long long *port;		/* -p, --port */
 	long long port_min;		/* 0, or -1 where -1 means "none" (kv) */

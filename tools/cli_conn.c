@@ -4,9 +4,9 @@
  * (protocol, device, GID index, port, timeout, wait mode, ring options,
  * fabric) with one help text each, so a letter and a long name mean the
  * same in every command. The letters are perftest's where perftest has the
- * meaning (-p port, -d device, -x GID index); perftest uses every letter,
- * so the protocol takes -c, perftest's connection type, the nearest
- * meaning. The old spellings stay as hidden rows (deprecated).
+ * meaning (-p port, -d device, -i IB port, -x GID index); perftest uses
+ * every letter, so the protocol takes -c, perftest's connection type, the
+ * nearest meaning. The old spellings stay as hidden rows (deprecated).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +56,10 @@ static void address_rows(const struct cli_conn_dest *d, struct opt **r)
 		row(r, (struct opt){ "device", 'd', OPT_STRING, d->device, 0, 0, NULL,
 			"DEV", "RDMA device of the local address (default: the "
 			"first active)" });
+	if (d->ib_port)
+		row(r, (struct opt){ "ib-port", 'i', OPT_INT, d->ib_port, 0, 255, NULL,
+			"N", "port of the RDMA device whose address is the local one "
+			"(default: the first active)" });
 	if (d->gid_index) {
 		row(r, (struct opt){ "gid-index", 'x', OPT_INT, d->gid_index, 0, 65535,
 			NULL, "N", "GID table index of the local address (default: "

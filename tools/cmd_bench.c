@@ -161,8 +161,8 @@ static int check_roles(const struct bench_cfg *cfg)
 	if (cfg->pcap && strcmp(cfg->fabric, "verbs"))
 		return usage_err("%s", "--pcap captures an RDMA device's packets: "
 				 "not with --fabric fake");
-	if (!cfg->server && cfg->addr && (cfg->device || cfg->gid_index >= 0))
-		return usage_err("%s", "--device and --gid-index choose a local "
+	if (!cfg->server && cfg->addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return usage_err("%s", "--device, --ib-port and --gid-index choose a local "
 				 "address: they apply to --server and the self-test");
 	if (!cfg->server && cfg->addr && cfg->port == 0)
 		return usage_err("%s", "--port: a client needs the server's port "
@@ -392,8 +392,8 @@ static int run_server(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 	char buf[64];
 	int rc;
 
-	if (!addr && (cfg->device || cfg->gid_index >= 0)) {
-		if (cli_local_addr("bench", cfg->fabric, cfg->device,
+	if (!addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("bench", cfg->fabric, cfg->device, (int)cfg->ib_port,
 				   (int)cfg->gid_index, buf, sizeof(buf)))
 			return EXIT_FAIL;
 		addr = buf;
@@ -538,8 +538,8 @@ static int self_test_start(struct run *r)
 	bool fake = !strcmp(cfg->fabric, "fake");
 	struct bench_server_cfg sc;
 
-	if (cli_local_addr("bench", cfg->fabric, cfg->device, (int)cfg->gid_index,
-			   r->local, sizeof(r->local)))
+	if (cli_local_addr("bench", cfg->fabric, cfg->device, (int)cfg->ib_port,
+			   (int)cfg->gid_index, r->local, sizeof(r->local)))
 		return EXIT_FAIL;
 	r->target.addr = r->local;
 	r->target.tcp_addr = fake ? "127.0.0.1" : r->local;
@@ -706,7 +706,7 @@ int cmd_bench(int argc, char **argv)
 				 .wait = "adaptive", .coalesce = "default", .notify = "default",
 				 .ack = "default" };
 	const struct cli_conn_dest conn = {
-		.protocol = &cfg.protocol, .device = &cfg.device,
+		.protocol = &cfg.protocol, .device = &cfg.device, .ib_port = &cfg.ib_port,
 		.gid_index = &cfg.gid_index, .port = &cfg.port, .timeout = &cfg.timeout,
 		.wait = &cfg.wait, .notify = &cfg.notify, .ack = &cfg.ack,
 		.ring_size = &cfg.ring_size, .fabric = &cfg.fabric,

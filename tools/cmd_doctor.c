@@ -38,8 +38,8 @@ static const struct opts_page doctor_page = {
 		"fail); the memlock limit against what a default connection\n"
 		"registers; hugepages (information only); firewall rules that drop\n"
 		"RoCEv2's UDP port 4791 (nft, iptables); and the port hw_counters\n"
-		"that point at trouble (retries, sequence errors, RNR). --device\n"
-		"checks the ports of that device only.\n"
+		"that point at trouble (retries, sequence errors, RNR). --device and\n"
+		"--ib-port check that device's, that port's only.\n"
 		"\n"
 		"With PEER, also: rdma_cm resolving PEER's address and route to a\n"
 		"local device and port, and one 64-byte message echoed by an\n"
@@ -78,7 +78,7 @@ struct doctor {
 	struct rdmx_device_info *devs;
 	int ndev;
 	const char *peer, *device, *protocol;
-	long long port, timeout;
+	long long port, timeout, ib_port;
 };
 
 static void note(struct doctor *d, enum verdict v, const char *check,
@@ -444,17 +444,19 @@ static void check_ports(struct doctor *d)
 
 		if (d->device && strcmp(d->device, dv->name))
 			continue;
-		seen = true;
 		for (int k = 0; k < dv->n_ports; k++) {
+			if (d->ib_port && dv->ports[k].port != d->ib_port)
+				continue;
+			seen = true;
 			check_port_state(d, dv->name, &dv->ports[k]);
 			check_mtu(d, dv->name, &dv->ports[k]);
 			check_gid(d, dv->name, &dv->ports[k]);
 			check_counters(d, dv->name, &dv->ports[k]);
 		}
 	}
-	if (d->device && !seen)
-		note(d, V_FAIL, "device", "see 'rdmx devices'", "no RDMA device %s",
-		     d->device);
+	if ((d->device || d->ib_port) && !seen)
+		note(d, V_FAIL, "device", "see 'rdmx devices'", "no port %lld of RDMA "
+		     "device %s", d->ib_port, d->device ? d->device : "(any)");
 }
 
 /* ------------------------------------------------------------ the peer */
@@ -599,7 +601,7 @@ int cmd_doctor(int argc, char **argv)
 	bool json = false;
 	const struct cli_conn_dest conn = {
 		.protocol = &d.protocol, .protocols = rdmx_protocol_names(),
-		.device = &d.device, .port = &d.port, .timeout = &d.timeout,
+		.device = &d.device, .ib_port = &d.ib_port, .port = &d.port, .timeout = &d.timeout,
 	};
 	struct opt conn_rows[CLI_CONN_ROWS];
 	const struct opt table[] = {

@@ -168,7 +168,8 @@ static int serve(const struct rdmx_kv_server_opts *o)
 
 struct kv_cfg {
 	const char *fabric, *transport, *protocol, *mode, *addr, *evict, *device;
-	long long port, mport, clients, timeout, hello_ms, idle, reqs, gid_index;
+	long long port, mport, clients, timeout, hello_ms, idle, reqs, gid_index,
+		  ib_port;
 	uint64_t capacity, memory, inline_max, item_max, conn_buffer, buffer_max;
 };
 
@@ -222,14 +223,14 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 	return rc;
 }
 
-/* serve on ADDR, or on the address of --device/--gid-index, or everywhere. */
+/* serve on ADDR, or on the address of --device, --ib-port, --gid-index, or everywhere. */
 static int serve_at(const struct kv_cfg *cfg, const char *addr)
 {
 	char buf[64];
 
-	if (!addr && cfg->port >= 0 && (cfg->device || cfg->gid_index >= 0)) {
-		if (cli_local_addr("kv", cfg->fabric, cfg->device, (int)cfg->gid_index,
-				   buf, sizeof(buf)))
+	if (!addr && cfg->port >= 0 && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("kv", cfg->fabric, cfg->device, (int)cfg->ib_port,
+				   (int)cfg->gid_index, buf, sizeof(buf)))
 			return EXIT_FAIL;
 		addr = buf;
 	}
@@ -316,13 +317,13 @@ static int check_args(const struct kv_cfg *cfg, const struct cmd_sub *sub, int n
 		return cmd_usage_err("kv", "--item-max %llu: less than --inline-max %llu",
 				     (unsigned long long)cfg->item_max,
 				     (unsigned long long)cfg->inline_max);
-	if (!is_serve && (cfg->device || cfg->gid_index >= 0))
-		return cmd_usage_err("kv", "%s", "--device and --gid-index choose a "
+	if (!is_serve && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return cmd_usage_err("kv", "%s", "--device, --ib-port and --gid-index choose a "
 				     "local address: for serve");
 	if (!is_serve && cfg->port < 1)
 		return cmd_usage_err("kv", "--port %lld: a client dials a port, 1-65535",
 				     cfg->port);
-	if (is_serve && npos > 1 && (cfg->device || cfg->gid_index >= 0))
+	if (is_serve && npos > 1 && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
 		return cmd_usage_err("kv serve", "%s", "ADDR, or --device and "
 				     "--gid-index: one way to choose the address");
 	if (!strcmp(cfg->fabric, "fake") && (!is_serve || cfg->port >= 0))
@@ -339,7 +340,7 @@ int cmd_kv(int argc, char **argv)
 		.inline_max = 1024, .evict = "none", .gid_index = -1 };
 	const struct cli_conn_dest conn = {
 		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
-		.device = &cfg.device, .gid_index = &cfg.gid_index, .port = &cfg.port,
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .gid_index = &cfg.gid_index, .port = &cfg.port,
 		.port_min = -1, .timeout = &cfg.timeout, .fabric = &cfg.fabric,
 	};
 	struct cli_conn_dest client_conn = conn;	/* no local address */
@@ -423,6 +424,7 @@ int cmd_kv(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "bench")) /* its own options and page */
 		return cmd_kv_bench(argc - 1, argv + 1);
 	client_conn.device = NULL;
+	client_conn.ib_port = NULL;
 	client_conn.gid_index = NULL;
 	cli_conn_rows(&conn, conn_rows);
 	cli_conn_rows(&client_conn, client_conn_rows);

@@ -434,8 +434,9 @@ static int run(rdmx_ctx *ctx, const void *arg)
 		r.tg = (struct kb_target){ .ctx = ctx, .addr = cfg->addr,
 			.port = (uint16_t)cfg->port, .tcp_addr = cfg->addr,
 			.door_port = (int)cfg->door_port };
-	} else if (cli_local_addr("kv bench", cfg->fabric, cfg->device, -1, r.local,
-				  sizeof(r.local)) || server_start(&r)) {
+	} else if (cli_local_addr("kv bench", cfg->fabric, cfg->device,
+				  (int)cfg->ib_port, -1, r.local, sizeof(r.local)) ||
+		   server_start(&r)) {
 		rc = EXIT_FAIL;
 	}
 	if (!rc)
@@ -465,7 +466,7 @@ int cmd_kv_bench(int argc, char **argv)
 		.timeout = 10000, .argc = argc, .argv = argv };
 	const struct cli_conn_dest conn = {
 		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
-		.device = &cfg.device, .port = &cfg.port, .timeout = &cfg.timeout,
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .port = &cfg.port, .timeout = &cfg.timeout,
 		.fabric = &cfg.fabric,
 	};
 	struct opt conn_rows[CLI_CONN_ROWS];

@@ -42,9 +42,9 @@ static const struct opts_page pingpong_page = {
 		"With ADDR and no --server, connects to a server at ADDR and --port.\n"
 		"\n"
 		"With neither, runs a self-test: listens on the address rdmx would\n"
-		"use (see rdmx devices; --device and --gid-index choose another) on\n"
-		"an ephemeral port, runs the echo server on a second thread and the\n"
-		"client on the first.\n"
+		"use (see rdmx devices; --device, --ib-port, --gid-index choose\n"
+		"another) on an ephemeral port, runs the echo server on a second\n"
+		"thread and the client on the first.\n"
 		"\n"
 		"--verify fills every message with a pattern derived from its\n"
 		"sequence number and checks every byte of the echo; the first\n"
@@ -75,7 +75,7 @@ static const struct opts_page pingpong_page = {
 struct pp_cfg {
 	const char *protocol, *device, *fabric, *addr, *wait, *notify, *ack;
 	uint64_t size, ring_size;
-	long long iters, warmup, port, timeout, depth, gid_index;
+	long long iters, warmup, port, timeout, depth, gid_index, ib_port;
 	bool verify, server;
 	struct rdmx_conn_opts copts;
 };
@@ -437,8 +437,8 @@ static int run_server(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 	char buf[64];
 	int rc;
 
-	if (!addr && (cfg->device || cfg->gid_index >= 0)) {
-		if (cli_local_addr("pingpong", cfg->fabric, cfg->device,
+	if (!addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("pingpong", cfg->fabric, cfg->device, (int)cfg->ib_port,
 				   (int)cfg->gid_index, buf, sizeof(buf)))
 			return EXIT_FAIL;
 		addr = buf;
@@ -483,7 +483,7 @@ static int run_self_test(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 
 	if (!cl)
 		return EXIT_FAIL;
-	rc = cli_local_addr("pingpong", cfg->fabric, cfg->device,
+	rc = cli_local_addr("pingpong", cfg->fabric, cfg->device, (int)cfg->ib_port,
 			    (int)cfg->gid_index, addr, sizeof(addr));
 	if (rc == EXIT_OK)
 		rc = listen_on(ctx, cfg, addr, 0, &s.lis);
@@ -518,8 +518,8 @@ static int check_cfg(const struct pp_cfg *cfg)
 		return EXIT_USAGE;
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
 		why = "--fabric fake runs only the self-test (no --server, no ADDR)";
-	else if (!cfg->server && cfg->addr && (cfg->device || cfg->gid_index >= 0))
-		why = "--device and --gid-index choose a local address: they apply "
+	else if (!cfg->server && cfg->addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		why = "--device, --ib-port and --gid-index choose a local address: they apply "
 		      "to --server and the self-test, not to a client";
 	else if (!cfg->server && cfg->addr && cfg->port == 0)
 		why = "--port: a client needs the server's port (1-65535)";
@@ -581,7 +581,7 @@ int cmd_pingpong(int argc, char **argv)
 			      .notify = "default", .ack = "default" };
 	const struct cli_conn_dest conn = {
 		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
-		.device = &cfg.device, .gid_index = &cfg.gid_index, .port = &cfg.port,
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .gid_index = &cfg.gid_index, .port = &cfg.port,
 		.timeout = &cfg.timeout, .wait = &cfg.wait, .notify = &cfg.notify,
 		.ack = &cfg.ack, .ring_size = &cfg.ring_size, .fabric = &cfg.fabric,
 	};

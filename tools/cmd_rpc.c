@@ -43,9 +43,9 @@ static const struct opts_page rpc_page = {
 		"byte. It prints the calls, the mean time per call and calls/s.\n"
 		"\n"
 		"With neither, runs a self-test: serve on the address rdmx would use\n"
-		"(--device, --gid-index; 'fake' with --fabric fake) on an ephemeral\n"
-		"port on a thread, call on this one. A server on the fake fabric is\n"
-		"refused: no other process could reach it.\n"
+		"(--device, --ib-port, --gid-index; 'fake' with --fabric fake) on an\n"
+		"ephemeral port on a thread, call on this one. A server on the fake\n"
+		"fabric is refused: no other process could reach it.\n"
 		"\n"
 		"rdmx rpc bench measures the echo's latency and calls/s per\n"
 		"transport, size and number of clients, and a TCP baseline; it has\n"
@@ -69,10 +69,11 @@ static const struct opts_page serve_page = {
 	.name = "rdmx-rpc-serve - serve rdmx RPC's echo method",
 	.synopsis = "rdmx rpc serve [ADDR] [OPTIONS]",
 	.description =
-		"Listens on ADDR (default: every address; --device and --gid-index\n"
-		"pick the address of a device) and --port, answers echo calls with\n"
-		"--workers threads until SIGINT or SIGTERM, then prints the server's\n"
-		"counts. Not on the fake fabric: no other process could reach it.",
+		"Listens on ADDR (default: every address; --device, --ib-port and\n"
+		"--gid-index pick the address of a device) and --port, answers echo\n"
+		"calls with --workers threads until SIGINT or SIGTERM, then prints\n"
+		"the server's counts. Not on the fake fabric: no other process could\n"
+		"reach it.",
 	.exit_status = "0   stopped by a signal\n1   the server failed\n2   usage error",
 	.examples = "rdmx rpc serve\nrdmx rpc serve 10.0.0.1 --transport rfp --port 7500",
 	.see_also = "rdmx-rpc(1), rdmx-rpc-call(1)",
@@ -96,7 +97,7 @@ static const char *const transports[] = { "msg", "rfp", "herd", NULL };
 struct rpc_cfg {
 	const char *fabric, *transport, *protocol, *device;
 	uint64_t size, max_size;
-	long long count, window, workers, port, timeout, gid_index;
+	long long count, window, workers, port, timeout, gid_index, ib_port;
 	long long hello_ms, drop_ms, queue_max;  /* serve: 0, the defaults */
 	uint64_t queue_bytes;
 };
@@ -206,14 +207,14 @@ static int serve(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
 	return rc ? EXIT_FAIL : EXIT_OK;
 }
 
-/* serve on ADDR, or on the address of --device/--gid-index, or everywhere. */
+/* serve on ADDR, or on the address of --device, --ib-port, --gid-index, or everywhere. */
 static int serve_at(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
 {
 	char buf[64];
 
-	if (!addr && (cfg->device || cfg->gid_index >= 0)) {
-		if (cli_local_addr("rpc", cfg->fabric, cfg->device, (int)cfg->gid_index,
-				   buf, sizeof(buf)))
+	if (!addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("rpc", cfg->fabric, cfg->device, (int)cfg->ib_port,
+				   (int)cfg->gid_index, buf, sizeof(buf)))
 			return EXIT_FAIL;
 		addr = buf;
 	}
@@ -353,8 +354,8 @@ static int self_test(const struct rpc_cfg *cfg, rdmx_ctx *ctx)
 	char addr[64];
 	rdmx_rpc_server *s;
 	pthread_t t;
-	int rc = cli_local_addr("rpc", cfg->fabric, cfg->device, (int)cfg->gid_index,
-				addr, sizeof(addr));
+	int rc = cli_local_addr("rpc", cfg->fabric, cfg->device, (int)cfg->ib_port,
+				(int)cfg->gid_index, addr, sizeof(addr));
 
 	if (rc)
 		return rc;
@@ -408,10 +409,10 @@ static int check_args(const struct rpc_cfg *cfg, const struct cmd_sub *sub, int 
 		return cmd_usage_err("rpc", "--size %llu: more than --max-size %llu",
 				     (unsigned long long)cfg->size,
 				     (unsigned long long)cfg->max_size);
-	if (sub && !is_serve && (cfg->device || cfg->gid_index >= 0))
-		return cmd_usage_err("rpc call", "%s", "--device and --gid-index choose "
+	if (sub && !is_serve && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return cmd_usage_err("rpc call", "%s", "--device, --ib-port and --gid-index choose "
 				     "a local address: for serve and the self-test");
-	if (is_serve && npos > 1 && (cfg->device || cfg->gid_index >= 0))
+	if (is_serve && npos > 1 && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
 		return cmd_usage_err("rpc serve", "%s", "ADDR, or --device and "
 				     "--gid-index: one way to choose the address");
 	if (sub && !strcmp(cfg->fabric, "fake"))
@@ -428,7 +429,7 @@ int cmd_rpc(int argc, char **argv)
 		.gid_index = -1 };
 	const struct cli_conn_dest conn = {
 		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
-		.device = &cfg.device, .gid_index = &cfg.gid_index, .port = &cfg.port,
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .gid_index = &cfg.gid_index, .port = &cfg.port,
 		.timeout = &cfg.timeout, .fabric = &cfg.fabric,
 	};
 	struct cli_conn_dest client_conn = conn;	/* no local address */
@@ -489,6 +490,7 @@ int cmd_rpc(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "bench")) /* its own options and page */
 		return cmd_rpc_bench(argc - 1, argv + 1);
 	client_conn.device = NULL;
+	client_conn.ib_port = NULL;
 	client_conn.gid_index = NULL;
 	cli_conn_rows(&conn, conn_rows);
 	cli_conn_rows(&client_conn, client_conn_rows);

@@ -290,8 +290,8 @@ static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 	struct run r = { .cfg = cfg, .ctx = ctx };
 	int i, rc;
 
-	if (!cfg->addr && cli_local_addr("rpc bench", cfg->fabric, cfg->device, -1, r.local,
-					 sizeof(r.local)))
+	if (!cfg->addr && cli_local_addr("rpc bench", cfg->fabric, cfg->device,
+					 (int)cfg->ib_port, -1, r.local, sizeof(r.local)))
 		return EXIT_FAIL;
 	if (report_init(&r))
 		return EXIT_FAIL;
@@ -330,7 +330,7 @@ int cmd_rpc_bench(int argc, char **argv)
 		.max_size = 65536, .argc = argc, .argv = argv };
 	const struct cli_conn_dest conn = {
 		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
-		.device = &cfg.device, .port = &cfg.port, .timeout = &cfg.timeout,
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .port = &cfg.port, .timeout = &cfg.timeout,
 		.fabric = &cfg.fabric,
 	};
 	struct opt conn_rows[CLI_CONN_ROWS];

@@ -28,7 +28,7 @@ awk -F' [|] ' '/^[|] rdmx/ { sub(/^[|] rdmx ?/, "", $1); o = $3; m = "";
 [ "$(wc -l <"$dir/rows")" -gt 150 ] || fail "too few option rows: $(wc -l <"$dir/rows")"
 
 # perftest's letters (perftest_parameters.c) and the long name each has here.
-declare -A perftest=([p]=--port [d]=--device [x]=--gid-index [s]=--size [n]=--iters
+declare -A perftest=([p]=--port [d]=--device [i]=--ib-port [x]=--gid-index [s]=--size [n]=--iters
 	[D]=--duration [a]=--all-sizes [q]=--conns [l]=--batch [Q]=--signal-every
 	[t]=--tx-depth [c]=--protocol)
 declare -A letter_of
@@ -46,7 +46,8 @@ while IFS=';' read -r cmd letter long meta; do
 done <"$dir/rows"
 # and the letters of the brief are where their meaning is
 for want in "pingpong -p --port" "rpc -d --device" "kv serve -d --device" "doctor -d --device" \
-	"bench -x --gid-index" "bench -q --conns" "rpc bench -q --conns" "kv bench -q --conns" \
+	"bench -x --gid-index" "pingpong -i --ib-port" "doctor -i --ib-port" \
+	"bench -q --conns" "rpc bench -q --conns" "kv bench -q --conns" \
 	"bench -t --tx-depth" "rpc call -t --tx-depth" "bench -l --batch" "bench -Q --signal-every" \
 	"rpc call -n --iters" "kv bench -n --iters" "bench -D --duration" "bench -a --all-sizes"; do
 	set -- $want
