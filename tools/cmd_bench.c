@@ -237,6 +237,13 @@ static int check_preflight(struct bench_cfg *cfg)
 
 	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
 		return usage_err("%s", err);
+	if (cfg->pcap && !strcmp(cfg->pcap, "-"))
+		return usage_err("%s", "--pcap -: the packets go to a file, not stdout");
+	if (cfg->pcap && bench_check_file("--pcap", cfg->pcap, err, sizeof(err)))
+		return usage_err("%s", err);
+	if (cfg->pcap && ((cfg->json && !strcmp(cfg->json, cfg->pcap)) ||
+			  (cfg->csv && !strcmp(cfg->csv, cfg->pcap))))
+		return usage_err("--pcap %s: also the --json or --csv file", cfg->pcap);
 	if (cfg->pcap && bench_pcap_find_tcpdump(cfg->tcpdump, sizeof(cfg->tcpdump),
 						 err, sizeof(err)))
 		return usage_err("%s", err);

@@ -144,6 +144,7 @@ expect2 "--memcached" kv bench --memcached-spawn --memcached 11211
 expect2 "--duration" rpc bench --iters 5 --duration 1
 expect2 "--port" doctor --port 0 10.0.0.1
 expect2 "cannot write in $dir/nodir" bench --fabric fake --json "$dir/nodir/x.json"
+expect2 "cannot write in $dir/nodir" bench --fabric verbs --pcap "$dir/nodir/x.pcap"
 expect2 "cannot write in $dir/nodir" rpc bench --fabric fake --csv "$dir/nodir/x.csv"
 expect2 "cannot write in $dir/nodir" kv bench --fabric fake --json "$dir/nodir/x.json"
 
