@@ -153,8 +153,8 @@ static int check_roles(const struct bench_cfg *cfg)
 	int n;
 
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
-		return usage_err("%s", "--fabric fake runs only the self-test "
-				 "(no --server, no ADDR)");
+		return usage_err("%s", "--fabric fake (or RDMX_FABRIC=fake) runs only "
+				 "the self-test (no --server, no ADDR)");
 	if (cfg->server && (cfg->json || cfg->csv || cfg->plot || cfg->pcap))
 		return usage_err("%s", "--json, --csv, --plot and --pcap are for the "
 				 "client or the self-test, not --server");

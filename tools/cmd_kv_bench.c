@@ -151,7 +151,8 @@ static int check_cfg(void *arg)
 	if (rc != CMD_CONTINUE)
 		return rc;
 	if (strcmp(cfg->fabric, "verbs") && cfg->addr)
-		return usage_err("--fabric fake runs only the self-test (no ADDR)");
+		return usage_err("--fabric fake (or RDMX_FABRIC=fake) runs only the "
+				 "self-test (no ADDR)");
 	if (cfg->addr && cfg->port == 0)
 		return usage_err("--port: with ADDR, the RDMA door's port (1-65535)");
 	if (cfg->mc_spawn && cfg->mc_port > 0)

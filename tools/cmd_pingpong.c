@@ -517,7 +517,8 @@ static int check_cfg(const struct pp_cfg *cfg)
 	if (cli_ring_size("pingpong", cfg->ring_size, cfg->size) < 0)
 		return EXIT_USAGE;
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
-		why = "--fabric fake runs only the self-test (no --server, no ADDR)";
+		why = "--fabric fake (or RDMX_FABRIC=fake) runs only the self-test "
+		      "(no --server, no ADDR)";
 	else if (!cfg->server && cfg->addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
 		why = "--device, --ib-port and --gid-index choose a local address: they apply "
 		      "to --server and the self-test, not to a client";

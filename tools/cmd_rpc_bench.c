@@ -147,7 +147,8 @@ static int check_cfg(void *arg)
 	if (!cfg->duration_s && !cfg->iters)
 		cfg->iters = DEFAULT_ITERS;
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
-		return usage_err("--fabric fake runs only the self-test (no --server, no ADDR)");
+		return usage_err("--fabric fake (or RDMX_FABRIC=fake) runs only the self-test "
+				 "(no --server, no ADDR)");
 	if (cfg->server && (cfg->json || cfg->csv || cfg->plot))
 		return usage_err("--json, --csv and --plot are for the client or the "
 				 "self-test, not --server");

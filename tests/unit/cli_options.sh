@@ -153,7 +153,10 @@ expect2 "--fabric fake" rpc serve --fabric fake
 expect2 "--fabric fake" kv serve --fabric fake
 RDMX_FABRIC=fake expect2 "RDMX_FABRIC=fake" rpc serve
 RDMX_FABRIC=fake expect2 "RDMX_FABRIC=fake" kv serve --memcached-port 0
-RDMX_FABRIC=fake expect2 "--fabric fake" pingpong --server
+RDMX_FABRIC=fake expect2 "RDMX_FABRIC=fake" pingpong --server
+RDMX_FABRIC=fake expect2 "RDMX_FABRIC=fake" bench --server
+RDMX_FABRIC=fake expect2 "RDMX_FABRIC=fake" rpc bench --server
+RDMX_FABRIC=fake expect2 "RDMX_FABRIC=fake" kv bench 10.0.0.1
 RDMX_FABRIC=nonsense expect2 "RDMX_FABRIC" pingpong
 RDMX_FABRIC=fake timeout 60 "$rdmx" pingpong --iters 20 --warmup 2 >"$dir/out" 2>&1 ||
 	{ cat "$dir/out"; fail "RDMX_FABRIC=fake rdmx pingpong"; }
