@@ -316,6 +316,32 @@ static int parse_outcome(int rc, const char *cmd, const struct opts_page *page,
 	return CMD_CONTINUE;
 }
 
+/* A note on stderr for each old or perftest spelling given (a hidden row
+ * that is another row's alias): it still works, the visible name is the
+ * one to use. */
+static void note_old_spellings(const char *cmd, const struct opt *table, int argc,
+			       char **argv)
+{
+	struct opt flat[OPTS_MAX_ROWS];
+	const struct opt *o, *now;
+	char err[128];
+
+	if (opts_flatten(table, flat, OPTS_MAX_ROWS, err, sizeof(err)) < 0)
+		return;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (strncmp(argv[i], "--", 2))
+			continue;
+		for (o = flat; o->name; o++) {
+			size_t n = strcspn(argv[i] + 2, "=");
+
+			now = o->help ? NULL : opts_alias_of(flat, o);
+			if (now && strlen(o->name) == n && !strncmp(argv[i] + 2, o->name, n))
+				fprintf(stderr, "rdmx %s: note: --%s is another spelling "
+					"of --%s, the name to use\n", cmd, o->name, now->name);
+		}
+	}
+}
+
 int cmd_parse(const struct opts_page *page, const struct opt *table,
 	      int argc, char **argv, const char **pos, int max_pos, int *n_pos)
 {
@@ -323,6 +349,8 @@ int cmd_parse(const struct opts_page *page, const struct opt *table,
 	int rc;
 
 	rc = opts_parse(table, argc, argv, pos, max_pos, n_pos, err, sizeof(err));
+	if (rc == OPTS_OK)
+		note_old_spellings(argv[0], table, argc, argv);
 	return parse_outcome(rc, argv[0], page, table, err);
 }
 
@@ -354,8 +382,12 @@ int cmd_parse_subs(const struct opts_page *page, const struct opt *table,
 		if (rc == OPTS_OK) /* again, refusing another subcommand's options */
 			rc = opts_parse((*sub)->table, argc, argv, pos, max_pos, n_pos,
 					err, sizeof(err));
+		if (rc == OPTS_OK)
+			note_old_spellings(cmd, (*sub)->table, argc, argv);
 		return parse_outcome(rc, cmd, (*sub)->page, (*sub)->table, err);
 	}
+	if (rc == OPTS_OK)
+		note_old_spellings(argv[0], table, argc, argv);
 	return parse_outcome(rc, argv[0], page, table, err);
 }
 

@@ -163,6 +163,13 @@ RDMX_FABRIC=fake timeout 60 "$rdmx" pingpong --iters 20 --warmup 2 >"$dir/out" 2
 RDMX_FABRIC=fake timeout 60 "$rdmx" rpc --iters 20 >"$dir/out" 2>&1 ||
 	{ cat "$dir/out"; fail "RDMX_FABRIC=fake rdmx rpc"; }
 grep -q "20 calls" "$dir/out" || { cat "$dir/out"; fail "RDMX_FABRIC=fake rdmx rpc: no calls"; }
+# an old spelling still works, with a note naming the one to use
+RDMX_FABRIC=fake timeout 60 "$rdmx" rpc --count 20 --window 2 >"$dir/out" 2>&1 ||
+	{ cat "$dir/out"; fail "rdmx rpc --count 20 --window 2"; }
+grep -q "note: --count is another spelling of --iters" "$dir/out" &&
+	grep -q "note: --window is another spelling of --tx-depth" "$dir/out" &&
+	grep -q "20 calls of 64 bytes checked, window 2" "$dir/out" ||
+	{ cat "$dir/out"; fail "rdmx rpc --count --window: no note or not honoured"; }
 RDMX_FABRIC=fake "$rdmx" pingpong --help >"$dir/page"
 grep -q "default: fake" "$dir/page" ||
 	fail "RDMX_FABRIC=fake: --help does not show the fake fabric as the default"
