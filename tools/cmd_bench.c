@@ -799,9 +799,9 @@ int cmd_bench(int argc, char **argv)
 	if (rc != CMD_CONTINUE)
 		return rc;
 	cfg.addr = n_pos ? pos[0] : NULL;
-	rc = cli_conn_check("bench", &conn);
+	rc = check_cfg(&cfg); /* first: it names the default protocols */
 	if (rc == CMD_CONTINUE)
-		rc = check_cfg(&cfg);
+		rc = cli_conn_check("bench", &conn);
 	if (rc == CMD_CONTINUE)
 		rc = run(&cfg);
 	bench_baseline_free(&cfg.base);

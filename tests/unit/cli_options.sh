@@ -3,10 +3,12 @@
 #  - docs/options.md is what the build's rdmx writes (one source);
 #  - perftest's letters mean perftest's meaning, each long name one letter,
 #    in every command;
-#  - every option of every command, given an empty value, a 100 KB value,
-#    a word or a number out of range where it wants a number, and the
-#    conflicting combinations below: exit status 2 and a message naming the
-#    option, never a signal, never a hang;
+#  - every command given an empty and a 100 KB value, unknown options and
+#    stray arguments; every option (once: a shared row parses the same in
+#    each command) an empty value, a word or an overflowing number where a
+#    number goes, a word outside its choices, 100 KB where a string goes;
+#    the conflicting combinations and unwritable outputs below: exit status
+#    2 and a message naming the option, never a signal, never a hang;
 #  - RDMX_FABRIC=fake selects the fake fabric; a server on it is refused;
 #  - a subcommand's --help prints its own page.
 # Usage: cli_options.sh RDMX SOURCE_DIR
@@ -75,26 +77,32 @@ while IFS=';' read -r cmd letter long meta; do
 	read -ra words <<<"$cmd"
 	[ "${#words[@]}" -gt 0 ] || continue # rdmx --version: below
 	[ -z "$quick" ] || [ "$cmd" = pingpong ] || continue
-	# every command: an empty value (a flag: any value) is refused by name
-	if [ -z "$meta" ]; then
-		expect2 "$long" "${words[@]}" "$long="
-	else
-		expect2 "$long" "${words[@]}" "$long" ""
+	# each command's first row: an empty value and a 100 KB one
+	if [ "$cmd" != "${last_cmd:-}" ]; then
+		last_cmd=$cmd
+		expect2 "$long" "${words[@]}" "$long=" # a flag: any value
+		expect2 "$long" "${words[@]}" "$long=$big"
 	fi
-	# the same row in another command parses the same: the rest once
+	# every option once (a row shared by several commands parses the same
+	# in each): empty, 100 KB where a string goes, a word and an overflowing
+	# number where a number goes, a word not among the choices
 	[ -z "${valued[$long$meta]:-}" ] || continue
 	valued[$long$meta]=1
-	expect2 "$long" "${words[@]}" "$long=$big"
-	[ -z "$meta" ] && continue
-	[ -z "$letter" ] || expect2 "$long" "${words[@]}" "$letter" ""
+	if [ -z "$meta" ]; then
+		expect2 "$long" "${words[@]}" "$long=x"
+		continue
+	fi
+	expect2 "$long" "${words[@]}" "$long" ""
 	case $meta in
-	N | PORT | MS | BYTES | PCT | SEC | NAME | MODE | HOW | WHEN | WHICH | UNIT | PATH | POLICY)
+	N | PORT | MS | BYTES | PCT | K)
+		expect2 "$long" "${words[@]}" "$long" "x-1"
+		expect2 "$long" "${words[@]}" "$long" "99999999999999999999"
+		;;
+	SEC | NAME | MODE | HOW | WHEN | WHICH | UNIT | PATH | POLICY)
 		expect2 "$long" "${words[@]}" "$long" "x-1"
 		;;
-	esac
-	case $meta in
-	N | PORT | MS | BYTES | PCT)
-		expect2 "$long" "${words[@]}" "$long" "99999999999999999999"
+	*)
+		expect2 "$long" "${words[@]}" "$long=$big"
 		;;
 	esac
 done <"$dir/rows"
@@ -105,9 +113,9 @@ for cmd in devices pingpong bench doctor kv "kv serve" "kv get" "kv put" "kv del
 	read -ra words <<<"$cmd"
 	expect2 "--bogus" "${words[@]}" --bogus
 	expect2 "--${big:0:40}" "${words[@]}" "--$big"
-	expect2 "-Z" "${words[@]}" -Z
-	expect2 "--help" "${words[@]}" --help=nroff
 done
+expect2 "-Z" pingpong -Z
+expect2 "--help" kv get --help=nroff
 expect2 "unexpected argument" devices extra
 expect2 "too many arguments" pingpong a b
 expect2 "--version" --version extra
@@ -125,6 +133,7 @@ expect2 "nosuch" rpc nosuch
 expect2 "--duration" bench --iters 5 --duration 1
 expect2 "--size" bench -a --size 64
 expect2 "--notify" bench -c send_recv --notify imm
+expect2 "--notify" bench --fabric fake --notify imm
 expect2 "--ack" pingpong --ack read
 expect2 "--notify" rpc bench --notify imm # rpc bench has no --notify
 expect2 "only one can go to stdout" bench --fabric fake --json - --csv -
