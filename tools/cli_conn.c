@@ -59,7 +59,7 @@ static void address_rows(const struct cli_conn_dest *d, struct opt **r)
 	if (d->ib_port)
 		row(r, (struct opt){ "ib-port", 'i', OPT_INT, d->ib_port, 0, 255, NULL,
 			"N", "port of the RDMA device whose address is the local one "
-			"(default: the first active)" });
+			"(0: the first active)" });
 	if (d->gid_index) {
 		row(r, (struct opt){ "gid-index", 'x', OPT_INT, d->gid_index, 0, 65535,
 			NULL, "N", "GID table index of the local address (default: "
