@@ -439,6 +439,10 @@ int cmd_rpc(int argc, char **argv)
 		  "RPC transport" },
 		{ "max-size", 0, OPT_SIZE, &cfg.max_size, 1, 1 << 30, NULL, "BYTES",
 		  "the echo method's largest request and response: the contract" },
+		{ "tx-depth", 't', OPT_INT, &cfg.window, 1, 4096, NULL, "N",
+		  "calls in flight per client (the RPC window; serve: rfp's and herd's "
+		  "slots per client, the most a client may use)" },
+		{ "window", 0, OPT_INT, &cfg.window, 1, 4096, NULL, "N", NULL },
 		{ 0 },
 	};
 	const struct opt server_rows[] = {
@@ -461,9 +465,6 @@ int cmd_rpc(int argc, char **argv)
 		{ "iters", 'n', OPT_INT, &cfg.count, 1, 1000000000, NULL, "N",
 		  "calls to make" },
 		{ "count", 0, OPT_INT, &cfg.count, 1, 1000000000, NULL, "N", NULL },
-		{ "tx-depth", 't', OPT_INT, &cfg.window, 1, 4096, NULL, "N",
-		  "calls in flight (the RPC window)" },
-		{ "window", 0, OPT_INT, &cfg.window, 1, 4096, NULL, "N", NULL },
 		{ 0 },
 	};
 	const struct opt table[] = {
