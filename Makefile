@@ -111,7 +111,7 @@ soak: build asan
 	  env RDMX_RPC_CALLS=$${RDMX_RPC_CALLS:-100000} $$e $(BUILD)/bin/test_rpc || exit 1; done
 	RDMX_RPC_CALLS=$${RDMX_RPC_CALLS:-100000} $(SANDBOX) -- tests/run-integration $(ASAN_BUILD)
 
-# rdmx bench -p all in the sandbox; report, charts and data in results/<UTC>/.
+# rdmx bench -c all in the sandbox; report, charts and data in results/<UTC>/.
 demo: build
 	BUILD=$(BUILD) bench/demo
 

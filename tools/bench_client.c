@@ -55,8 +55,8 @@ static int check_max_msg(const struct bench_cfg *cfg, rdmx_conn *c,
 
 	if (max >= cfg->max_size)
 		return 0;
-	cli_set_err(e, "the connection's largest message is %s, below --sizes' "
-		    "largest (%s): start the server with --sizes up to %s too",
+	cli_set_err(e, "the connection's largest message is %s, below --size's "
+		    "largest (%s): start the server with --size up to %s too",
 		    opts_format_size(max, a, sizeof(a)),
 		    opts_format_size(cfg->max_size, b, sizeof(b)), b);
 	return -EMSGSIZE;

@@ -11,7 +11,7 @@ struct bench_cfg {
 	/* as given */
 	const char *protocol, *mode, *sizes_s, *duration_s, *fabric, *device;
 	const char *json, *csv, *plot, *addr;
-	long long iters, warmup, outstanding, threads, port, timeout, gid_index;
+	long long iters, warmup, outstanding, threads, port, timeout, gid_index, ib_port;
 	bool server;
 	bool single_receiver;			/* --single-receiver */
 	struct opts_list fail_if;		/* --fail-if, repeatable */

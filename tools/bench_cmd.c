@@ -8,8 +8,6 @@
 #include "bench_ep.h"
 #include "cmds.h"
 
-const char *const bench_fabrics[] = { "verbs", "fake", NULL };
-
 void bench_head_init(struct jw_head *h, struct bench_head_buf *b, const char *fabric,
 		     const char *addr, const char *local, int argc, char **argv)
 {
@@ -57,7 +55,9 @@ int bench_cmd_main(const struct bench_cmd *c, const struct opt *table, int argc,
 	if (rc != CMD_CONTINUE)
 		return rc;
 	*into->addr = n_pos ? pos[0] : NULL;
-	rc = c->check(into->cfg);
+	rc = cli_conn_check(c->name, into->conn);
+	if (rc == CMD_CONTINUE)
+		rc = c->check(into->cfg);
 	return rc == CMD_CONTINUE ? run_on_ctx(c, *into->fabric, into->cfg) : rc;
 }
 

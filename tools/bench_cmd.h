@@ -11,6 +11,7 @@
 
 #include <rdmx/rdmx.h>
 
+#include "cli.h"
 #include "json_out.h"
 #include "opts.h"
 
@@ -22,16 +23,6 @@
 	  "write every figure as CSV ('-': stdout)" }, \
 	{ "plot", 0, OPT_STRING, (plot), 0, 0, NULL, "DIR", \
 	  "write PNG and SVG charts (gnuplot) into DIR" }
-
-/* --device and --fabric of a command whose fake fabric runs the self-test. */
-#define BENCH_SELFTEST_OPTS(device, fabric) \
-	{ "device", 'd', OPT_STRING, (device), 0, 0, NULL, "DEV", \
-	  "RDMA device for the self-test's address (default: the first active)" }, \
-	{ "fabric", 0, OPT_CHOICE, (fabric), 0, 0, bench_fabrics, "NAME", \
-	  "verbs: RDMA; fake: in-process test double (self-test only)" }
-
-/* --fabric's choices. */
-extern const char *const bench_fabrics[];
 
 /* What a report's jw_head points into; the caller writes config. */
 struct bench_head_buf {
@@ -63,6 +54,7 @@ struct bench_cmd_cfg {
 	void *cfg;
 	const char **addr;		/* the optional ADDR (NULL: none) */
 	const char *const *fabric;	/* --fabric, for the context */
+	const struct cli_conn_dest *conn;	/* the shared connection rows */
 };
 
 /**

@@ -50,6 +50,11 @@ static int check_file(const char *opt, const char *path, char *err, size_t len)
 	return 0;
 }
 
+int bench_check_file(const char *opt, const char *path, char *err, size_t len)
+{
+	return check_file(opt, path, err, len);
+}
+
 /* Two options naming one file: by name, or the same existing file. */
 static bool same_file(const char *a, const char *b)
 {

@@ -9,6 +9,13 @@
 #include <stdio.h>
 
 /**
+ * bench_check_file - a file option @opt ("--pcap") names at @path can be
+ * written: not a directory, in a directory that can be written ("-":
+ * stdout, always). Returns 0, or -1 with the reason in @err.
+ */
+int bench_check_file(const char *opt, const char *path, char *err, size_t len);
+
+/**
  * bench_check_outputs - --json and --csv ("-": stdout) can be written, do
  * not name the same file (nor both stdout), --plot is a directory that can be written or
  * created, and gnuplot is installed when --plot is given. NULL: not given.
@@ -30,7 +37,7 @@ bool bench_have_program(const char *name);
 struct bench_mem {
 	uint64_t max_msg, ring_size;
 	uint64_t send_depth, recv_depth;
-	uint64_t conns;		/* the most at once (--threads) */
+	uint64_t conns;		/* the most at once (--conns) */
 	bool self_test;		/* both sides in this process */
 };
 

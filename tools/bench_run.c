@@ -6,7 +6,7 @@
  * Latency: each round trip is timed from before the send until the echo is
  * received (CLOCK_MONOTONIC). Bandwidth: the client sends as fast as the
  * endpoint takes messages (an rdmx connection holds at most send_depth =
- * --outstanding sends in flight), then END; the clock stops when the ACK
+ * --tx-depth sends in flight), then END; the clock stops when the ACK
  * arrives, which the server sends after it received every message, so only
  * delivered messages are counted. Warmup runs as its own untimed phase.
  */

@@ -70,16 +70,16 @@ int bench_parse_sizes(const char *s, uint64_t *out, int max, int *n,
 
 	*n = 0;
 	if (!s || !*s || strlen(s) >= sizeof(buf))
-		return perr(err, err_len, "--sizes: expected a list like 8,64,4K or 8..1M");
+		return perr(err, err_len, "--size: expected a list like 8,64,4K or 8..1M");
 	if (s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
-		return perr(err, err_len, "--sizes '%s': empty entry", s);
+		return perr(err, err_len, "--size '%s': empty entry", s);
 	strcpy(buf, s);
 	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		dots = strstr(item, "..");
 		if (dots ? parse_range(item, dots, out, max, n, why, sizeof(why)) :
 		    parse_one(item, &v, why, sizeof(why)) ||
 		    push(v, out, max, n, why, sizeof(why)))
-			return perr(err, err_len, "--sizes '%s': %s", s, why);
+			return perr(err, err_len, "--size '%s': %s", s, why);
 	}
 	return 0;
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Error reporting and local address selection shared by the subcommands. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "cmds.h"
@@ -50,8 +52,59 @@ void cli_print_err(const char *cmd, const struct cli_err *e)
 		fprintf(stderr, "rdmx %s: %s\n", cmd, e->msg);
 }
 
+/* The address of GID @gid_index (-1: the one rdmx picks) of port @p. */
+static int gid_address(const char *dev, const struct rdmx_port_info *p, int gid_index,
+		       char *buf, size_t len, struct cli_err *e)
+{
+	int k = p->picked_gid;
+
+	if (strcasecmp(p->state_name, "active")) {
+		cli_set_err(e, "-i %d: port %d of %s is %s, not ACTIVE", p->port, p->port,
+			    dev, p->state_name);
+		return -EADDRNOTAVAIL;
+	}
+	for (int g = 0; gid_index >= 0 && g < p->n_gids; g++)
+		k = p->gids[g].index == gid_index ? g : k;
+	if (k < 0 || (gid_index >= 0 && p->gids[k].index != gid_index) ||
+	    !p->gids[k].addr[0]) {
+		cli_set_err(e, "-i %d: port %d of %s has no GID %s with an IP address",
+			    p->port, p->port, dev, gid_index >= 0 ? "of that index" : "");
+		return -EADDRNOTAVAIL;
+	}
+	snprintf(buf, len, "%s", p->gids[k].addr);
+	return 0;
+}
+
+/* -i: the address of port @ib_port of @device (NULL: the first device
+ * that has such a port), as rdmx_pick_address() picks a port's. */
+static int port_address(const char *device, int ib_port, int gid_index, char *buf,
+			size_t len, struct cli_err *e)
+{
+	struct rdmx_device_info *devs;
+	int n, rc = rdmx_devices_list(&devs, &n);
+
+	if (rc) {
+		cli_fail(e, "list RDMA devices", rc, NULL);
+		return rc;
+	}
+	rc = -ENODEV;
+	for (int i = 0; i < n && rc == -ENODEV; i++)
+		for (int p = 0; p < devs[i].n_ports && rc == -ENODEV; p++)
+			if ((!device || !strcmp(device, devs[i].name)) &&
+			    devs[i].ports[p].port == ib_port)
+				rc = gid_address(devs[i].name, &devs[i].ports[p], gid_index,
+						 buf, len, e);
+	rdmx_devices_free(devs, n);
+	if (rc == -ENODEV && device)
+		cli_set_err(e, "-i %d: RDMA device %s has no port %d", ib_port, device,
+			    ib_port);
+	else if (rc == -ENODEV)
+		cli_set_err(e, "-i %d: no RDMA device has a port %d", ib_port, ib_port);
+	return rc;
+}
+
 int cli_local_addr(const char *cmd, const char *fabric, const char *device,
-		   int gid_index, char *buf, size_t len)
+		   int ib_port, int gid_index, char *buf, size_t len)
 {
 	struct cli_err e = { "" };
 	int rc;
@@ -60,7 +113,12 @@ int cli_local_addr(const char *cmd, const char *fabric, const char *device,
 		snprintf(buf, len, "fake"); /* the fake fabric's only address */
 		return EXIT_OK;
 	}
-	rc = rdmx_pick_address(device, gid_index, buf, len);
+	if (ib_port > 0 && port_address(device, ib_port, gid_index, buf, len, &e)) {
+		cli_print_err(cmd, &e);
+		fprintf(stderr, "rdmx %s: see 'rdmx devices'\n", cmd);
+		return EXIT_FAIL;
+	}
+	rc = ib_port > 0 ? 0 : rdmx_pick_address(device, gid_index, buf, len);
 	if (rc) {
 		cli_fail(&e, "no local RDMA address", rc, NULL);
 		cli_print_err(cmd, &e);

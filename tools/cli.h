@@ -9,6 +9,8 @@
 
 #include <rdmx/rdmx.h>
 
+#include "opts.h"
+
 /* One side's first error, formatted but not yet printed. */
 struct cli_err {
 	char msg[512];
@@ -37,10 +39,12 @@ void cli_print_err(const char *cmd, const struct cli_err *e);
 /**
  * cli_local_addr - the local address for a server or a self-test: "fake"
  * on the fake fabric, else the one rdmx_pick_address() picks for @device
- * and @gid_index. On failure prints why (and a hint) and returns EXIT_FAIL.
+ * and @gid_index; with @ib_port (-i; 0: any), that port's (rdma_cm binds
+ * to the port of the address). On failure prints why (and a hint) and
+ * returns EXIT_FAIL.
  */
 int cli_local_addr(const char *cmd, const char *fabric, const char *device,
-		   int gid_index, char *buf, size_t len);
+		   int ib_port, int gid_index, char *buf, size_t len);
 
 /* --ring-size: bounds, and the help line both subcommands show. */
 #define CLI_RING_MIN 4096ull
@@ -97,5 +101,49 @@ uint8_t cli_choice_index(const char *const *choices, const char *name);
 void cli_lab_caps(struct rdmx_listener_opts *lo);
 
 uint64_t cli_elapsed_ns(const struct timespec *a, const struct timespec *b);
+
+/*
+ * The connection options every subcommand shares (cli_conn.c): one block
+ * of rows, one help text each, included in each command's options table
+ * (OPTS_INCLUDE). A command says where each value goes; a NULL
+ * destination leaves its row out (doctor has no ring).
+ */
+struct cli_conn_dest {
+	const char **protocol;		/* -c, --protocol */
+	const char *const *protocols;	/* its choices; NULL: a list (bench) */
+	const char **device;		/* -d, --device */
+	long long *ib_port;		/* -i, --ib-port (0: any) */
+	long long *gid_index;		/* -x, --gid-index (-1: automatic) */
+	long long *port;		/* -p, --port */
+	long long port_min;		/* 0, or -1 where -1 means "none" (kv) */
+	long long *timeout;		/* --timeout, ms */
+	const char **wait, **notify, **ack;	/* --wait, --notify, --ack */
+	uint64_t *ring_size;		/* --ring-size */
+	const char **fabric;		/* --fabric */
+};
+
+#define CLI_CONN_ROWS 24	/* rows cli_conn_rows() may write, terminator included */
+
+/**
+ * cli_conn_rows - the shared connection rows for @d into @rows (at most
+ * CLI_CONN_ROWS, all-zero terminated), hidden old spellings included.
+ * The fabric's default is RDMX_FABRIC from the environment when set.
+ */
+void cli_conn_rows(const struct cli_conn_dest *d, struct opt *rows);
+
+/**
+ * cli_conn_check - after parsing: --notify and --ack only with a ring
+ * protocol among @protocols (a comma list; "all" has them), and
+ * RDMX_FABRIC naming a fabric. Prints the usage error for @cmd and
+ * returns EXIT_USAGE, else CMD_CONTINUE.
+ */
+int cli_conn_check(const char *cmd, const struct cli_conn_dest *d);
+
+/**
+ * cli_fake_server_refused - a server on the fake fabric (@fabric) serves
+ * only its own process: refused with a message for @cmd (EXIT_USAGE);
+ * CMD_CONTINUE on a real fabric.
+ */
+int cli_fake_server_refused(const char *cmd, const char *fabric);
 
 #endif /* RDMX_TOOLS_CLI_H */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench_client.h"
+#include "bench_cmd.h"
 #include "bench_pcap.h"
 #include "bench_pre.h"
 #include "bench_server.h"
@@ -21,7 +22,7 @@
 
 #define DEFAULT_SIZES	"8,64,512,4K,32K,256K,1M"
 #define DEFAULT_ITERS	1000
-#define RECV_HEADROOM	4	/* receive depth = RECV_HEADROOM x --outstanding */
+#define RECV_HEADROOM	4	/* receive depth = RECV_HEADROOM x --tx-depth */
 #define DEFAULT_MAX_REGRESS 10	/* --baseline without --max-regress: percent */
 
 static const struct opts_page bench_page = {
@@ -31,19 +32,19 @@ static const struct opts_page bench_page = {
 		"rdmx bench [OPTIONS] ADDR\n"
 		"rdmx bench [OPTIONS]",
 	.description =
-		"Measures each protocol of --protocol at each size of --sizes.\n"
+		"Measures each protocol of --protocol at each size of --size.\n"
 		"Latency (--mode lat): one message at a time, echoed by the server;\n"
 		"round-trip and one-way (half) min, p50, p90, p99, p99.9, max, mean\n"
 		"and stdev (CLOCK_MONOTONIC, warmup excluded). Bandwidth (--mode bw):\n"
-		"the client keeps --outstanding messages in flight; the clock stops\n"
+		"the client keeps --tx-depth messages in flight; the clock stops\n"
 		"when the server confirms it received every message, so messages/s\n"
 		"and Gb/s count delivered messages only. CPU time (user and system)\n"
 		"of each side's threads is reported as a percentage of one core.\n"
 		"\n"
-		"-p all runs every built-in protocol and tcp: the same tests over a\n"
+		"-c all runs every built-in protocol and tcp: the same tests over a\n"
 		"plain TCP socket (TCP_NODELAY, length-prefixed frames) on the same\n"
-		"address, the kernel baseline. --threads T runs the tests on 1, 2,\n"
-		"4, ... and T connections at once, one thread each, and reports the\n"
+		"address, the kernel baseline. --conns N runs the tests on 1, 2,\n"
+		"4, ... and N connections at once, one thread each, and reports the\n"
 		"aggregate and per-connection rates.\n"
 		"\n"
 		"--single-receiver (N:1): the server answers all N connections of a\n"
@@ -60,8 +61,8 @@ static const struct opts_page bench_page = {
 		"With --server, listens on ADDR (default: every address) for every\n"
 		"protocol of --protocol (default all): rdmx protocol i of 'rdmx\n"
 		"--version' on --port + i, tcp on the next port; serves clients until\n"
-		"one finishes its run. Start it with --sizes covering the client's\n"
-		"and the same --outstanding. With ADDR, runs the tests against such a\n"
+		"one finishes its run. Start it with --size covering the client's\n"
+		"and the same --tx-depth. With ADDR, runs the tests against such a\n"
 		"server. With neither, runs both ends in this process on the address\n"
 		"rdmx would use (see rdmx devices).\n"
 		"\n"
@@ -86,7 +87,7 @@ static const struct opts_page bench_page = {
 		"fails the run. The violations are listed at the end, on stderr. Both\n"
 		"are checked before the first test: a bad expression is a usage error.\n"
 		"\n"
-		"Many small messages (issue 10): --batch N sends bandwidth tests'\n"
+		"Many small messages: --batch N (-l) sends bandwidth tests'\n"
 		"messages in bursts of N, every send of a burst but its last with\n"
 		"RDMX_SEND_MORE (rdmx_send_flags), so a protocol may post them\n"
 		"together; a list (1,16 or 1..64) gives one bandwidth row per value.\n"
@@ -112,15 +113,14 @@ static const struct opts_page bench_page = {
 		"one host (the self-test) stays inside the device and is not on the\n"
 		"interface: capture a client talking to a --server on another host.\n"
 		"\n"
-		"perftest spellings are understood: -a (every size from 2 to 8M,\n"
-		"same as --all-sizes), -x N (GID index, --gid-index), -q N\n"
-		"(connections, --threads; rdmx runs 1, 2, 4, ... N of them),\n"
-		"--report_gbits (--rate gbps, the default), --out_json (--json -),\n"
-		"--out_json_file FILE (--json FILE) and -F (ignored, with a note: rdmx\n"
-		"times with CLOCK_MONOTONIC, not CPU cycles). Where a letter means\n"
-		"something else in rdmx, a perftest value is refused or noted with\n"
-		"the rdmx spelling: -p is --protocol (perftest's port: --port), -t\n"
-		"is --timeout in ms (perftest's send depth: --outstanding, -k).",
+		"perftest's letters mean what they mean in perftest: -p port, -d\n"
+		"device, -x GID index, -s size, -n iterations, -D duration, -a all\n"
+		"sizes (2 to 8M), -q connections (rdmx runs 1, 2, 4, ... N of them),\n"
+		"-l post list (--batch), -Q CQ moderation (--signal-every), -t TX\n"
+		"depth; -c is the protocol (perftest's connection type). Also\n"
+		"understood: --report_gbits (--rate gbps, the default), --out_json\n"
+		"(--json -), --out_json_file FILE (--json FILE) and -F (ignored, with\n"
+		"a note: rdmx times with CLOCK_MONOTONIC, not CPU cycles).",
 	.exit_status =
 		"0   every test ran (and every --fail-if and --baseline limit held)\n"
 		"1   a test or an rdmx call failed (the other protocols still run)\n"
@@ -129,16 +129,15 @@ static const struct opts_page bench_page = {
 		"130, 143  stopped by SIGINT, SIGTERM (the finished rows are written)",
 	.examples =
 		"rdmx bench                                   # self-test, send_recv\n"
-		"rdmx bench -p all --sizes 64,4K,64K --iters 2000 --json out.json\n"
+		"rdmx bench -c all --size 64,4K,64K --iters 2000 --json out.json\n"
 		"rdmx bench --server                          # on host A\n"
-		"rdmx bench -p all --mode bw --threads 4 HOST_A   # on host B\n"
-		"rdmx bench -p tcp,send_recv --duration 2 --plot plots/\n"
+		"rdmx bench -c all --mode bw --conns 4 HOST_A     # on host B\n"
+		"rdmx bench -c tcp,send_recv --duration 2 --plot plots/\n"
 		"rdmx bench --fail-if 'send_recv:64:p99>20us' --baseline main.json\n"
-		"sandbox/run -- rdmx bench -p all --sizes 8..64K",
+		"sandbox/run -- rdmx bench -c all --size 8..64K",
 	.see_also = "rdmx(1), rdmx-devices(1), rdmx-pingpong(1)",
 };
 
-static const char *const fabrics[] = { "verbs", "fake", NULL };
 static const char *const modes[] = { "lat", "bw", "both", NULL };
 static const char *const progress_modes[] = { "auto", "always", "never", NULL };
 static const char *const lat_columns[] = { "rtt", "one-way", NULL };
@@ -154,16 +153,16 @@ static int check_roles(const struct bench_cfg *cfg)
 	int n;
 
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
-		return usage_err("%s", "--fabric fake runs only the self-test "
-				 "(no --server, no ADDR)");
+		return usage_err("%s", "--fabric fake (or RDMX_FABRIC=fake) runs only "
+				 "the self-test (no --server, no ADDR)");
 	if (cfg->server && (cfg->json || cfg->csv || cfg->plot || cfg->pcap))
 		return usage_err("%s", "--json, --csv, --plot and --pcap are for the "
 				 "client or the self-test, not --server");
 	if (cfg->pcap && strcmp(cfg->fabric, "verbs"))
 		return usage_err("%s", "--pcap captures an RDMA device's packets: "
 				 "not with --fabric fake");
-	if (!cfg->server && cfg->addr && (cfg->device || cfg->gid_index >= 0))
-		return usage_err("%s", "--device and --gid-index choose a local "
+	if (!cfg->server && cfg->addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return usage_err("%s", "--device, --ib-port and --gid-index choose a local "
 				 "address: they apply to --server and the self-test");
 	if (!cfg->server && cfg->addr && cfg->port == 0)
 		return usage_err("%s", "--port: a client needs the server's port "
@@ -198,7 +197,7 @@ static int check_gates(struct bench_cfg *cfg)
 				     err, sizeof(err)))
 			return usage_err("--fail-if '%s': %s", cfg->fail_if.v[i], err);
 		if (g->size && !has_size(cfg, g->size))
-			return usage_err("--fail-if '%s': that size is not in --sizes",
+			return usage_err("--fail-if '%s': that size is not in --size",
 					 g->text);
 		if (!(cfg->modes & (int)bench_gate_mode(g)))
 			return usage_err("--fail-if '%s': the metric comes from the %s "
@@ -238,14 +237,21 @@ static int check_preflight(struct bench_cfg *cfg)
 
 	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
 		return usage_err("%s", err);
+	if (cfg->pcap && !strcmp(cfg->pcap, "-"))
+		return usage_err("%s", "--pcap -: the packets go to a file, not stdout");
+	if (cfg->pcap && bench_check_file("--pcap", cfg->pcap, err, sizeof(err)))
+		return usage_err("%s", err);
+	if (cfg->pcap && ((cfg->json && !strcmp(cfg->json, cfg->pcap)) ||
+			  (cfg->csv && !strcmp(cfg->csv, cfg->pcap))))
+		return usage_err("--pcap %s: also the --json or --csv file", cfg->pcap);
 	if (cfg->pcap && bench_pcap_find_tcpdump(cfg->tcpdump, sizeof(cfg->tcpdump),
 						 err, sizeof(err)))
 		return usage_err("%s", err);
 	if (avail && need > avail)
 		return usage_err("the message buffers need about %s (%s side%s x %llu "
 				 "connection%s x (%llu slots x %s + the ring)), more than "
-				 "the %s available: lower --sizes, --outstanding or "
-				 "--threads", human(need, a, sizeof(a)),
+				 "the %s available: lower --size, --tx-depth or "
+				 "--conns", human(need, a, sizeof(a)),
 				 m.self_test ? "2" : "1", m.self_test ? "s" : "",
 				 cfg->threads, cfg->threads > 1 ? "s" : "",
 				 (unsigned long long)(m.send_depth + m.recv_depth),
@@ -258,26 +264,15 @@ static int check_preflight(struct bench_cfg *cfg)
 	return CMD_CONTINUE;
 }
 
-static bool all_digits(const char *s)
-{
-	return *s && strspn(s, "0123456789") == strlen(s);
-}
-
 /* perftest spellings: map them, refuse or note where rdmx means otherwise. */
 static int check_perftest(struct bench_cfg *cfg)
 {
 	if (cfg->all_sizes && cfg->sizes_s)
-		return usage_err("%s", "-a (--all-sizes) and --sizes exclude each other");
+		return usage_err("%s", "-a (--all-sizes) and --size exclude each other");
 	if (cfg->all_sizes)
 		cfg->sizes_s = ALL_SIZES;
 	if (!cfg->sizes_s)
 		cfg->sizes_s = DEFAULT_SIZES;
-	if (cfg->protocol && all_digits(cfg->protocol))
-		return usage_err("-p %s: -p is --protocol in rdmx (a protocol name); "
-				 "perftest's -p (the port) is --port", cfg->protocol);
-	if (cfg->timeout < 1000)
-		fprintf(stderr, "rdmx bench: note: -t/--timeout is %lld ms; perftest's "
-			"-t (send queue depth) is --outstanding (-k)\n", cfg->timeout);
 	if (cfg->perftest_f)
 		fprintf(stderr, "rdmx bench: note: -F ignored: rdmx times with "
 			"CLOCK_MONOTONIC, not CPU cycles, so the CPU frequency "
@@ -351,7 +346,7 @@ static int check_cfg(struct bench_cfg *cfg)
 	    cfg->n_protos == 1)
 		return usage_err("%s", "--single-receiver: tcp has no listener call "
 				 "to serve its connections from one thread; add an "
-				 "rdmx protocol (-p all)");
+				 "rdmx protocol (-c all)");
 	if (cfg->server && (cfg->fail_if.n || cfg->baseline))
 		return usage_err("%s", "--fail-if and --baseline are for the client "
 				 "or the self-test, not --server");
@@ -404,8 +399,8 @@ static int run_server(rdmx_ctx *ctx, const struct bench_cfg *cfg)
 	char buf[64];
 	int rc;
 
-	if (!addr && (cfg->device || cfg->gid_index >= 0)) {
-		if (cli_local_addr("bench", cfg->fabric, cfg->device,
+	if (!addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("bench", cfg->fabric, cfg->device, (int)cfg->ib_port,
 				   (int)cfg->gid_index, buf, sizeof(buf)))
 			return EXIT_FAIL;
 		addr = buf;
@@ -550,8 +545,8 @@ static int self_test_start(struct run *r)
 	bool fake = !strcmp(cfg->fabric, "fake");
 	struct bench_server_cfg sc;
 
-	if (cli_local_addr("bench", cfg->fabric, cfg->device, (int)cfg->gid_index,
-			   r->local, sizeof(r->local)))
+	if (cli_local_addr("bench", cfg->fabric, cfg->device, (int)cfg->ib_port,
+			   (int)cfg->gid_index, r->local, sizeof(r->local)))
 		return EXIT_FAIL;
 	r->target.addr = r->local;
 	r->target.tcp_addr = fake ? "127.0.0.1" : r->local;
@@ -717,81 +712,68 @@ int cmd_bench(int argc, char **argv)
 				 .fabric = "verbs", .progress = "auto",
 				 .wait = "adaptive", .coalesce = "default", .notify = "default",
 				 .ack = "default" };
+	const struct cli_conn_dest conn = {
+		.protocol = &cfg.protocol, .device = &cfg.device, .ib_port = &cfg.ib_port,
+		.gid_index = &cfg.gid_index, .port = &cfg.port, .timeout = &cfg.timeout,
+		.wait = &cfg.wait, .notify = &cfg.notify, .ack = &cfg.ack,
+		.ring_size = &cfg.ring_size, .fabric = &cfg.fabric,
+	};
+	struct opt conn_rows[CLI_CONN_ROWS];
 	const struct opt table[] = {
-		{ "protocol", 'p', OPT_STRING, &cfg.protocol, 0, 0, NULL, "NAME",
-		  "protocol, 'tcp', 'all' (every protocol and tcp) or a comma list "
-		  "(default: send_recv; --server: all)" },
-		{ "mode", 'm', OPT_CHOICE, &cfg.mode, 0, 0, modes, "MODE",
+		OPTS_INCLUDE(conn_rows),
+		{ "mode", 0, OPT_CHOICE, &cfg.mode, 0, 0, modes, "MODE",
 		  "latency, bandwidth or both" },
-		{ "sizes", 's', OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST",
+		{ "size", 's', OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST",
 		  "message sizes: 64,4K,1M and ranges 8..1M (powers of 2; default: "
 		  DEFAULT_SIZES ")" },
+		{ "sizes", 0, OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST", NULL },
 		{ "all-sizes", 'a', OPT_FLAG, &cfg.all_sizes, 0, 0, NULL, NULL,
 		  "every power of 2 from 2 to 8M, as perftest's -a" },
 		{ "iters", 'n', OPT_INT, &cfg.iters, 1, 1000000000, NULL, "N",
 		  "timed messages per test and connection (default: 1000)" },
 		{ "duration", 'D', OPT_STRING, &cfg.duration_s, 0, 0, NULL, "SEC",
 		  "run each test for SEC seconds instead of --iters" },
-		{ "warmup", 'w', OPT_INT, &cfg.warmup, 0, 1000000000, NULL, "N",
+		{ "warmup", 0, OPT_INT, &cfg.warmup, 0, 1000000000, NULL, "N",
 		  "untimed messages before each test" },
-		{ "ring-size", 0, OPT_SIZE, &cfg.ring_size, CLI_RING_MIN, CLI_RING_MAX, NULL,
-		  "BYTES", CLI_RING_HELP },
-		{ "outstanding", 'k', OPT_INT, &cfg.outstanding, 1, 4096, NULL, "K",
-		  "messages in flight in bandwidth tests (send depth; receive depth: 4 x K)" },
-		{ "batch", 0, OPT_STRING, &cfg.batch_s, 0, 0, NULL, "LIST",
-		  "bandwidth: bursts of N sends (RDMX_SEND_MORE but the last); a "
-		  "list 1,16 or 1..64 runs each (default: 1)" },
+		{ "tx-depth", 't', OPT_INT, &cfg.outstanding, 1, 4096, NULL, "N",
+		  "messages in flight in bandwidth tests (send depth; receive depth: 4 x N)" },
+		{ "outstanding", 0, OPT_INT, &cfg.outstanding, 1, 4096, NULL, "N", NULL },
+		{ "batch", 'l', OPT_STRING, &cfg.batch_s, 0, 0, NULL, "LIST",
+		  "bandwidth: post lists (bursts) of N sends (RDMX_SEND_MORE but the "
+		  "last); a list 1,16 or 1..64 runs each (default: 1)" },
 		{ "coalesce", 0, OPT_CHOICE, &cfg.coalesce, 0, 0, coalesce_modes,
 		  "WHEN", "a burst's messages in one work request: the protocol's "
 		  "default, on or off" },
 		{ "sendv", 0, OPT_FLAG, &cfg.sendv, 0, 0, NULL, NULL,
 		  "bandwidth: send each burst with one rdmx_sendv call (copies "
 		  "from the bench's buffer) instead of --batch rdmx_send_flags" },
-		{ "signal-every", 0, OPT_INT, &cfg.signal_every, 0, 2048, NULL, "N",
-		  "one signaled send completion per N sends (0: the protocol's "
-		  "default)" },
-		{ "threads", 'T', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "T",
-		  "connections, one thread each: runs 1, 2, 4, ... T" },
+		{ "signal-every", 'Q', OPT_INT, &cfg.signal_every, 0, 2048, NULL, "N",
+		  "CQ moderation: one signaled send completion per N sends (0: the "
+		  "protocol's default)" },
+		{ "conns", 'q', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "N",
+		  "connections (queue pairs), one thread each: runs 1, 2, 4, ... N" },
+		{ "threads", 0, OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "N", NULL },
 		{ "single-receiver", 0, OPT_FLAG, &cfg.single_receiver, 0, 0, NULL, NULL,
 		  "N:1: one server thread serves all connections of a protocol" },
-		{ "json", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE",
-		  "write every figure as JSON ('-': stdout, the table then on stderr)" },
-		{ "csv", 0, OPT_STRING, &cfg.csv, 0, 0, NULL, "FILE",
-		  "write every figure as CSV ('-': stdout)" },
+		BENCH_OUTPUT_OPTS(&cfg.json, &cfg.csv, &cfg.plot),
 		{ "latency", 0, OPT_CHOICE, &cfg.latency, 0, 0, lat_columns, "WHICH",
 		  "the latency table's columns: round trip, or one-way (half of it)" },
 		{ "rate", 0, OPT_CHOICE, &cfg.rate, 0, 0, rate_columns, "UNIT",
 		  "the bandwidth table's throughput: Gb/s (1e9 bits) or MB/s (1e6 bytes)" },
-		{ "wait", 0, OPT_CHOICE, &cfg.wait, 0, 0, cli_wait_modes, "MODE",
-		  CLI_WAIT_HELP },
-		{ "notify", 0, OPT_CHOICE, &cfg.notify, 0, 0, cli_notify_modes, "HOW",
-		  CLI_NOTIFY_HELP },
-		{ "ack", 0, OPT_CHOICE, &cfg.ack, 0, 0, cli_ack_modes, "HOW",
-		  CLI_ACK_HELP },
 		{ "progress", 0, OPT_CHOICE, &cfg.progress, 0, 0, progress_modes, "WHEN",
 		  "the progress line on stderr for tests over a second (auto: on a "
 		  "terminal)" },
-		{ "plot", 0, OPT_STRING, &cfg.plot, 0, 0, NULL, "DIR",
-		  "write PNG and SVG charts (gnuplot) into DIR" },
 		{ "pcap", 0, OPT_STRING, &cfg.pcap, 0, 0, NULL, "FILE",
 		  "capture the RoCEv2 packets (tcpdump, udp port 4791) on the "
 		  "device's network interface into FILE" },
-		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
-		  "base port: protocol i on PORT + i (--server: 0 picks free ones)" },
-		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
-		  "connect timeout and the longest wait for one message, in ms" },
-		{ "device", 'd', OPT_STRING, &cfg.device, 0, 0, NULL, "DEV",
-		  "RDMA device for the local address (default: the first active)" },
-		{ "gid-index", 'g', OPT_INT, &cfg.gid_index, 0, 65535, NULL, "N",
-		  "GID table index for the local address (default: automatic)" },
 		{ "server", 0, OPT_FLAG, &cfg.server, 0, 0, NULL, NULL,
 		  "serve benchmark clients until one finishes its run" },
-		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
-		  "verbs: RDMA; fake: in-process test double (self-test only)" },
 		/* perftest spellings (hidden; see the description) */
-		{ "gid", 'x', OPT_INT, &cfg.gid_index, 0, 65535, NULL, "N", NULL },
-		{ "qp", 'q', OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "N", NULL },
-		{ "cpu-freq-f", 'F', OPT_FLAG, &cfg.perftest_f, 0, 0, NULL, NULL, NULL },
+		{ "all", 0, OPT_FLAG, &cfg.all_sizes, 0, 0, NULL, NULL, NULL },
+		{ "qp", 0, OPT_INT, &cfg.threads, 1, BENCH_MAX_THREADS, NULL, "N", NULL },
+		{ "cq-mod", 0, OPT_INT, &cfg.signal_every, 0, 2048, NULL, "N", NULL },
+		{ "post_list", 0, OPT_STRING, &cfg.batch_s, 0, 0, NULL, "LIST", NULL },
+		{ "CPU-freq", 'F', OPT_FLAG, &cfg.perftest_f, 0, 0, NULL, NULL, NULL },
 		{ "report_gbits", 0, OPT_FLAG, &cfg.report_gbits, 0, 0, NULL, NULL, NULL },
 		{ "out_json", 0, OPT_FLAG, &cfg.out_json, 0, 0, NULL, NULL, NULL },
 		{ "out_json_file", 0, OPT_STRING, &cfg.json, 0, 0, NULL, "FILE", NULL },
@@ -812,11 +794,14 @@ int cmd_bench(int argc, char **argv)
 	cfg.max_regress = -1;
 	cfg.argc = argc;
 	cfg.argv = argv;
+	cli_conn_rows(&conn, conn_rows);
 	rc = cmd_parse(&bench_page, table, argc, argv, pos, 1, &n_pos);
 	if (rc != CMD_CONTINUE)
 		return rc;
 	cfg.addr = n_pos ? pos[0] : NULL;
-	rc = check_cfg(&cfg);
+	rc = check_cfg(&cfg); /* first: it names the default protocols */
+	if (rc == CMD_CONTINUE)
+		rc = cli_conn_check("bench", &conn);
 	if (rc == CMD_CONTINUE)
 		rc = run(&cfg);
 	bench_baseline_free(&cfg.base);

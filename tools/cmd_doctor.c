@@ -21,11 +21,12 @@
 
 #include <rdmx/rdmx.h>
 
+#include "cli.h"
 #include "cmds.h"
 
 static const struct opts_page doctor_page = {
 	.name = "rdmx-doctor - check this host's RDMA set-up, and the way to a peer",
-	.synopsis = "rdmx doctor [--json] [--port PORT] [--timeout MS] [PEER]",
+	.synopsis = "rdmx doctor [--json] [-d DEV] [-c PROTOCOL] [-p PORT] [--timeout MS] [PEER]",
 	.description =
 		"Runs the checks of a SoftRoCE or RoCE lab and prints one line per\n"
 		"finding: ok, warn, fail or skip, what was seen and, for warn and\n"
@@ -37,11 +38,13 @@ static const struct opts_page doctor_page = {
 		"fail); the memlock limit against what a default connection\n"
 		"registers; hugepages (information only); firewall rules that drop\n"
 		"RoCEv2's UDP port 4791 (nft, iptables); and the port hw_counters\n"
-		"that point at trouble (retries, sequence errors, RNR).\n"
+		"that point at trouble (retries, sequence errors, RNR). --device and\n"
+		"--ib-port check that device's, that port's only.\n"
 		"\n"
 		"With PEER, also: rdma_cm resolving PEER's address and route to a\n"
 		"local device and port, and one 64-byte message echoed by an\n"
-		"'rdmx pingpong --server' listening on PEER and --port.",
+		"'rdmx pingpong --server' listening on PEER and --port (with the same\n"
+		"--protocol).",
 	.exit_status =
 		"0   no check failed (warnings allowed)\n"
 		"1   at least one check failed\n"
@@ -74,8 +77,8 @@ struct doctor {
 	int n;
 	struct rdmx_device_info *devs;
 	int ndev;
-	const char *peer;
-	long long port, timeout;
+	const char *peer, *device, *protocol;
+	long long port, timeout, ib_port;
 };
 
 static void note(struct doctor *d, enum verdict v, const char *check,
@@ -457,16 +460,26 @@ static void check_counters(struct doctor *d, const char *dev, const struct rdmx_
 
 static void check_ports(struct doctor *d)
 {
+	bool seen = false;
+
 	for (int i = 0; i < d->ndev; i++) {
 		const struct rdmx_device_info *dv = &d->devs[i];
 
+		if (d->device && strcmp(d->device, dv->name))
+			continue;
 		for (int k = 0; k < dv->n_ports; k++) {
+			if (d->ib_port && dv->ports[k].port != d->ib_port)
+				continue;
+			seen = true;
 			check_port_state(d, dv->name, &dv->ports[k]);
 			check_mtu(d, dv->name, &dv->ports[k]);
 			check_gid(d, dv->name, &dv->ports[k]);
 			check_counters(d, dv->name, &dv->ports[k]);
 		}
 	}
+	if ((d->device || d->ib_port) && !seen)
+		note(d, V_FAIL, "device", "see 'rdmx devices'", "no port %lld of RDMA "
+		     "device %s", d->ib_port, d->device ? d->device : "(any)");
 }
 
 /* ------------------------------------------------------------ the peer */
@@ -533,6 +546,8 @@ static void check_pingpong(struct doctor *d)
 		 "give its --port", d->peer, d->port);
 	rdmx_conn_opts_init(&o);
 	o.connect_timeout_ms = (int)d->timeout;
+	if (d->protocol)
+		o.protocol = d->protocol;
 	rc = rdmx_ctx_create(&ctx, &co);
 	if (rc) {
 		note(d, V_FAIL, "pingpong", NULL, "no rdmx context: %s", rdmx_last_error());
@@ -607,13 +622,15 @@ int cmd_doctor(int argc, char **argv)
 {
 	static struct doctor d;
 	bool json = false;
+	const struct cli_conn_dest conn = {
+		.protocol = &d.protocol, .protocols = rdmx_protocol_names(),
+		.device = &d.device, .ib_port = &d.ib_port, .port = &d.port, .timeout = &d.timeout,
+	};
+	struct opt conn_rows[CLI_CONN_ROWS];
 	const struct opt table[] = {
+		OPTS_INCLUDE(conn_rows),
 		{ "json", 0, OPT_FLAG, &json, 0, 0, NULL, NULL,
 		  "print the findings as one JSON object" },
-		{ "port", 0, OPT_INT, &d.port, 1, 65535, NULL, "PORT",
-		  "the peer's pingpong server port (default 7471)" },
-		{ "timeout", 0, OPT_INT, &d.timeout, 100, 600000, NULL, "MS",
-		  "bound of each step toward the peer (default 5000)" },
 		{ 0 },
 	};
 	const char *pos[1];
@@ -621,7 +638,13 @@ int cmd_doctor(int argc, char **argv)
 
 	d.port = RDMX_DEFAULT_PORT;
 	d.timeout = 5000;
+	cli_conn_rows(&conn, conn_rows);
 	rc = cmd_parse(&doctor_page, table, argc, argv, pos, 1, &npos);
+	if (rc == CMD_CONTINUE)
+		rc = cli_conn_check("doctor", &conn);
+	if (rc == CMD_CONTINUE && npos && d.port == 0)
+		rc = cmd_usage_err("doctor", "%s", "--port 0: the peer's pingpong "
+				   "server listens on a port, 1-65535");
 	if (rc != CMD_CONTINUE)
 		return rc;
 	d.peer = npos ? pos[0] : NULL;

@@ -9,6 +9,7 @@
 #include <rdmx/kv.h>
 #include <rdmx/rdmx.h>
 
+#include "cli.h"
 #include "cmds.h"
 #include "kv_bench.h"
 
@@ -20,7 +21,7 @@ static const struct opts_page kv_page = {
 		    "              [--item-max BYTES] [--max-clients N] [--evict none|lru]\n"
 		    "              [--idle-timeout MS] [--conn-buffer BYTES] [--buffer-max BYTES]\n"
 		    "              [--reqs-per-event N]\n"
-		    "rdmx kv get ADDR KEY [--mode rpc|read|auto]\n"
+		    "rdmx kv get ADDR KEY [--get-path rpc|read|auto]\n"
 		    "rdmx kv put ADDR KEY VALUE\n"
 		    "rdmx kv del ADDR KEY\n"
 		    "rdmx kv bench [BENCH OPTIONS] [ADDR]",
@@ -66,7 +67,7 @@ static const struct opts_page kv_page = {
 		"other way round. SIGINT or SIGTERM stops the server.\n"
 		"\n"
 		"'rdmx kv get|put|del ADDR KEY [VALUE]' are such a client: get prints\n"
-		"the value (--mode: rpc, read, or auto, read with the RPC for what\n"
+		"the value (--get-path: rpc, read, or auto, read with the RPC for what\n"
 		"read cannot do), put stores VALUE, del deletes; exit status 1 when\n"
 		"the key is absent or the call failed.\n"
 		"\n"
@@ -79,9 +80,54 @@ static const struct opts_page kv_page = {
 		"2   usage error",
 	.examples =
 		"rdmx kv serve --memcached-port 11211 --capacity 1000000 --memory 1G\n"
-		"rdmx kv put 10.0.0.1 greeting hello; rdmx kv get 10.0.0.1 greeting --mode read\n"
+		"rdmx kv put 10.0.0.1 greeting hello; rdmx kv get 10.0.0.1 greeting --get-path read\n"
 		"printf 'set k 0 0 5\\r\\nhello\\r\\nget k\\r\\n' | nc -q1 localhost 11211",
 	.see_also = "rdmx(1), rdmx-kv-bench(1), memcached(1)",
+};
+
+static const struct opts_page serve_page = {
+	.name = "rdmx-kv-serve - the rdmx key-value server",
+	.synopsis = "rdmx kv serve [ADDR] [OPTIONS]",
+	.description =
+		"Runs the store with its memcached front door (--memcached-port) and\n"
+		"its RDMA door (ADDR, default every address, and --port; --port -1\n"
+		"turns it off) until SIGINT or SIGTERM; see rdmx kv --help. Not on the\n"
+		"fake fabric: no other process could reach it.",
+	.exit_status = "0   stopped by a signal\n1   the server could not start or failed\n"
+		       "2   usage error",
+	.examples = "rdmx kv serve --memcached-port 11211 --capacity 1000000 --memory 1G",
+	.see_also = "rdmx-kv(1), memcached(1)",
+};
+
+static const struct opts_page get_page = {
+	.name = "rdmx-kv-get - read a key of an rdmx KV server",
+	.synopsis = "rdmx kv get ADDR KEY [OPTIONS]",
+	.description =
+		"Prints the value of KEY on the server at ADDR and --port, got by\n"
+		"--get-path: rpc, read (one-sided RDMA READ of the entry) or auto\n"
+		"(read, the RPC for what read cannot do).",
+	.exit_status = "0   found\n1   the key is absent or the call failed\n2   usage error",
+	.examples = "rdmx kv get 10.0.0.1 greeting --get-path read",
+	.see_also = "rdmx-kv(1)",
+};
+
+static const struct opts_page put_page = {
+	.name = "rdmx-kv-put - store a key in an rdmx KV server",
+	.synopsis = "rdmx kv put ADDR KEY VALUE [OPTIONS]",
+	.description = "Stores VALUE under KEY on the server at ADDR and --port (an RPC).",
+	.exit_status = "0   stored\n1   the call failed\n2   usage error",
+	.examples = "rdmx kv put 10.0.0.1 greeting hello",
+	.see_also = "rdmx-kv(1)",
+};
+
+static const struct opts_page del_page = {
+	.name = "rdmx-kv-del - delete a key of an rdmx KV server",
+	.synopsis = "rdmx kv del ADDR KEY [OPTIONS]",
+	.description = "Deletes KEY on the server at ADDR and --port (an RPC).",
+	.exit_status = "0   deleted\n1   the key is absent or the call failed\n"
+		       "2   usage error",
+	.examples = "rdmx kv del 10.0.0.1 greeting",
+	.see_also = "rdmx-kv(1)",
 };
 
 static rdmx_kv_server *running;
@@ -121,13 +167,13 @@ static int serve(const struct rdmx_kv_server_opts *o)
 }
 
 struct kv_cfg {
-	const char *fabric, *transport, *protocol, *mode, *addr, *evict;
-	long long port, mport, clients, timeout, hello_ms, idle, reqs;
+	const char *fabric, *transport, *protocol, *mode, *addr, *evict, *device;
+	long long port, mport, clients, timeout, hello_ms, idle, reqs, gid_index,
+		  ib_port;
 	uint64_t capacity, memory, inline_max, item_max, conn_buffer, buffer_max;
 	long long peer_clients, peer_conns; /* per-peer caps: memcached, RDMA */
 };
 
-static const char *const fabrics[] = { "verbs", "fake", NULL };
 static const char *const transports[] = { "msg", "rfp", "herd", NULL };
 static const char *const modes[] = { "auto", "rpc", "read", NULL };
 static const char *const evicts[] = { "none", "lru", NULL };
@@ -182,6 +228,20 @@ static int serve_door(const struct kv_cfg *cfg, const char *addr)
 	if (ctx)
 		rdmx_ctx_destroy(ctx);
 	return rc;
+}
+
+/* serve on ADDR, or on the address of --device, --ib-port, --gid-index, or everywhere. */
+static int serve_at(const struct kv_cfg *cfg, const char *addr)
+{
+	char buf[64];
+
+	if (!addr && cfg->port >= 0 && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("kv", cfg->fabric, cfg->device, (int)cfg->ib_port,
+				   (int)cfg->gid_index, buf, sizeof(buf)))
+			return EXIT_FAIL;
+		addr = buf;
+	}
+	return serve_door(cfg, addr);
 }
 
 /* One client op: get prints the value. */
@@ -244,16 +304,38 @@ static int client_run(const struct kv_cfg *cfg, const char **pos, int npos)
 	return rc;
 }
 
-/* Positional arguments: serve [ADDR], get|del ADDR KEY, put ADDR KEY VALUE. */
-static bool usage_ok(const char **pos, int npos)
+/* Positional arguments: serve [ADDR], get|del ADDR KEY, put ADDR KEY VALUE;
+ * what the options may not say together. CMD_CONTINUE or EXIT_USAGE. */
+static int check_args(const struct kv_cfg *cfg, const struct cmd_sub *sub, int npos)
 {
-	if (!npos)
-		return false;
-	if (!strcmp(pos[0], "serve"))
-		return npos <= 2;
-	if (!strcmp(pos[0], "get") || !strcmp(pos[0], "del"))
-		return npos == 3;
-	return !strcmp(pos[0], "put") && npos == 4;
+	static const char *const usage = "usage: rdmx kv serve [ADDR] | get ADDR KEY | "
+		"put ADDR KEY VALUE | del ADDR KEY";
+	bool is_serve = sub && !strcmp(sub->name, "serve");
+	int want = !sub ? -1 : is_serve ? 2 : !strcmp(sub->name, "put") ? 4 : 3;
+
+	if (!sub)
+		return cmd_usage_err("kv", "%s", usage);
+	if (is_serve ? npos > want : npos != want)
+		return cmd_usage_err("kv", "%s: %s", sub->name, usage);
+	if (cfg->inline_max % 8)
+		return cmd_usage_err("kv", "--inline-max %llu: not a multiple of 8",
+				     (unsigned long long)cfg->inline_max);
+	if (cfg->item_max && cfg->item_max < cfg->inline_max)
+		return cmd_usage_err("kv", "--item-max %llu: less than --inline-max %llu",
+				     (unsigned long long)cfg->item_max,
+				     (unsigned long long)cfg->inline_max);
+	if (!is_serve && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return cmd_usage_err("kv", "%s", "--device, --ib-port and --gid-index choose a "
+				     "local address: for serve");
+	if (!is_serve && cfg->port < 1)
+		return cmd_usage_err("kv", "--port %lld: a client dials a port, 1-65535",
+				     cfg->port);
+	if (is_serve && npos > 1 && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return cmd_usage_err("kv serve", "%s", "ADDR, or --device and "
+				     "--gid-index: one way to choose the address");
+	if (!strcmp(cfg->fabric, "fake") && (!is_serve || cfg->port >= 0))
+		return cli_fake_server_refused(is_serve ? "kv serve" : "kv", cfg->fabric);
+	return CMD_CONTINUE;
 }
 
 int cmd_kv(int argc, char **argv)
@@ -262,21 +344,20 @@ int cmd_kv(int argc, char **argv)
 		.protocol = "send_recv", .mode = "auto", .addr = "127.0.0.1",
 		.port = RDMX_DEFAULT_PORT, .mport = 11211, .clients = 1024,
 		.timeout = 5000, .reqs = 20, .capacity = 65536, .memory = 64ULL << 20,
-		.inline_max = 1024, .evict = "none", .peer_conns = 64 };
-	const struct opt table[] = {
-		{ "port", 0, OPT_INT, &cfg.port, -1, 65535, NULL, "PORT",
-		  "RDMA door (RPC) port: serve listens, the client dials (default 7471; "
-		  "serve: 0 any free port, -1 no RDMA door)" },
-		{ "transport", 'T', OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
+		.inline_max = 1024, .evict = "none", .gid_index = -1, .peer_conns = 64 };
+	const struct cli_conn_dest conn = {
+		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .gid_index = &cfg.gid_index, .port = &cfg.port,
+		.port_min = -1, .timeout = &cfg.timeout, .fabric = &cfg.fabric,
+	};
+	struct cli_conn_dest client_conn = conn;	/* no local address */
+	struct opt conn_rows[CLI_CONN_ROWS], client_conn_rows[CLI_CONN_ROWS];
+	const struct opt door_rows[] = {
+		{ "transport", 0, OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
 		  "RPC transport of the RDMA door" },
-		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
-		  "NAME", "rdmx protocol under the RPC transport" },
-		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
-		  "verbs, or fake (in-process test double)" },
-		{ "mode", 'm', OPT_CHOICE, &cfg.mode, 0, 0, modes, "MODE",
-		  "get: auto (default), rpc or read" },
-		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
-		  "client: bound of the connect and of each call" },
+		{ 0 },
+	};
+	const struct opt server_rows[] = {
 		{ "memcached-port", 0, OPT_INT, &cfg.mport, -1, 65535, NULL, "PORT",
 		  "TCP port of the memcached front door (default 11211; 0: any free port; "
 		  "-1: none)" },
@@ -319,22 +400,55 @@ int cmd_kv(int argc, char **argv)
 		  "connection with no RPC client of its host, by then (0: 5000)" },
 		{ 0 },
 	};
-	const char *pos[4];
+	const struct opt client_rows[] = {
+		{ "get-path", 0, OPT_CHOICE, &cfg.mode, 0, 0, modes, "PATH",
+		  "how get reads: auto (read, the RPC for what read cannot do), rpc "
+		  "or read" },
+		{ "mode", 0, OPT_CHOICE, &cfg.mode, 0, 0, modes, "PATH", NULL },
+		{ 0 },
+	};
+	const struct opt table[] = {
+		OPTS_INCLUDE(conn_rows), OPTS_INCLUDE(door_rows), OPTS_INCLUDE(server_rows),
+		OPTS_INCLUDE(client_rows), { 0 },
+	};
+	const struct opt serve_table[] = {
+		OPTS_INCLUDE(conn_rows), OPTS_INCLUDE(door_rows), OPTS_INCLUDE(server_rows),
+		{ 0 },
+	};
+	const struct opt get_table[] = {
+		OPTS_INCLUDE(client_conn_rows), OPTS_INCLUDE(door_rows),
+		OPTS_INCLUDE(client_rows), { 0 },
+	};
+	const struct opt op_table[] = { /* put, del */
+		OPTS_INCLUDE(client_conn_rows), OPTS_INCLUDE(door_rows), { 0 },
+	};
+	const struct cmd_sub subs[] = {
+		{ "serve", &serve_page, serve_table },
+		{ "get", &get_page, get_table },
+		{ "put", &put_page, op_table },
+		{ "del", &del_page, op_table },
+		{ NULL, NULL, NULL },
+	};
+	const struct cmd_sub *sub;
+	const char *pos[5];
 	int rc, npos = 0;
 
 	if (argc > 1 && !strcmp(argv[1], "bench")) /* its own options and page */
 		return cmd_kv_bench(argc - 1, argv + 1);
-	rc = cmd_parse(&kv_page, table, argc, argv, pos, 4, &npos);
+	client_conn.device = NULL;
+	client_conn.ib_port = NULL;
+	client_conn.gid_index = NULL;
+	cli_conn_rows(&conn, conn_rows);
+	cli_conn_rows(&client_conn, client_conn_rows);
+	rc = cmd_parse_subs(&kv_page, table, subs, argc, argv, pos, 5, &npos, &sub);
 	if (rc != CMD_CONTINUE)
 		return rc;
-	if (!usage_ok(pos, npos) || cfg.inline_max % 8 ||
-	    (cfg.item_max && cfg.item_max < cfg.inline_max)) {
-		fprintf(stderr, "rdmx kv: usage: rdmx kv serve [ADDR] | get ADDR KEY | "
-			"put ADDR KEY VALUE | del ADDR KEY (--inline-max a multiple of 8, "
-			"--item-max at least --inline-max); see 'rdmx kv --help'\n");
-		return EXIT_USAGE;
-	}
+	rc = cli_conn_check("kv", &conn);
+	if (rc == CMD_CONTINUE)
+		rc = check_args(&cfg, sub, npos);
+	if (rc != CMD_CONTINUE)
+		return rc;
 	if (strcmp(pos[0], "serve"))
 		return client_run(&cfg, pos, npos);
-	return serve_door(&cfg, npos > 1 ? pos[1] : NULL);
+	return serve_at(&cfg, npos > 1 ? pos[1] : NULL);
 }

@@ -30,20 +30,20 @@ static const struct opts_page page = {
 		"rdmx kv bench [OPTIONS] ADDR\n"
 		"rdmx kv bench [OPTIONS]",
 	.description =
-		"First the classic lab's three measurements, one client each: --ops\n"
-		"PUTs, --ops GETs by RPC and --ops GETs by one-sided RDMA READ (the\n"
+		"First the classic lab's three measurements, one client each: --iters\n"
+		"PUTs, --iters GETs by RPC and --iters GETs by one-sided RDMA READ (the\n"
 		"lab's count is 100,000, the default), and the same PUTs and GETs\n"
 		"over TCP against rdmx KV's memcached front door ('door') and Debian's\n"
 		"memcached ('memcached'). Then the mixed workloads of --mix (GET/PUT\n"
 		"percentages) with --dist keys (uniform, or Zipf with theta 0.99 over\n"
-		"--keys keys) and --clients clients, one thread and connection each,\n"
+		"--keys keys) and --conns clients, one thread and connection each,\n"
 		"on every path: rpc, read, door, memcached. Last, the torn test: the\n"
 		"clients GET 16 hot keys ('hot') by READ while one more thread\n"
 		"rewrites them by PUT RPCs; it reports the torn copies the clients\n"
 		"detected and read again (retries, from rdmx_kv_client_stats), per\n"
 		"million GETs, and the GETs that fell back to the RPC.\n"
 		"\n"
-		"Every test runs at each size of --values; the keys are stored\n"
+		"Every test runs at each size of --size; the keys are stored\n"
 		"(untimed) before the first test of a size. Each op is timed on its\n"
 		"own (CLOCK_MONOTONIC) and every GET's value is checked: a value\n"
 		"carries its key's index and a stamp in every byte, so a torn value\n"
@@ -61,7 +61,7 @@ static const struct opts_page page = {
 		"--door-port: that server must open it with --memcached-addr, its\n"
 		"default is 127.0.0.1). memcached: with --memcached 0 (the default) Debian's\n"
 		"/usr/bin/memcached is started on 127.0.0.1 and a free port with\n"
-		"--clients threads when it is installed (--memcached-spawn: it must\n"
+		"--conns threads when it is installed (--memcached-spawn: it must\n"
 		"be), and stopped at the end; --memcached PORT uses one running on\n"
 		"ADDR (or 127.0.0.1); -1 runs without memcached.\n"
 		"\n"
@@ -78,11 +78,11 @@ static const struct opts_page page = {
 		"2   usage error\n"
 		"130, 143  stopped by SIGINT, SIGTERM (the finished rows are written)",
 	.examples =
-		"rdmx kv bench --fabric fake --ops 2000 --values 32   # no RDMA device\n"
-		"rdmx kv bench --clients 4 --values 32,1K,4K --json kv.json --plot kvplots\n"
-		"rdmx kv serve --memcached-addr 0.0.0.0             # on host A (door open to B)\n"
-		"rdmx kv bench --get read --memcached 11211 HOST_A  # on host B\n"
-		"sandbox/run -- rdmx kv bench --ops 5000",
+		"rdmx kv bench --fabric fake --iters 2000 --size 32   # no RDMA device\n"
+		"rdmx kv bench --conns 4 --size 32,1K,4K --json kv.json --plot kvplots\n"
+		"rdmx kv serve --memcached-addr 0.0.0.0               # on host A (door open to B)\n"
+		"rdmx kv bench --get-path read --memcached 11211 HOST_A  # on host B\n"
+		"sandbox/run -- rdmx kv bench --iters 5000",
 	.see_also = "rdmx(1), rdmx-kv(1), rdmx-rpc-bench(1), rdmx-bench(1), memcached(1)",
 };
 
@@ -142,7 +142,7 @@ static int check_cfg(void *arg)
 		return usage_err("%s", err);
 	for (int i = 0; i < cfg->n_sizes; i++)
 		if (cfg->sizes[i] < 8 || cfg->sizes[i] > RDMX_KV_RPC_VALUE_MAX)
-			return usage_err("--values: %llu is outside 8..64K (a value carries "
+			return usage_err("--size: %llu is outside 8..64K (a value carries "
 					 "its key and a stamp; a PUT carries at most 64K)",
 					 (unsigned long long)cfg->sizes[i]);
 	rc = parse_mix(cfg);
@@ -151,7 +151,10 @@ static int check_cfg(void *arg)
 	if (rc != CMD_CONTINUE)
 		return rc;
 	if (strcmp(cfg->fabric, "verbs") && cfg->addr)
-		return usage_err("--fabric fake runs only the self-test (no ADDR)");
+		return usage_err("--fabric fake (or RDMX_FABRIC=fake) runs only the "
+				 "self-test (no ADDR)");
+	if (cfg->addr && cfg->port == 0)
+		return usage_err("--port: with ADDR, the RDMA door's port (1-65535)");
 	if (cfg->mc_spawn && cfg->mc_port > 0)
 		return usage_err("--memcached-spawn and --memcached PORT exclude each other");
 	if (bench_check_outputs(cfg->json, cfg->csv, cfg->plot, err, sizeof(err)))
@@ -328,7 +331,7 @@ static void run_lab(struct run *r)
 		}
 }
 
-/* The mixed workloads, then the torn test, with --clients clients. */
+/* The mixed workloads, then the torn test, with --conns clients. */
 static void run_mixed(struct run *r)
 {
 	const struct kb_cfg *cfg = r->cfg;
@@ -437,8 +440,9 @@ static int run(rdmx_ctx *ctx, const void *arg)
 		r.tg = (struct kb_target){ .ctx = ctx, .addr = cfg->addr,
 			.port = (uint16_t)cfg->port, .tcp_addr = cfg->addr,
 			.door_port = (int)cfg->door_port };
-	} else if (cli_local_addr("kv bench", cfg->fabric, cfg->device, -1, r.local,
-				  sizeof(r.local)) || server_start(&r)) {
+	} else if (cli_local_addr("kv bench", cfg->fabric, cfg->device,
+				  (int)cfg->ib_port, -1, r.local, sizeof(r.local)) ||
+		   server_start(&r)) {
 		rc = EXIT_FAIL;
 	}
 	if (!rc)
@@ -466,21 +470,33 @@ int cmd_kv_bench(int argc, char **argv)
 		.transport = "msg", .protocol = "send_recv", .ops = LAB_OPS, .clients = 4,
 		.keys = 10000, .port = RDMX_DEFAULT_PORT, .door_port = 11211,
 		.timeout = 10000, .argc = argc, .argv = argv };
+	const struct cli_conn_dest conn = {
+		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .port = &cfg.port, .timeout = &cfg.timeout,
+		.fabric = &cfg.fabric,
+	};
+	struct opt conn_rows[CLI_CONN_ROWS];
 	const struct opt table[] = {
-		{ "ops", 'n', OPT_INT, &cfg.ops, 1, 1000000000, NULL, "N",
+		OPTS_INCLUDE(conn_rows),
+		{ "iters", 'n', OPT_INT, &cfg.ops, 1, 1000000000, NULL, "N",
 		  "timed ops per test, shared by its clients (default: the lab's 100000)" },
-		{ "clients", 'c', OPT_INT, &cfg.clients, 1, KB_MAX_CLIENTS, NULL, "N",
-		  "clients of the mixed workloads and the torn test, a thread each" },
-		{ "values", 's', OPT_STRING, &cfg.values_s, 0, 0, NULL, "SIZES",
+		{ "ops", 0, OPT_INT, &cfg.ops, 1, 1000000000, NULL, "N", NULL },
+		{ "conns", 'q', OPT_INT, &cfg.clients, 1, KB_MAX_CLIENTS, NULL, "N",
+		  "clients of the mixed workloads and the torn test, a thread and "
+		  "connection each" },
+		{ "clients", 0, OPT_INT, &cfg.clients, 1, KB_MAX_CLIENTS, NULL, "N", NULL },
+		{ "size", 's', OPT_STRING, &cfg.values_s, 0, 0, NULL, "LIST",
 		  "value sizes: 32,4K and ranges 32..4K (powers of 2), 8 to 64K" },
-		{ "keys", 'k', OPT_INT, &cfg.keys, 1, 100000000, NULL, "N",
+		{ "values", 0, OPT_STRING, &cfg.values_s, 0, 0, NULL, "LIST", NULL },
+		{ "keys", 0, OPT_INT, &cfg.keys, 1, 100000000, NULL, "N",
 		  "keys, each stored before a size's first test" },
 		{ "dist", 0, OPT_STRING, &cfg.dist_s, 0, 0, NULL, "LIST",
 		  "key distributions of the mixed workloads: uniform, zipf (theta 0.99)" },
 		{ "mix", 0, OPT_STRING, &cfg.mix_s, 0, 0, NULL, "LIST",
 		  "mixed workloads as GET/PUT percentages (default 95/5,50/50)" },
-		{ "get", 'g', OPT_CHOICE, &cfg.get_s, 0, 0, get_paths, "PATH",
+		{ "get-path", 0, OPT_CHOICE, &cfg.get_s, 0, 0, get_paths, "PATH",
 		  "rdmx KV's GET paths to run: rpc, read or both" },
+		{ "get", 0, OPT_CHOICE, &cfg.get_s, 0, 0, get_paths, "PATH", NULL },
 		{ "memcached", 0, OPT_INT, &cfg.mc_port, -1, 65535, NULL, "PORT",
 		  "memcached's port on ADDR (0: spawn /usr/bin/memcached if installed; "
 		  "-1: none)" },
@@ -488,20 +504,15 @@ int cmd_kv_bench(int argc, char **argv)
 		  "spawn /usr/bin/memcached, and fail if it is not installed" },
 		{ "door-port", 0, OPT_INT, &cfg.door_port, -1, 65535, NULL, "PORT",
 		  "with ADDR: the front door's TCP port (default 11211; -1: none)" },
-		{ "port", 0, OPT_INT, &cfg.port, 1, 65535, NULL, "PORT",
-		  "with ADDR: the RDMA door's port (default 7471)" },
-		{ "transport", 'T', OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
+		{ "transport", 0, OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
 		  "RPC transport of the RDMA door" },
-		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
-		  "NAME", "rdmx protocol under the RPC transport" },
-		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
-		  "bound of each connect and each op, in ms" },
 		BENCH_OUTPUT_OPTS(&cfg.json, &cfg.csv, &cfg.plot),
-		BENCH_SELFTEST_OPTS(&cfg.device, &cfg.fabric),
 		{ 0 },
 	};
 
-	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric };
+	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric, &conn };
+
+	cli_conn_rows(&conn, conn_rows);
 
 	return bench_cmd_main(&kv_bench, table, argc, argv, &into);
 }

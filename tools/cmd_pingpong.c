@@ -42,9 +42,9 @@ static const struct opts_page pingpong_page = {
 		"With ADDR and no --server, connects to a server at ADDR and --port.\n"
 		"\n"
 		"With neither, runs a self-test: listens on the address rdmx would\n"
-		"use (see rdmx devices; --device and --gid-index choose another) on\n"
-		"an ephemeral port, runs the echo server on a second thread and the\n"
-		"client on the first.\n"
+		"use (see rdmx devices; --device, --ib-port, --gid-index choose\n"
+		"another) on an ephemeral port, runs the echo server on a second\n"
+		"thread and the client on the first.\n"
 		"\n"
 		"--verify fills every message with a pattern derived from its\n"
 		"sequence number and checks every byte of the echo; the first\n"
@@ -71,12 +71,11 @@ static const struct opts_page pingpong_page = {
 	.see_also = "rdmx(1), rdmx-devices(1), rdmx-bench(1)",
 };
 
-static const char *const fabrics[] = { "verbs", "fake", NULL };
 
 struct pp_cfg {
 	const char *protocol, *device, *fabric, *addr, *wait, *notify, *ack;
 	uint64_t size, ring_size;
-	long long iters, warmup, port, timeout, depth, gid_index;
+	long long iters, warmup, port, timeout, depth, gid_index, ib_port;
 	bool verify, server;
 	struct rdmx_conn_opts copts;
 };
@@ -436,8 +435,8 @@ static int run_server(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 	char buf[64];
 	int rc;
 
-	if (!addr && (cfg->device || cfg->gid_index >= 0)) {
-		if (cli_local_addr("pingpong", cfg->fabric, cfg->device,
+	if (!addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("pingpong", cfg->fabric, cfg->device, (int)cfg->ib_port,
 				   (int)cfg->gid_index, buf, sizeof(buf)))
 			return EXIT_FAIL;
 		addr = buf;
@@ -482,7 +481,7 @@ static int run_self_test(rdmx_ctx *ctx, const struct pp_cfg *cfg)
 
 	if (!cl)
 		return EXIT_FAIL;
-	rc = cli_local_addr("pingpong", cfg->fabric, cfg->device,
+	rc = cli_local_addr("pingpong", cfg->fabric, cfg->device, (int)cfg->ib_port,
 			    (int)cfg->gid_index, addr, sizeof(addr));
 	if (rc == EXIT_OK)
 		rc = listen_on(ctx, cfg, addr, 0, &s.lis);
@@ -516,9 +515,10 @@ static int check_cfg(const struct pp_cfg *cfg)
 	if (cli_ring_size("pingpong", cfg->ring_size, cfg->size) < 0)
 		return EXIT_USAGE;
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
-		why = "--fabric fake runs only the self-test (no --server, no ADDR)";
-	else if (!cfg->server && cfg->addr && (cfg->device || cfg->gid_index >= 0))
-		why = "--device and --gid-index choose a local address: they apply "
+		why = "--fabric fake (or RDMX_FABRIC=fake) runs only the self-test "
+		      "(no --server, no ADDR)";
+	else if (!cfg->server && cfg->addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		why = "--device, --ib-port and --gid-index choose a local address: they apply "
 		      "to --server and the self-test, not to a client";
 	else if (!cfg->server && cfg->addr && cfg->port == 0)
 		why = "--port: a client needs the server's port (1-65535)";
@@ -578,39 +578,28 @@ int cmd_pingpong(int argc, char **argv)
 			      .port = RDMX_DEFAULT_PORT, .gid_index = -1,
 			      .fabric = "verbs", .wait = "adaptive",
 			      .notify = "default", .ack = "default" };
+	const struct cli_conn_dest conn = {
+		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .gid_index = &cfg.gid_index, .port = &cfg.port,
+		.timeout = &cfg.timeout, .wait = &cfg.wait, .notify = &cfg.notify,
+		.ack = &cfg.ack, .ring_size = &cfg.ring_size, .fabric = &cfg.fabric,
+	};
+	struct opt conn_rows[CLI_CONN_ROWS];
 	const struct opt table[] = {
-		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
-		  "NAME", "connection protocol; both sides must use the same" },
+		OPTS_INCLUDE(conn_rows),
 		{ "size", 's', OPT_SIZE, &cfg.size, 1, MAX_SIZE, NULL, "BYTES",
 		  "message size, with K, M or G suffixes (powers of 2)" },
-		{ "ring-size", 0, OPT_SIZE, &cfg.ring_size, CLI_RING_MIN, CLI_RING_MAX, NULL,
-		  "BYTES", CLI_RING_HELP },
 		{ "iters", 'n', OPT_INT, &cfg.iters, 1, 100000000, NULL, "N",
 		  "timed round trips" },
-		{ "warmup", 'w', OPT_INT, &cfg.warmup, 0, 100000000, NULL, "N",
+		{ "warmup", 0, OPT_INT, &cfg.warmup, 0, 100000000, NULL, "N",
 		  "untimed round trips before the timed ones" },
-		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
-		  "server port (--server: 0 picks a free one; the self-test always does)" },
 		{ "verify", 0, OPT_FLAG, &cfg.verify, 0, 0, NULL, NULL,
 		  "fill messages with a per-message pattern and check every byte" },
-		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
-		  "connect timeout and the longest wait for an echo or a send buffer, in ms" },
-		{ "wait", 0, OPT_CHOICE, &cfg.wait, 0, 0, cli_wait_modes, "MODE",
-		  CLI_WAIT_HELP },
-		{ "notify", 0, OPT_CHOICE, &cfg.notify, 0, 0, cli_notify_modes, "HOW",
-		  CLI_NOTIFY_HELP },
-		{ "ack", 0, OPT_CHOICE, &cfg.ack, 0, 0, cli_ack_modes, "HOW",
-		  CLI_ACK_HELP },
-		{ "depth", 0, OPT_INT, &cfg.depth, 1, 65536, NULL, "N",
-		  "send and receive queue depth" },
-		{ "device", 'd', OPT_STRING, &cfg.device, 0, 0, NULL, "DEV",
-		  "RDMA device for the local address (default: the first active)" },
-		{ "gid-index", 'g', OPT_INT, &cfg.gid_index, 0, 65535, NULL, "N",
-		  "GID table index for the local address (default: automatic)" },
+		{ "tx-depth", 't', OPT_INT, &cfg.depth, 1, 65536, NULL, "N",
+		  "send (and receive) queue depth" },
+		{ "depth", 0, OPT_INT, &cfg.depth, 1, 65536, NULL, "N", NULL },
 		{ "server", 0, OPT_FLAG, &cfg.server, 0, 0, NULL, NULL,
 		  "echo server: accept one connection and echo until it ends" },
-		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
-		  "verbs: RDMA; fake: in-process test double (self-test only)" },
 		{ 0 },
 	};
 	const char *pos[1];
@@ -620,11 +609,14 @@ int cmd_pingpong(int argc, char **argv)
 	cfg.protocol = cfg.copts.protocol;
 	cfg.depth = cfg.copts.send_depth;
 	cfg.timeout = cfg.copts.connect_timeout_ms;
+	cli_conn_rows(&conn, conn_rows);
 	rc = cmd_parse(&pingpong_page, table, argc, argv, pos, 1, &n_pos);
 	if (rc != CMD_CONTINUE)
 		return rc;
 	cfg.addr = n_pos ? pos[0] : NULL;
-	rc = check_cfg(&cfg);
+	rc = cli_conn_check("pingpong", &conn);
+	if (rc == CMD_CONTINUE)
+		rc = check_cfg(&cfg);
 	if (rc != CMD_CONTINUE)
 		return rc;
 	return run(&cfg);

@@ -2,7 +2,7 @@
 /*
  * rdmx rpc: try rdmx RPC by hand (public API only: rdmx/rpc.h).
  *   serve [ADDR]   an echo server until SIGINT/SIGTERM
- *   call ADDR      --count echo calls, checked, with their mean time
+ *   call ADDR      --iters echo calls, checked, with their mean time
  *   neither        self-test: server on a thread, client on this one
  */
 #include <errno.h>
@@ -38,13 +38,14 @@ static const struct opts_page rpc_page = {
 		"answers echo calls with --workers threads until SIGINT or SIGTERM,\n"
 		"then prints the server's counts.\n"
 		"\n"
-		"call connects to ADDR and --port and makes --count calls of --size\n"
-		"bytes, up to --window in flight; every response is checked byte for\n"
+		"call connects to ADDR and --port and makes --iters calls of --size\n"
+		"bytes, up to --tx-depth in flight; every response is checked byte for\n"
 		"byte. It prints the calls, the mean time per call and calls/s.\n"
 		"\n"
 		"With neither, runs a self-test: serve on the address rdmx would use\n"
-		"(or 'fake' with --fabric fake) on an ephemeral port on a thread,\n"
-		"call on this one.\n"
+		"(--device, --ib-port, --gid-index; 'fake' with --fabric fake) on an\n"
+		"ephemeral port on a thread, call on this one. A server on the fake\n"
+		"fabric is refused: no other process could reach it.\n"
 		"\n"
 		"rdmx rpc bench measures the echo's latency and calls/s per\n"
 		"transport, size and number of clients, and a TCP baseline; it has\n"
@@ -57,20 +58,46 @@ static const struct opts_page rpc_page = {
 		"1   an rdmx call failed or a response did not match\n"
 		"2   usage error",
 	.examples =
-		"rdmx rpc --fabric fake --count 10000 --window 16  # no RDMA device\n"
-		"rdmx rpc serve                                    # on host A\n"
-		"rdmx rpc --size 4K --count 100000 call HOST_A     # on host B\n"
+		"rdmx rpc --fabric fake --iters 10000 --tx-depth 16  # no RDMA device\n"
+		"rdmx rpc serve                                      # on host A\n"
+		"rdmx rpc call HOST_A --size 4K --iters 100000       # on host B\n"
 		"sandbox/run -- rdmx rpc --protocol write_atomic",
 	.see_also = "rdmx(1), rdmx-rpc-bench(1), rdmx-pingpong(1), rdmx-bench(1)",
 };
 
-static const char *const fabrics[] = { "verbs", "fake", NULL };
+static const struct opts_page serve_page = {
+	.name = "rdmx-rpc-serve - serve rdmx RPC's echo method",
+	.synopsis = "rdmx rpc serve [ADDR] [OPTIONS]",
+	.description =
+		"Listens on ADDR (default: every address; --device, --ib-port and\n"
+		"--gid-index pick the address of a device) and --port, answers echo\n"
+		"calls with --workers threads until SIGINT or SIGTERM, then prints\n"
+		"the server's counts. Not on the fake fabric: no other process could\n"
+		"reach it.",
+	.exit_status = "0   stopped by a signal\n1   the server failed\n2   usage error",
+	.examples = "rdmx rpc serve\nrdmx rpc serve 10.0.0.1 --transport rfp --port 7500",
+	.see_also = "rdmx-rpc(1), rdmx-rpc-call(1)",
+};
+
+static const struct opts_page call_page = {
+	.name = "rdmx-rpc-call - call rdmx RPC's echo method",
+	.synopsis = "rdmx rpc call ADDR [OPTIONS]",
+	.description =
+		"Connects to ADDR and --port and makes --iters echo calls of --size\n"
+		"bytes, up to --tx-depth in flight; every response is checked byte\n"
+		"for byte. Prints the calls, the mean time per call and calls/s.",
+	.exit_status = "0   the calls completed and checked\n"
+		       "1   an rdmx call failed or a response did not match\n2   usage error",
+	.examples = "rdmx rpc call HOST_A --size 4K --iters 100000 --tx-depth 16",
+	.see_also = "rdmx-rpc(1), rdmx-rpc-serve(1)",
+};
+
 static const char *const transports[] = { "msg", "rfp", "herd", NULL };
 
 struct rpc_cfg {
-	const char *fabric, *transport, *protocol;
+	const char *fabric, *transport, *protocol, *device;
 	uint64_t size, max_size;
-	long long count, window, workers, port, timeout;
+	long long count, window, workers, port, timeout, gid_index, ib_port;
 	long long hello_ms, drop_ms, queue_max;  /* serve: 0, the defaults */
 	uint64_t queue_bytes;
 	long long peer_conns; /* the server's max_conns_per_peer */
@@ -209,6 +236,20 @@ static int serve(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
 	return rc ? EXIT_FAIL : EXIT_OK;
 }
 
+/* serve on ADDR, or on the address of --device, --ib-port, --gid-index, or everywhere. */
+static int serve_at(const struct rpc_cfg *cfg, rdmx_ctx *ctx, const char *addr)
+{
+	char buf[64];
+
+	if (!addr && (cfg->device || cfg->ib_port || cfg->gid_index >= 0)) {
+		if (cli_local_addr("rpc", cfg->fabric, cfg->device, (int)cfg->ib_port,
+				   (int)cfg->gid_index, buf, sizeof(buf)))
+			return EXIT_FAIL;
+		addr = buf;
+	}
+	return serve(cfg, ctx, addr);
+}
+
 /* ------------------------------------------------------------------ calls */
 
 struct slot {
@@ -342,7 +383,8 @@ static int self_test(const struct rpc_cfg *cfg, rdmx_ctx *ctx)
 	char addr[64];
 	rdmx_rpc_server *s;
 	pthread_t t;
-	int rc = cli_local_addr("rpc", cfg->fabric, NULL, -1, addr, sizeof(addr));
+	int rc = cli_local_addr("rpc", cfg->fabric, cfg->device, (int)cfg->ib_port,
+				(int)cfg->gid_index, addr, sizeof(addr));
 
 	if (rc)
 		return rc;
@@ -375,11 +417,37 @@ static int run(const struct rpc_cfg *cfg, const char **pos, int npos)
 	if (!npos)
 		rc = self_test(cfg, ctx);
 	else if (!strcmp(pos[0], "serve"))
-		rc = serve(cfg, ctx, npos > 1 ? pos[1] : NULL);
+		rc = serve_at(cfg, ctx, npos > 1 ? pos[1] : NULL);
 	else
 		rc = call(cfg, ctx, pos[1], (uint16_t)cfg->port);
 	rdmx_ctx_destroy(ctx);
 	return rc;
+}
+
+/* What the arguments may not say together; CMD_CONTINUE or EXIT_USAGE. */
+static int check_args(const struct rpc_cfg *cfg, const struct cmd_sub *sub, int npos)
+{
+	bool is_serve = sub && !strcmp(sub->name, "serve");
+
+	if (sub && !strcmp(sub->name, "call") && npos != 2)
+		return cmd_usage_err("rpc call", "%s", npos < 2 ? "needs ADDR" :
+				     "takes one ADDR");
+	if (is_serve && npos > 2)
+		return cmd_usage_err("rpc serve", "takes one ADDR at most");
+	if (cfg->size > cfg->max_size)
+		return cmd_usage_err("rpc", "--size %llu: more than --max-size %llu",
+				     (unsigned long long)cfg->size,
+				     (unsigned long long)cfg->max_size);
+	if (sub && !is_serve && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return cmd_usage_err("rpc call", "%s", "--device, --ib-port and --gid-index choose "
+				     "a local address: for serve and the self-test");
+	if (is_serve && npos > 1 && (cfg->device || cfg->ib_port || cfg->gid_index >= 0))
+		return cmd_usage_err("rpc serve", "%s", "ADDR, or --device and "
+				     "--gid-index: one way to choose the address");
+	if (sub && !strcmp(cfg->fabric, "fake"))
+		return cli_fake_server_refused(is_serve ? "rpc serve" : "rpc call",
+					       cfg->fabric);
+	return CMD_CONTINUE;
 }
 
 int cmd_rpc(int argc, char **argv)
@@ -387,29 +455,30 @@ int cmd_rpc(int argc, char **argv)
 	struct rpc_cfg cfg = { .fabric = "verbs", .transport = "msg",
 		.protocol = "send_recv", .size = 64, .max_size = 65536, .count = 1000,
 		.window = 1, .workers = 1, .port = RDMX_DEFAULT_PORT, .timeout = 5000,
-		.peer_conns = 64 };
-	const struct opt table[] = {
-		{ "transport", 'T', OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
+		.gid_index = -1, .peer_conns = 64 };
+	const struct cli_conn_dest conn = {
+		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .gid_index = &cfg.gid_index, .port = &cfg.port,
+		.timeout = &cfg.timeout, .fabric = &cfg.fabric,
+	};
+	struct cli_conn_dest client_conn = conn;	/* no local address */
+	struct opt conn_rows[CLI_CONN_ROWS], client_conn_rows[CLI_CONN_ROWS];
+	const struct opt rpc_rows[] = {
+		{ "transport", 0, OPT_CHOICE, &cfg.transport, 0, 0, transports, "NAME",
 		  "RPC transport" },
-		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
-		  "NAME", "rdmx protocol under transport msg" },
-		{ "fabric", 0, OPT_CHOICE, &cfg.fabric, 0, 0, fabrics, "NAME",
-		  "verbs, or fake (in-process test double: the self-test only)" },
-		{ "size", 's', OPT_SIZE, &cfg.size, 0, 1 << 30, NULL, "BYTES",
-		  "request (and response) bytes of each call" },
 		{ "max-size", 0, OPT_SIZE, &cfg.max_size, 1, 1 << 30, NULL, "BYTES",
 		  "the echo method's largest request and response: the contract" },
-		{ "count", 'n', OPT_INT, &cfg.count, 1, 1000000000, NULL, "N",
-		  "calls to make" },
-		{ "window", 'w', OPT_INT, &cfg.window, 1, 4096, NULL, "N",
-		  "calls in flight" },
+		{ "tx-depth", 't', OPT_INT, &cfg.window, 1, 4096, NULL, "N",
+		  "calls in flight per client (the RPC window; serve: rfp's and herd's "
+		  "slots per client, the most a client may use)" },
+		{ "window", 0, OPT_INT, &cfg.window, 1, 4096, NULL, "N", NULL },
+		{ 0 },
+	};
+	const struct opt server_rows[] = {
 		{ "workers", 0, OPT_INT, &cfg.workers, 0, 256, NULL, "N",
 		  "server worker threads (0: handlers on the receiving thread)" },
-		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT", "server port" },
 		{ "max-conns-per-peer", 0, OPT_INT, &cfg.peer_conns, 0, 65536, NULL, "N",
-		  "server: connections from one address (0: no cap)" },
-		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
-		  "bound of the connect and of each wait for a response" },
+		  "serve: connections from one address (0: no cap)" },
 		{ "hello-timeout", 0, OPT_INT, &cfg.hello_ms, 0, 3600000, NULL, "MS",
 		  "serve: close a connection with no valid hello by then (0: --timeout)" },
 		{ "drop-timeout", 0, OPT_INT, &cfg.drop_ms, 0, 3600000, NULL, "MS",
@@ -421,21 +490,47 @@ int cmd_rpc(int argc, char **argv)
 		  "serve: bytes queued per client at most (0: 16M)" },
 		{ 0 },
 	};
-	const char *pos[2];
+	const struct opt client_rows[] = {
+		{ "size", 's', OPT_SIZE, &cfg.size, 0, 1 << 30, NULL, "BYTES",
+		  "request (and response) bytes of each call" },
+		{ "iters", 'n', OPT_INT, &cfg.count, 1, 1000000000, NULL, "N",
+		  "calls to make" },
+		{ "count", 0, OPT_INT, &cfg.count, 1, 1000000000, NULL, "N", NULL },
+		{ 0 },
+	};
+	const struct opt table[] = {
+		OPTS_INCLUDE(conn_rows), OPTS_INCLUDE(rpc_rows), OPTS_INCLUDE(server_rows),
+		OPTS_INCLUDE(client_rows), { 0 },
+	};
+	const struct opt serve_table[] = {
+		OPTS_INCLUDE(conn_rows), OPTS_INCLUDE(rpc_rows), OPTS_INCLUDE(server_rows),
+		{ 0 },
+	};
+	const struct opt call_table[] = {
+		OPTS_INCLUDE(client_conn_rows), OPTS_INCLUDE(rpc_rows),
+		OPTS_INCLUDE(client_rows), { 0 },
+	};
+	const struct cmd_sub subs[] = {
+		{ "serve", &serve_page, serve_table },
+		{ "call", &call_page, call_table },
+		{ NULL, NULL, NULL },
+	};
+	const struct cmd_sub *sub;
+	const char *pos[3];
 	int rc, npos = 0;
 
 	if (argc > 1 && !strcmp(argv[1], "bench")) /* its own options and page */
 		return cmd_rpc_bench(argc - 1, argv + 1);
-	rc = cmd_parse(&rpc_page, table, argc, argv, pos, 2, &npos);
+	client_conn.device = NULL;
+	client_conn.ib_port = NULL;
+	client_conn.gid_index = NULL;
+	cli_conn_rows(&conn, conn_rows);
+	cli_conn_rows(&client_conn, client_conn_rows);
+	rc = cmd_parse_subs(&rpc_page, table, subs, argc, argv, pos, 3, &npos, &sub);
 	if (rc != CMD_CONTINUE)
 		return rc;
-	if (npos && strcmp(pos[0], "serve") && strcmp(pos[0], "call")) {
-		fprintf(stderr, "rdmx rpc: '%s' is not serve or call\n", pos[0]);
-		return EXIT_USAGE;
-	}
-	if ((npos && !strcmp(pos[0], "call") && npos != 2) || cfg.size > cfg.max_size) {
-		fprintf(stderr, "rdmx rpc: call needs ADDR, and --size at most --max-size\n");
-		return EXIT_USAGE;
-	}
-	return run(&cfg, pos, npos);
+	rc = cli_conn_check("rpc", &conn);
+	if (rc == CMD_CONTINUE)
+		rc = check_args(&cfg, sub, npos);
+	return rc == CMD_CONTINUE ? run(&cfg, pos, npos) : rc;
 }

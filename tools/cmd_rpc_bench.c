@@ -31,9 +31,9 @@ static const struct opts_page page = {
 		"rdmx rpc bench [OPTIONS]",
 	.description =
 		"Measures rdmx RPC's echo method (the request back, byte for byte) over\n"
-		"each transport of --transport at each size of --sizes with 1, 2, 4,\n"
-		"... --clients clients, one thread and one connection each, into one\n"
-		"server. Each client keeps --window calls in flight; each call is timed\n"
+		"each transport of --transport at each size of --size with 1, 2, 4,\n"
+		"... --conns clients, one thread and one connection each, into one\n"
+		"server. Each client keeps --tx-depth calls in flight; each call is timed\n"
 		"from before its send to its completion (CLOCK_MONOTONIC, warmup\n"
 		"excluded) and its echo checked. A row reports the calls, calls/s of\n"
 		"all clients, the round trip's p50, p90, p99 and p99.9, the slowest\n"
@@ -57,7 +57,7 @@ static const struct opts_page page = {
 		"With --server, listens on ADDR (default: every address) for each\n"
 		"transport: msg on --port, rfp on --port + 1, herd on --port + 2, tcp\n"
 		"on --port + 3, until SIGINT or SIGTERM; start it with the client's\n"
-		"--max-size, --protocol and --window. With ADDR, runs the tests against\n"
+		"--max-size, --protocol and --tx-depth. With ADDR, runs the tests against\n"
 		"such a server. With neither, runs both ends in this process on the\n"
 		"address rdmx would use (see rdmx devices), or on the fake fabric.\n"
 		"\n"
@@ -72,11 +72,11 @@ static const struct opts_page page = {
 		"2   usage error\n"
 		"130, 143  stopped by SIGINT, SIGTERM (the finished rows are written)",
 	.examples =
-		"rdmx rpc bench --fabric fake -T all --clients 4   # no RDMA device\n"
-		"rdmx rpc bench -T msg,rfp,herd,tcp --sizes 32,4K --clients 4 --json r.json\n"
-		"rdmx rpc bench --server                            # on host A\n"
-		"rdmx rpc bench -T rfp --window 8 --clients 8 HOST_A   # on host B\n"
-		"sandbox/run -- rdmx rpc bench -T all --duration 1",
+		"rdmx rpc bench --fabric fake --transport all --conns 4   # no RDMA device\n"
+		"rdmx rpc bench --transport msg,rfp,herd,tcp --size 32,4K --conns 4 --json r.json\n"
+		"rdmx rpc bench --server                                  # on host A\n"
+		"rdmx rpc bench --transport rfp -t 8 -q 8 HOST_A          # on host B\n"
+		"sandbox/run -- rdmx rpc bench --transport all --duration 1",
 	.see_also = "rdmx(1), rdmx-rpc(1), rdmx-bench(1), rdmx-pingpong(1)",
 };
 
@@ -135,7 +135,7 @@ static int check_cfg(void *arg)
 		return usage_err("%s", err);
 	for (int i = 0; i < cfg->n_sizes; i++)
 		if (cfg->sizes[i] > cfg->max_size)
-			return usage_err("--sizes: %s is above the echo method's largest "
+			return usage_err("--size: %s is above the echo method's largest "
 					 "request, --max-size %s (the contract)",
 					 opts_format_size(cfg->sizes[i], a, sizeof(a)),
 					 opts_format_size(cfg->max_size, b, sizeof(b)));
@@ -147,7 +147,8 @@ static int check_cfg(void *arg)
 	if (!cfg->duration_s && !cfg->iters)
 		cfg->iters = DEFAULT_ITERS;
 	if (strcmp(cfg->fabric, "verbs") && (cfg->server || cfg->addr))
-		return usage_err("--fabric fake runs only the self-test (no --server, no ADDR)");
+		return usage_err("--fabric fake (or RDMX_FABRIC=fake) runs only the self-test "
+				 "(no --server, no ADDR)");
 	if (cfg->server && (cfg->json || cfg->csv || cfg->plot))
 		return usage_err("--json, --csv and --plot are for the client or the "
 				 "self-test, not --server");
@@ -290,8 +291,8 @@ static int run_client(rdmx_ctx *ctx, const struct rb_cfg *cfg)
 	struct run r = { .cfg = cfg, .ctx = ctx };
 	int i, rc;
 
-	if (!cfg->addr && cli_local_addr("rpc bench", cfg->fabric, cfg->device, -1, r.local,
-					 sizeof(r.local)))
+	if (!cfg->addr && cli_local_addr("rpc bench", cfg->fabric, cfg->device,
+					 (int)cfg->ib_port, -1, r.local, sizeof(r.local)))
 		return EXIT_FAIL;
 	if (report_init(&r))
 		return EXIT_FAIL;
@@ -328,19 +329,27 @@ int cmd_rpc_bench(int argc, char **argv)
 		.protocol = "send_recv", .fabric = "verbs", .clients = 1, .window = 1,
 		.workers = 1, .warmup = 100, .port = RDMX_DEFAULT_PORT, .timeout = 10000,
 		.max_size = 65536, .argc = argc, .argv = argv };
+	const struct cli_conn_dest conn = {
+		.protocol = &cfg.protocol, .protocols = rdmx_protocol_names(),
+		.device = &cfg.device, .ib_port = &cfg.ib_port, .port = &cfg.port, .timeout = &cfg.timeout,
+		.fabric = &cfg.fabric,
+	};
+	struct opt conn_rows[CLI_CONN_ROWS];
 	const struct opt table[] = {
-		{ "transport", 'T', OPT_STRING, &cfg.transports_s, 0, 0, NULL, "LIST",
+		OPTS_INCLUDE(conn_rows),
+		{ "transport", 0, OPT_STRING, &cfg.transports_s, 0, 0, NULL, "LIST",
 		  "msg, rfp, herd, tcp (the baseline), a comma list of them, or all" },
-		{ "protocol", 'p', OPT_CHOICE, &cfg.protocol, 0, 0, rdmx_protocol_names(),
-		  "NAME", "rdmx protocol under transport msg" },
-		{ "sizes", 's', OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST",
+		{ "size", 's', OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST",
 		  "request (and response) sizes: 32,4K and ranges 8..1K (powers of 2)" },
+		{ "sizes", 0, OPT_STRING, &cfg.sizes_s, 0, 0, NULL, "LIST", NULL },
 		{ "max-size", 0, OPT_SIZE, &cfg.max_size, 1, 1 << 24, NULL, "BYTES",
 		  "the echo method's largest request and response (the contract)" },
-		{ "clients", 'c', OPT_INT, &cfg.clients, 1, RB_MAX_CLIENTS, NULL, "N",
+		{ "conns", 'q', OPT_INT, &cfg.clients, 1, RB_MAX_CLIENTS, NULL, "N",
 		  "clients, one thread and connection each: runs 1, 2, 4, ... N" },
-		{ "window", 'w', OPT_INT, &cfg.window, 1, 4096, NULL, "N",
-		  "calls in flight per client" },
+		{ "clients", 0, OPT_INT, &cfg.clients, 1, RB_MAX_CLIENTS, NULL, "N", NULL },
+		{ "tx-depth", 't', OPT_INT, &cfg.window, 1, 4096, NULL, "N",
+		  "calls in flight per client (the RPC window)" },
+		{ "window", 0, OPT_INT, &cfg.window, 1, 4096, NULL, "N", NULL },
 		{ "workers", 0, OPT_INT, &cfg.workers, 0, 64, NULL, "N",
 		  "server worker threads (0: handlers on the receiving thread)" },
 		{ "iters", 'n', OPT_INT, &cfg.iters, 1, 1000000000, NULL, "N",
@@ -350,18 +359,14 @@ int cmd_rpc_bench(int argc, char **argv)
 		{ "warmup", 0, OPT_INT, &cfg.warmup, 0, 1000000000, NULL, "N",
 		  "untimed calls per client before each test" },
 		BENCH_OUTPUT_OPTS(&cfg.json, &cfg.csv, &cfg.plot),
-		{ "port", 0, OPT_INT, &cfg.port, 0, 65535, NULL, "PORT",
-		  "base port: msg on PORT, rfp + 1, herd + 2, tcp + 3 (--server: 0 "
-		  "picks free ones)" },
-		{ "timeout", 't', OPT_INT, &cfg.timeout, 1, 3600000, NULL, "MS",
-		  "connect timeout and the longest wait for one response, in ms" },
 		{ "server", 0, OPT_FLAG, &cfg.server, 0, 0, NULL, NULL,
 		  "serve every transport of --transport until SIGINT or SIGTERM" },
-		BENCH_SELFTEST_OPTS(&cfg.device, &cfg.fabric),
 		{ 0 },
 	};
 
-	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric };
+	const struct bench_cmd_cfg into = { &cfg, &cfg.addr, &cfg.fabric, &conn };
+
+	cli_conn_rows(&conn, conn_rows);
 
 	return bench_cmd_main(&rpc_bench, table, argc, argv, &into);
 }

@@ -32,6 +32,26 @@ int cmd_rpc(int argc, char **argv);
 int cmd_parse(const struct opts_page *page, const struct opt *table,
 	      int argc, char **argv, const char **pos, int max_pos, int *n_pos);
 
+/* A subcommand with its own page and options (rdmx kv get, rdmx rpc call). */
+struct cmd_sub {
+	const char *name;		/* "get" */
+	const struct opts_page *page;
+	const struct opt *table;	/* its options (OPTS_INCLUDE the shared rows) */
+};
+
+/**
+ * cmd_parse_subs - cmd_parse for a command whose first positional
+ * argument names one of @subs (NULL-name terminated): the arguments are
+ * parsed against @table (every option of the command), then, when the
+ * first positional is a subcommand, again against its own table, so an
+ * option of another subcommand is refused; --help after the subcommand
+ * prints its page. *@sub is the subcommand (NULL: none given).
+ */
+int cmd_parse_subs(const struct opts_page *page, const struct opt *table,
+		   const struct cmd_sub *subs, int argc, char **argv,
+		   const char **pos, int max_pos, int *n_pos,
+		   const struct cmd_sub **sub);
+
 /**
  * cmd_usage_err - "rdmx @cmd: MESSAGE" and the --help hint on stderr;
  * returns EXIT_USAGE.

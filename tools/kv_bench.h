@@ -38,7 +38,7 @@ enum kb_path { KB_RPC, KB_READ, KB_DOOR, KB_MEMCACHED };
 struct kb_cfg {
 	const char *values_s, *dist_s, *mix_s, *get_s, *paths_s, *fabric, *device;
 	const char *json, *csv, *plot, *addr, *transport, *protocol;
-	long long ops, clients, keys, port, door_port, mc_port, timeout;
+	long long ops, clients, keys, port, door_port, mc_port, timeout, ib_port;
 	bool mc_spawn;
 	int argc;
 	char **argv;

@@ -3,7 +3,7 @@
  * rdmx kv bench: one test - a workload on one path at one value size with
  * N clients, one thread and one connection each. The connections are made
  * (and the keys preloaded, untimed) before the threads start; each thread
- * then makes its share of --ops, each op timed on its own (CLOCK_MONOTONIC)
+ * then makes its share of --iters, each op timed on its own (CLOCK_MONOTONIC)
  * and every GET's value checked: its length, its key's index and its
  * stamp in every byte. The torn test adds a writer thread that rewrites
  * KB_HOT_KEYS keys by PUT RPCs while the clients GET them by READ: they

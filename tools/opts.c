@@ -109,7 +109,8 @@ static const struct opt *find_short(const struct opt *t, char c)
 	return NULL;
 }
 
-static int set_int(const struct opt *o, const char *val, char *err, size_t len)
+static int set_int(const struct opt *o, const char *as, const char *val,
+		char *err, size_t len)
 {
 	long long v;
 	char *end;
@@ -117,11 +118,11 @@ static int set_int(const struct opt *o, const char *val, char *err, size_t len)
 	errno = 0;
 	v = strtoll(val, &end, 10);
 	if (!*val || *end || isspace((unsigned char)*val)) {
-		put(err, len, "--%s: '%s' is not an integer", o->name, val);
+		put(err, len, "%s: '%.40s' is not an integer", as, val);
 		return OPTS_ERROR;
 	}
 	if (errno || v < o->min || v > o->max) {
-		put(err, len, "--%s: must be between %lld and %lld", o->name,
+		put(err, len, "%s: must be between %lld and %lld", as,
 		    o->min, o->max);
 		return OPTS_ERROR;
 	}
@@ -129,18 +130,19 @@ static int set_int(const struct opt *o, const char *val, char *err, size_t len)
 	return OPTS_OK;
 }
 
-static int set_size(const struct opt *o, const char *val, char *err, size_t len)
+static int set_size(const struct opt *o, const char *as, const char *val,
+		char *err, size_t len)
 {
 	char lo[32], hi[32];
 	uint64_t v;
 
 	if (opts_parse_size(val, &v)) {
-		put(err, len, "--%s: '%s' is not a size (examples: 64, 4K, 1M)",
-		    o->name, val);
+		put(err, len, "%s: '%.40s' is not a size (examples: 64, 4K, 1M)",
+		    as, val);
 		return OPTS_ERROR;
 	}
 	if (v < (uint64_t)o->min || v > (uint64_t)o->max) {
-		put(err, len, "--%s: must be between %s and %s", o->name,
+		put(err, len, "%s: must be between %s and %s", as,
 		    opts_format_size((uint64_t)o->min, lo, sizeof(lo)),
 		    opts_format_size((uint64_t)o->max, hi, sizeof(hi)));
 		return OPTS_ERROR;
@@ -156,8 +158,8 @@ static void list_choices(const char *const *c, char *buf, size_t len)
 		append(buf, len, "%s%s", buf[0] ? ", " : "", *c);
 }
 
-static int set_choice(const struct opt *o, const char *val, char *err,
-		      size_t len)
+static int set_choice(const struct opt *o, const char *as, const char *val,
+		char *err, size_t len)
 {
 	const char *const *c;
 	char list[256];
@@ -169,17 +171,17 @@ static int set_choice(const struct opt *o, const char *val, char *err,
 		}
 	}
 	list_choices(o->choices, list, sizeof(list));
-	put(err, len, "--%s: '%s' is not one of: %s", o->name, val, list);
+	put(err, len, "%s: '%.40s' is not one of: %s", as, val, list);
 	return OPTS_ERROR;
 }
 
-static int add_to_list(const struct opt *o, const char *val, char *err,
-		       size_t len)
+static int add_to_list(const struct opt *o, const char *as, const char *val,
+		char *err, size_t len)
 {
 	struct opts_list *l = o->dest;
 
 	if (l->n >= OPTS_LIST_MAX) {
-		put(err, len, "--%s: given more than %d times", o->name,
+		put(err, len, "%s: given more than %d times", as,
 		    OPTS_LIST_MAX);
 		return OPTS_ERROR;
 	}
@@ -187,25 +189,34 @@ static int add_to_list(const struct opt *o, const char *val, char *err,
 	return OPTS_OK;
 }
 
-static int set_value(const struct opt *o, const char *val, char *err,
-		     size_t len)
+static int set_value(const struct opt *o, const char *as, const char *val,
+		char *err, size_t len)
 {
+	if (!*val && o->kind != OPT_INT && o->kind != OPT_SIZE) {
+		put(err, len, "%s: the value is empty", as);
+		return OPTS_ERROR;
+	}
+	if (strlen(val) > OPTS_VALUE_MAX) {
+		put(err, len, "%s: the value is longer than %d bytes", as, OPTS_VALUE_MAX);
+		return OPTS_ERROR;
+	}
 	switch (o->kind) {
 	case OPT_INT:
-		return set_int(o, val, err, len);
+		return set_int(o, as, val, err, len);
 	case OPT_SIZE:
-		return set_size(o, val, err, len);
+		return set_size(o, as, val, err, len);
 	case OPT_CHOICE:
-		return set_choice(o, val, err, len);
+		return set_choice(o, as, val, err, len);
 	case OPT_STRING:
 		*(const char **)o->dest = val;
 		return OPTS_OK;
 	case OPT_LIST:
-		return add_to_list(o, val, err, len);
+		return add_to_list(o, as, val, err, len);
 	case OPT_FLAG:
+	case OPT_INCLUDE:
 		break;
 	}
-	put(err, len, "--%s: bad option table entry", o->name);
+	put(err, len, "%s: bad option table entry", as);
 	return OPTS_ERROR;
 }
 
@@ -236,7 +247,7 @@ static size_t edit_distance(const char *a, size_t na, const char *b)
 	return row[nb];
 }
 
-/* "unknown option '--sizs'; did you mean '--sizes'?" (close names only; a
+/* "unknown option '--sizz'; did you mean '--size'?" (close names only; a
  * '_' is taken as '-', the perftest habit). */
 static void unknown_long(const struct opt *t, const char *name, size_t n,
 			 char *err, size_t len)
@@ -254,11 +265,25 @@ static void unknown_long(const struct opt *t, const char *name, size_t n,
 			best_d = d;
 		}
 	}
+	n = n < 60 ? n : 60; /* a 100 KB name is named by its start */
 	if (best && best_d <= (n < 5 ? 1 : 2))
 		put(err, len, "unknown option '--%.*s'; did you mean '--%s'?", (int)n,
 		    name, best->name);
 	else
 		put(err, len, "unknown option '--%.*s'", (int)n, name);
+}
+
+/* --help, --help=man, --help=markdown. */
+static int help_kind(const char *eq, char *err, size_t len)
+{
+	if (!eq)
+		return OPTS_HELP;
+	if (!strcmp(eq, "=man"))
+		return OPTS_MAN;
+	if (!strcmp(eq, "=markdown"))
+		return OPTS_MARKDOWN;
+	put(err, len, "--help: '%s' is not one of: man, markdown", eq + 1);
+	return OPTS_ERROR;
 }
 
 /* --name, --name=value or --name value; advances *i past a separate value. */
@@ -268,54 +293,58 @@ static int parse_long(const struct opt *t, int argc, char **argv, int *i,
 	const char *name = argv[*i] + 2, *eq = strchr(name, '=');
 	size_t n = eq ? (size_t)(eq - name) : strlen(name);
 	const struct opt *o = find_long(t, name, n);
+	char as[80];
 
 	if (!o && n == 4 && !strncmp(name, "help", 4))
-		return eq && !strcmp(eq, "=man") ? OPTS_MAN : OPTS_HELP;
+		return help_kind(eq, err, len);
 	if (!o) {
 		unknown_long(t, name, n, err, len);
 		return OPTS_ERROR;
 	}
+	snprintf(as, sizeof(as), "--%s", o->name);
 	if (o->kind == OPT_FLAG) {
 		if (eq) {
-			put(err, len, "--%s: does not take a value", o->name);
+			put(err, len, "%s: does not take a value", as);
 			return OPTS_ERROR;
 		}
 		*(bool *)o->dest = true;
 		return OPTS_OK;
 	}
 	if (eq)
-		return set_value(o, eq + 1, err, len);
+		return set_value(o, as, eq + 1, err, len);
 	if (*i + 1 >= argc) {
-		put(err, len, "--%s: missing value", o->name);
+		put(err, len, "%s: missing value", as);
 		return OPTS_ERROR;
 	}
-	return set_value(o, argv[++*i], err, len);
+	return set_value(o, as, argv[++*i], err, len);
 }
 
-/* -x, -x value or -xvalue. */
+/* -x, -x value or -xvalue; errors name "-x (--long)". */
 static int parse_short(const struct opt *t, int argc, char **argv, int *i,
 		       char *err, size_t len)
 {
 	const char *a = argv[*i];
 	const struct opt *o = find_short(t, a[1]);
+	char as[80];
 
 	if (!o && a[1] == 'h' && !a[2])
 		return OPTS_HELP;
 	if (!o || (o->kind == OPT_FLAG && a[2])) {
-		put(err, len, "unknown option '%s'", a);
+		put(err, len, "unknown option '%.40s'", a);
 		return OPTS_ERROR;
 	}
+	snprintf(as, sizeof(as), "-%c (--%s)", o->short_name, o->name);
 	if (o->kind == OPT_FLAG) {
 		*(bool *)o->dest = true;
 		return OPTS_OK;
 	}
 	if (a[2])
-		return set_value(o, a + 2, err, len);
+		return set_value(o, as, a + 2, err, len);
 	if (*i + 1 >= argc) {
-		put(err, len, "--%s: missing value", o->name);
+		put(err, len, "%s: missing value", as);
 		return OPTS_ERROR;
 	}
-	return set_value(o, argv[++*i], err, len);
+	return set_value(o, as, argv[++*i], err, len);
 }
 
 static int add_positional(const char *a, const char **pos, int max_pos,
@@ -323,9 +352,9 @@ static int add_positional(const char *a, const char **pos, int max_pos,
 {
 	if (*n_pos >= max_pos) {
 		if (max_pos == 0)
-			put(err, len, "unexpected argument '%s'", a);
+			put(err, len, "unexpected argument '%.60s'", a);
 		else
-			put(err, len, "too many arguments: '%s' (at most %d expected)",
+			put(err, len, "too many arguments: '%.60s' (at most %d expected)",
 			    a, max_pos);
 		return OPTS_ERROR;
 	}
@@ -333,15 +362,78 @@ static int add_positional(const char *a, const char **pos, int max_pos,
 	return OPTS_OK;
 }
 
-int opts_parse(const struct opt *table, int argc, char **argv,
+/* Is the long name or the letter of @o already in @out[0..n)? */
+static const struct opt *clash(const struct opt *out, int n, const struct opt *o)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(out[i].name, o->name) ||
+		    (o->short_name && out[i].short_name == o->short_name))
+			return &out[i];
+	return NULL;
+}
+
+static int flatten_into(const struct opt *t, struct opt *out, int n, int max,
+			int depth, char *err, size_t len)
+{
+	const struct opt *c;
+
+	for (; t->name; t++) {
+		if (t->kind == OPT_INCLUDE) {
+			if (depth > 4)
+				return -1;
+			n = flatten_into(t->dest, out, n, max, depth + 1, err, len);
+			if (n < 0)
+				return -1;
+			continue;
+		}
+		c = clash(out, n, t);
+		if (c) {
+			put(err, len, "option table: --%s and --%s share a name or "
+			    "a letter", c->name, t->name);
+			return -1;
+		}
+		if (n >= max) {
+			put(err, len, "option table: more than %d rows", max);
+			return -1;
+		}
+		out[n++] = *t;
+	}
+	return n;
+}
+
+int opts_flatten(const struct opt *table, struct opt *out, size_t max,
+		 char *err, size_t err_len)
+{
+	int n;
+
+	put(err, err_len, "%s", "");
+	if (!max)
+		return -1;
+	n = flatten_into(table, out, 0, (int)max - 1, 0, err, err_len);
+	if (n >= 0)
+		memset(&out[n], 0, sizeof(out[n]));
+	return n;
+}
+
+const struct opt *opts_alias_of(const struct opt *flat, const struct opt *o)
+{
+	for (; flat->name; flat++)
+		if (flat->help && flat->dest == o->dest && flat != o)
+			return flat;
+	return NULL;
+}
+
+int opts_parse(const struct opt *t, int argc, char **argv,
 	       const char **pos, int max_pos, int *n_pos,
 	       char *err, size_t err_len)
 {
+	struct opt table[OPTS_MAX_ROWS];
 	bool only_pos = false;
 	int i, rc;
 
-	put(err, err_len, "%s", "");
 	*n_pos = 0;
+	if (opts_flatten(t, table, OPTS_MAX_ROWS, err, err_len) < 0)
+		return OPTS_ERROR;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -368,6 +460,7 @@ static const char *metavar(const struct opt *o)
 	static const char *const def[] = {
 		[OPT_FLAG] = "", [OPT_INT] = "N", [OPT_SIZE] = "BYTES",
 		[OPT_STRING] = "STR", [OPT_CHOICE] = "NAME", [OPT_LIST] = "STR",
+		[OPT_INCLUDE] = "",
 	};
 
 	return o->metavar ? o->metavar : def[o->kind];
@@ -408,6 +501,7 @@ static void default_text(const struct opt *o, char *buf, size_t len)
 		break;
 	case OPT_FLAG:
 	case OPT_LIST:
+	case OPT_INCLUDE:
 		break;
 	}
 }
@@ -465,15 +559,20 @@ static void print_entry(FILE *f, const char *left, const char *help, int col)
 	print_wrapped(f, help, col, n);
 }
 
-void opts_print_help(const struct opt *table, FILE *f)
+void opts_print_help(const struct opt *t, FILE *f)
 {
 	static const struct opt help = {
 		"help", 'h', OPT_FLAG, NULL, 0, 0, NULL, NULL, "show this help and exit",
 	};
+	struct opt table[OPTS_MAX_ROWS];
 	const struct opt *o;
 	char left[96], text[640];
 	int col = HELP_INDENT + (int)strlen("-h, --help") + 2;
 
+	if (opts_flatten(t, table, OPTS_MAX_ROWS, text, sizeof(text)) < 0) {
+		fprintf(f, "%s\n", text);
+		return;
+	}
 	for (o = table; o->name; o++) {
 		if (!o->help)
 			continue;

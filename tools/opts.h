@@ -23,7 +23,19 @@ enum opt_kind {
 	OPT_STRING,	/* const char **: any string (points into argv) */
 	OPT_CHOICE,	/* const char **: one of choices[] (points into choices) */
 	OPT_LIST,	/* struct opts_list *: repeatable, each value appended */
+	OPT_INCLUDE,	/* const struct opt *: another table's rows, in place
+			 * (a block shared by several commands: OPTS_INCLUDE) */
 };
+
+/* A row that includes the rows of @rows (an all-zero-terminated table). */
+#define OPTS_INCLUDE(rows) \
+	{ "", 0, OPT_INCLUDE, (void *)(rows), 0, 0, NULL, NULL, NULL }
+
+/* The longest value an option takes (a path: PATH_MAX). */
+#define OPTS_VALUE_MAX 4096
+
+/* The most rows of a table with its included rows. */
+#define OPTS_MAX_ROWS 160
 
 /* The values of a repeatable option (OPT_LIST), in the order given. */
 #define OPTS_LIST_MAX 32
@@ -51,6 +63,8 @@ enum {
 	OPTS_OK = 0,
 	OPTS_HELP = 1,		/* -h or --help was given */
 	OPTS_MAN = 2,		/* --help=man: the page as roff (rdmx help --man) */
+	OPTS_MARKDOWN = 3,	/* --help=markdown: the options as a markdown
+				 * table (rdmx help --markdown, docs/options.md) */
 };
 
 /**
@@ -64,6 +78,28 @@ enum {
 int opts_parse(const struct opt *table, int argc, char **argv,
 	       const char **pos, int max_pos, int *n_pos,
 	       char *err, size_t err_len);
+
+/**
+ * opts_flatten - @table with its OPT_INCLUDE rows replaced by the rows they
+ * include, into @out (at most @max rows and the terminator). Returns the
+ * number of rows, or -1 when they do not fit or a long name or a letter is
+ * there twice (a table's bug, named in @err).
+ */
+int opts_flatten(const struct opt *table, struct opt *out, size_t max,
+		 char *err, size_t err_len);
+
+/**
+ * opts_alias_of - the visible row that the hidden row @o of @flat is an
+ * alias of (the same destination), or NULL.
+ */
+const struct opt *opts_alias_of(const struct opt *flat, const struct opt *o);
+
+/**
+ * opts_print_markdown - the rows of @table (and their hidden aliases) as
+ * markdown table rows "| rdmx CMD | -x | --long=VALUE | help |", @cmd
+ * naming the command.
+ */
+void opts_print_markdown(const char *cmd, const struct opt *table, FILE *f);
 
 /**
  * opts_parse_size - parse "64", "4K", "1M", "2G" (binary multiples) into

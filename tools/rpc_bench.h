@@ -38,7 +38,7 @@
 struct rb_cfg {
 	const char *transports_s, *sizes_s, *protocol, *fabric, *device;
 	const char *json, *csv, *plot, *duration_s, *addr;
-	long long clients, window, workers, iters, warmup, port, timeout;
+	long long clients, window, workers, iters, warmup, port, timeout, ib_port;
 	uint64_t max_size;
 	bool server;
 	int argc;

@@ -4,7 +4,7 @@
  * thread each, into one server. Each client connects, makes its warmup
  * calls, and waits at a barrier; the harness asks the server for its
  * figures (the stats method, over a connection of its own), lets the
- * clients go, joins them and asks again. A client keeps --window calls in
+ * clients go, joins them and asks again. A client keeps --tx-depth calls in
  * flight; each call is timed from before its send to its completion
  * (CLOCK_MONOTONIC) and its echo's first 8 bytes (its sequence number)
  * are checked.

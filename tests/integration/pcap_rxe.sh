@@ -15,8 +15,8 @@ ITERS=20
 fail() { echo "FAIL: pcap_rxe: $*"; exit 1; }
 
 if [ "${RDMX_SANDBOX_ROLE:-}" = B ]; then # the client, inside VM B
-	exec timeout 300 "$B/bin/rdmx" bench -p write_simplex,read --mode lat \
-		--sizes 64,4K --iters "$ITERS" --warmup 2 --port 18000 \
+	exec timeout 300 "$B/bin/rdmx" bench -c write_simplex,read --mode lat \
+		--size 64,4K --iters "$ITERS" --warmup 2 --port 18000 \
 		--pcap "$B/pcap-test/b.pcap" --json "$B/pcap-test/b.json" "$RDMX_PEER_ADDR"
 fi
 
@@ -25,7 +25,7 @@ rm -rf "$B/pcap-test"
 mkdir -p "$B/pcap-test"
 echo "== two hosts: rdmx bench --pcap on B, sandbox/run --pcap of the link =="
 sandbox/run --hosts 2 --timeout 900 --pcap "$B/pcap-test/link.pcap" \
-	--server-cmd "$B/bin/rdmx bench --server --port 18000 --sizes 64,4K" \
+	--server-cmd "$B/bin/rdmx bench --server --port 18000 --size 64,4K" \
 	-- "$0" "$B" || fail "the client run on B exited $?"
 
 # opcodes FILE: "count opcode" lines of the RoCEv2 packets in FILE.

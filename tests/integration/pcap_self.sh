@@ -13,7 +13,7 @@ trap '[ -z "$pid" ] || kill -KILL -- -"$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; cat "$dir/err" 2>/dev/null; exit 1; }
 command -v tcpdump >/dev/null || { echo "skipped: tcpdump not installed"; exit 0; }
 
-setsid "$rdmx" bench -p send_recv --mode lat --sizes 64 --duration 60 \
+setsid "$rdmx" bench -c send_recv --mode lat --size 64 --duration 60 \
 	--pcap "$dir/s.pcap" --json "$dir/s.json" >"$dir/out" 2>"$dir/err" &
 pid=$!
 # until the capture runs and a test is under way (bounded: 120 s)

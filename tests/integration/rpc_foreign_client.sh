@@ -15,8 +15,8 @@ trap '[ -z "$spid" ] || kill "$spid" 2>/dev/null || true; rm -f "$log"' EXIT
 port=$((20000 + $$ % 20000))
 for t in msg rfp herd; do
   port=$((port + 1))
-  # --window: rfp's and herd's slots per client, the call's window at most
-  "$rdmx" rpc -T "$t" --port "$port" --window 4 serve "$addr" >"$log" 2>&1 &
+  # --tx-depth (the window): rfp's and herd's slots per client, the call's window at most
+  "$rdmx" rpc --transport "$t" --port "$port" --tx-depth 4 serve "$addr" >"$log" 2>&1 &
   spid=$!
   for _ in $(seq 100); do grep -q serving "$log" && break; sleep 0.1; done
   grep -q serving "$log" || { echo "FAIL: $t server did not start:"; cat "$log"; exit 1; }
@@ -27,7 +27,7 @@ for t in msg rfp herd; do
   kill -0 "$spid" || { echo "FAIL: the $t server died after the foreign client"; cat "$log"; exit 1; }
   echo "ok: rping was rejected ($t)"
 
-  timeout 120 "$rdmx" rpc -T "$t" --port "$port" --count 200 --size 1000 --window 4 call "$addr"
+  timeout 120 "$rdmx" rpc --transport "$t" --port "$port" --iters 200 --size 1000 --tx-depth 4 call "$addr"
   kill -INT "$spid"
   timeout 30 tail --pid="$spid" -f /dev/null || { echo "FAIL: $t server did not exit"; exit 1; }
   wait "$spid"

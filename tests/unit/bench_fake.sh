@@ -13,8 +13,8 @@ cmd=(bench)
 # exercise no threading are skipped; the plain and ASan runs do them all.
 quick=${RDMX_TEST_QUICK:-}
 
-"$rdmx" bench --fabric fake -p all --sizes 8,4K --iters 200 --warmup 20 \
-	--threads 2 --json "$dir/b.json" --csv "$dir/b.csv" --plot "$dir/plots" >"$dir/out" ||
+"$rdmx" bench --fabric fake -c all --size 8,4K --iters 200 --warmup 20 \
+	--conns 2 --json "$dir/b.json" --csv "$dir/b.csv" --plot "$dir/plots" >"$dir/out" ||
 	{ cat "$dir/out"; fail "rdmx bench exited $?"; }
 cat "$dir/out"
 jq -e . "$dir/b.json" >/dev/null || fail "the JSON does not parse"
@@ -47,7 +47,7 @@ done
 # Every message is counted (the server's ACK agrees with each client), the
 # per-connection figures are the per-connection rates' min and max, and
 # Jain's index is theirs, in (0, 1].
-"$rdmx" bench --fabric fake -p all --sizes 64 --iters 100 --warmup 10 --threads 2 \
+"$rdmx" bench --fabric fake -c all --size 64 --iters 100 --warmup 10 --conns 2 \
 	--single-receiver --json "$dir/sr.json" --csv "$dir/sr.csv" >"$dir/out" ||
 	{ cat "$dir/out"; fail "--single-receiver exited $?"; }
 grep -q '^server: --single-receiver' "$dir/out" || fail "--single-receiver: not said in the table"
@@ -70,23 +70,24 @@ jq -e '.config.single_receiver and all(.results[];
 		  (.conns * (.per_conn_msg_rate | map(. * .) | add))) | fabs) < 1e-3)' \
 	"$dir/sr.json" >/dev/null || fail "--single-receiver: a row's counts or figures are wrong"
 
-usage "unknown protocol 'nope'" -p nope
-usage "--sizes" --sizes 8,,64
-usage "--sizes" --sizes 0
+usage "unknown protocol 'nope'" -c nope
+usage "--size" --size 8,,64
+usage "--size" -s 0
 usage "iters" --iters 0
 usage "exclude each other" --iters 5 --duration 1
 usage "--duration" --duration 0
 usage "mode" --mode fast
 usage "self-test" --server
-usage "threads" --threads 0
-usage "tcp has no listener call" -p tcp --single-receiver
+usage "-q (--conns): must be between" -q 0
+usage "--threads: must be between" --threads 0
+usage "tcp has no listener call" -c tcp --single-receiver
 usage "not a power of 2" --ring-size 100000
 usage "ring-size" --ring-size 1K
 # --fail-if and --baseline are checked before any test (usage, exit 2).
 usage "'p98' is not a metric" --fail-if 'send_recv:64:p98>1us'
 usage "'20xs' is not a limit" --fail-if 'send_recv:64:p99>20xs'
-usage "protocol 'tcp'" -p send_recv --fail-if 'tcp:64:p99>1'
-usage "not in --sizes" --sizes 64 --fail-if 'send_recv:128:p99>1'
+usage "protocol 'tcp'" -c send_recv --fail-if 'tcp:64:p99>1'
+usage "not in --size" --size 64 --fail-if 'send_recv:128:p99>1'
 usage "bandwidth" --mode lat --fail-if '*:*:msg_s<1'
 usage "cannot open" --baseline "$dir/none.json"
 usage "needs --baseline" --max-regress 5
@@ -103,7 +104,7 @@ usage "is a directory" --csv "$dir"
 touch "$dir/afile"
 usage "not a directory" --plot "$dir/afile"
 usage "only one can go to stdout" --json - --csv -
-usage "GiB" --sizes 1G --outstanding 4096 --threads 64
+usage "GiB" --size 1G --tx-depth 4096 --conns 64
 set +e; PATH=/nonexistent "$rdmx" bench --fabric fake --plot "$dir/p2" >"$dir/out" 2>"$dir/err"
 rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "gnuplot-nox" "$dir/err" && [ ! -s "$dir/out" ] ||
@@ -119,7 +120,7 @@ rc=$?; set -e
 	{ cat "$dir/err"; fail "no tcpdump: exit $rc, expected 2 naming tcpdump before any test"; }
 # --json - : the document alone on stdout (the table on stderr), with the
 # provenance and the effective configuration.
-"$rdmx" bench --fabric fake -p send_recv --sizes 64 --iters 20 --warmup 2 --json - \
+"$rdmx" bench --fabric fake -c send_recv --size 64 --iters 20 --warmup 2 --json - \
 	>"$dir/stdout.json" 2>"$dir/err" || { cat "$dir/err"; fail "--json -"; }
 jq -e '(.results | length) == 2 and .rdmx_version != "" and .host != "" and
 	(.kernel | startswith("Linux")) and (.command_line | endswith("--json -")) and
@@ -128,7 +129,7 @@ jq -e '(.results | length) == 2 and .rdmx_version != "" and .host != "" and
 grep -q '^send_recv' "$dir/err" || fail "--json -: the table is not on stderr"
 # --progress always draws the line even off a terminal; auto does not.
 [ -n "$quick" ] || for p in always auto; do
-	"$rdmx" bench --fabric fake -p tcp --sizes 64 --mode lat --duration 1.5 \
+	"$rdmx" bench --fabric fake -c tcp --size 64 --mode lat --duration 1.5 \
 		--warmup 1 --progress $p >/dev/null 2>"$dir/prog.$p"
 done
 if [ -z "$quick" ]; then
@@ -138,19 +139,19 @@ fi
 
 # perftest habits: the spellings map to rdmx's, a clashing letter is refused
 # or noted with the rdmx spelling, an unknown option gets "did you mean".
-usage "did you mean '--sizes'" --sizs 64
+usage "did you mean '--size'" --sizz 64
 usage "did you mean '--warmup'" --warmpu 5
-usage "perftest's -p (the port) is --port" -p 18515
-usage "exclude each other" -a --sizes 64
+usage "unknown protocol '18515'" -c 18515
+usage "-p (--port): must be between 0 and 65535" -p 70000
+usage "exclude each other" -a --size 64
 if [ -z "$quick" ]; then
-"$rdmx" bench --fabric fake -p tcp --mode lat -a -k 1 --iters 2 --warmup 0 -x 0 -q 1 -F -t 999 \
+"$rdmx" bench --fabric fake -c tcp --mode lat -a -t 1 --iters 2 --warmup 0 -x 0 -q 1 -F --timeout 999 \
 	--out_json >"$dir/a.json" 2>"$dir/err" || { cat "$dir/err"; fail "perftest spellings"; }
 jq -e '[.results[].size] == [range(1; 24) | pow(2; .)] and .config.threads == 1' \
 	"$dir/a.json" >/dev/null || fail "-a: not every power of 2 from 2 to 8M"
 grep -q -- "-F ignored" "$dir/err" || fail "-F: no note"
-grep -q -- "is --outstanding" "$dir/err" || fail "-t 999: no note naming --outstanding"
 # headline columns: one-way latency and MB/s (= Gb/s x 125) on request
-"$rdmx" bench --fabric fake -p send_recv --sizes 4K --iters 100 --warmup 5 --latency one-way \
+"$rdmx" bench --fabric fake -c send_recv --size 4K --iters 100 --warmup 5 --latency one-way \
 	--rate mbs --json "$dir/h.json" >"$dir/out" || fail "--latency one-way --rate mbs"
 grep -q "latency: one-way" "$dir/out" || fail "--latency one-way: not in the table"
 mbs=$(awk '/MB\/s/ { on = 1; next } on && /^send_recv/ { print $6; exit }' "$dir/out")
@@ -167,7 +168,7 @@ fi
 # one exits 0; a baseline with absurd figures is a regression on every row.
 gate() { # expect exit status $1 from bench with the rest of the arguments
 	local want=$1; shift
-	set +e; "$rdmx" bench --fabric fake -p send_recv,tcp --sizes 64 --iters 50 \
+	set +e; "$rdmx" bench --fabric fake -c send_recv,tcp --size 64 --iters 50 \
 		--warmup 5 "$@" >"$dir/out" 2>"$dir/err"; rc=$?; set -e
 	[ "$rc" -eq "$want" ] || { cat "$dir/err"; fail "bench $*: exit $rc, expected $want"; }
 }
@@ -188,15 +189,15 @@ gate 0 --baseline "$dir/slow.json" --max-regress 5
 
 # Every ring protocol at 1 MiB: the ring grows to hold it by default (the
 # default 1 MiB ring cannot hold two 1 MiB records).
-"$rdmx" bench --fabric fake -p write_simplex,write_magic,write_duplex,write_atomic \
-	--mode lat --sizes 1M --iters 10 --warmup 1 --json "$dir/big.json" >"$dir/out" 2>&1 ||
+"$rdmx" bench --fabric fake -c write_simplex,write_magic,write_duplex,write_atomic \
+	--mode lat --size 1M --iters 10 --warmup 1 --json "$dir/big.json" >"$dir/out" 2>&1 ||
 	{ cat "$dir/out"; fail "1 MiB messages through the ring protocols"; }
 [ "$(jq '[.results[] | select(.msgs == 10)] | length' "$dir/big.json")" -eq 4 ] ||
 	fail "not every ring protocol measured 10 messages of 1 MiB"
 # --batch: a bandwidth row per value (batch and coalesce in the table, the
 # JSON and the CSV), one latency row; a burst's messages all arrive (every
 # row counted what the server confirmed).
-"$rdmx" bench --fabric fake -p write_simplex,send_recv --sizes 64 --iters 200 \
+"$rdmx" bench --fabric fake -c write_simplex,send_recv --size 64 --iters 200 \
 	--warmup 10 --batch 1,16 --coalesce on --signal-every 4 \
 	--json "$dir/batch.json" --csv "$dir/batch.csv" >"$dir/out" 2>&1 ||
 	{ cat "$dir/out"; fail "--batch 1,16"; }
@@ -212,7 +213,7 @@ grep -Eq '^write_simplex +1 +64 .* 16$' "$dir/out" || { cat "$dir/out"; fail "--
 # messages end in a cut burst of 11 (sent before END), and 400 KiB ones
 # overflow the 1 MiB stage mid-burst; the server confirms every message
 # of every row (the bench checks its count and their sequence numbers).
-"$rdmx" bench --fabric fake -p send_recv,write_simplex,tcp --mode bw --sizes 64,400K \
+"$rdmx" bench --fabric fake -c send_recv,write_simplex,tcp --mode bw --size 64,400K \
 	--iters 203 --warmup 10 --batch 1,16 --sendv --json "$dir/vec.json" \
 	--csv "$dir/vec.csv" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "--sendv"; }
 jq -e '(.results | length) == 12 and all(.results[]; .msgs == 203) and
@@ -220,7 +221,7 @@ jq -e '(.results | length) == 12 and all(.results[]; .msgs == 203) and
 	"$dir/vec.json" >/dev/null || { cat "$dir/vec.json"; fail "--sendv: rows or sendv wrong in the JSON"; }
 grep -q 'one rdmx_sendv a burst' "$dir/out" || { cat "$dir/out"; fail "--sendv: not said in the table"; }
 # ... and only the bandwidth rows: a latency row is sent as without it
-"$rdmx" bench --fabric fake -p send_recv --sizes 64 --iters 50 --warmup 5 --sendv \
+"$rdmx" bench --fabric fake -c send_recv --size 64 --iters 50 --warmup 5 --sendv \
 	--json "$dir/vec2.json" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "--sendv, both modes"; }
 jq -e '[.results[] | [.mode, .sendv]] == [["lat", false], ["bw", true]]' "$dir/vec2.json" >/dev/null ||
 	{ cat "$dir/vec2.json"; fail "--sendv: a latency row says sendv"; }
@@ -229,7 +230,7 @@ jq -e '[.results[] | [.mode, .sendv]] == [["lat", false], ["bw", true]]' "$dir/v
 # Results survive Ctrl-C: SIGINT in the middle of a run exits 130, and the
 # JSON and CSV hold every row finished before it (whole files, no leftovers).
 set +e
-timeout --preserve-status -s INT 4 "$rdmx" bench --fabric fake -p all --sizes 64 \
+timeout --preserve-status -s INT 4 "$rdmx" bench --fabric fake -c all --size 64 \
 	--duration 1 --json "$dir/int.json" --csv "$dir/int.csv" >"$dir/out" 2>"$dir/err"
 rc=$?
 set -e

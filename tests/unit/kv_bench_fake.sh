@@ -17,7 +17,7 @@ cmd=(kv bench)
 	     "(Debian package memcached)"
 plot=()
 command -v gnuplot >/dev/null && plot=(--plot "$dir/plots")
-"$rdmx" kv bench --fabric fake --ops 300 --keys 100 --values 32,2K --clients 3 \
+"$rdmx" kv bench --fabric fake --iters 300 --keys 100 --size 32,2K --conns 3 \
 	--memcached-spawn --json "$dir/r.json" --csv "$dir/r.csv" "${plot[@]}" >"$dir/out" ||
 	{ cat "$dir/out"; fail "rdmx kv bench exited $?"; }
 cat "$dir/out"
@@ -76,23 +76,24 @@ if [ ${#plot[@]} -gt 0 ]; then
 	[ ! -s "$dir/plots/gnuplot.log" ] || { cat "$dir/plots/gnuplot.log"; fail "gnuplot complained"; }
 fi
 # one path, one mix, --json -: the table goes to stderr
-"$rdmx" kv bench --fabric fake --ops 50 --keys 20 --values 64 --get read --mix 80/20 \
+"$rdmx" kv bench --fabric fake --iters 50 --keys 20 --size 64 --get-path read --mix 80/20 \
 	--dist zipf --memcached -1 --json - >"$dir/d.json" 2>"$dir/err" ||
-	{ cat "$dir/err"; fail "--get read --mix 80/20"; }
+	{ cat "$dir/err"; fail "--get-path read --mix 80/20"; }
 jq -e '[.results[].workload] == ["get", "put", "get", "80/20", "80/20", "torn"] and
 	[.results[].path] == ["read", "door", "door", "read", "door", "read"]' "$dir/d.json" \
-	>/dev/null || { cat "$dir/d.json"; fail "--get read --mix 80/20 --memcached -1: rows"; }
+	>/dev/null || { cat "$dir/d.json"; fail "--get-path read --mix 80/20 --memcached -1: rows"; }
 grep -q '^80/20' "$dir/err" || fail "--json -: the table is not on stderr"
 
 usage "'90/5' is not GET/PUT percentages" --mix 90/5
 usage "'x' is not GET/PUT" --mix 95/5,x
 usage "'normal' is not uniform or zipf" --dist normal
 usage "each of uniform and zipf once" --dist zipf,uniform,zipf
-usage "outside 8..64K" --values 4
-usage "outside 8..64K" --values 32,128K
-usage "--clients: must be between 1 and 64" --clients 65
+usage "outside 8..64K" --size 4
+usage "outside 8..64K" -s 32,128K
+usage "--conns: must be between 1 and 64" --conns 65
+usage "-n (--iters): must be between" -n 0
 usage "--ops: must be between" --ops 0
-usage "'write' is not one of" --get write
+usage "'write' is not one of" --get-path write
 usage "self-test" 10.0.0.1
 usage "exclude each other" --memcached-spawn --memcached 11211
 usage "only one can go to stdout" --json - --csv -
@@ -100,7 +101,7 @@ usage "cannot write in $dir/nodir" --json "$dir/nodir/x.json"
 
 # Ctrl-C once the first row is in the files: exit 130 with the rows
 # finished before it (some, not all 18), whole files.
-"$rdmx" kv bench --fabric fake --ops 2000 --keys 50 --values 32 --clients 2 --memcached -1 \
+"$rdmx" kv bench --fabric fake --iters 2000 --keys 50 --size 32 --conns 2 --memcached -1 \
 	--json "$dir/int.json" --csv "$dir/int.csv" >"$dir/out" 2>"$dir/err" &
 bg=$!
 for _ in $(seq 600); do

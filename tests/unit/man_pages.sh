@@ -8,9 +8,10 @@ set -euo pipefail
 rdmx=$1
 mandir=$2
 fail() { echo "FAIL: $*"; exit 1; }
-# rpc-bench, kv-bench: the subcommands rdmx rpc bench and rdmx kv bench
+# kv-get, rpc-bench, ...: the subcommands rdmx kv get, rdmx rpc bench, ...
 # (rdmx help --man rpc bench)
-for cmd in rdmx devices pingpong bench doctor kv kv-bench rpc rpc-bench; do
+for cmd in rdmx devices pingpong bench doctor kv kv-serve kv-get kv-put kv-del kv-bench \
+	rpc rpc-serve rpc-call rpc-bench; do
 	page=$mandir/rdmx-$cmd.1
 	[ "$cmd" = rdmx ] && page=$mandir/rdmx.1
 	[ -s "$page" ] || fail "no $page"

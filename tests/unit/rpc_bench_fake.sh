@@ -14,7 +14,7 @@ cmd=(rpc bench)
 
 plot=()
 command -v gnuplot >/dev/null && plot=(--plot "$dir/plots")
-"$rdmx" rpc bench --fabric fake -T all --sizes 32,4K --clients 4 --iters 200 --warmup 20 \
+"$rdmx" rpc bench --fabric fake --transport all --size 32,4K --conns 4 --iters 200 --warmup 20 \
 	--json "$dir/r.json" --csv "$dir/r.csv" "${plot[@]}" >"$dir/out" ||
 	{ cat "$dir/out"; fail "rdmx rpc bench exited $?"; }
 cat "$dir/out"
@@ -54,21 +54,22 @@ if [ ${#plot[@]} -gt 0 ]; then
 	[ ! -s "$dir/plots/gnuplot.log" ] || { cat "$dir/plots/gnuplot.log"; fail "gnuplot complained"; }
 fi
 # --duration: the clients' calls still sum to the row's
-"$rdmx" rpc bench --fabric fake -T msg,tcp --sizes 64 --clients 2 --duration 0.3 --window 4 \
+"$rdmx" rpc bench --fabric fake --transport msg,tcp --size 64 --conns 2 --duration 0.3 --tx-depth 4 \
 	--protocol write_duplex --json - >"$dir/d.json" 2>"$dir/err" || { cat "$dir/err"; fail "--duration"; }
 jq -e '(.results | length) == 4 and all(.results[]; .calls > 0 and
 	(.per_client_calls | add) == .calls and .window == 4) and
 	.results[0].protocol == "write_duplex"' "$dir/d.json" >/dev/null ||
-	{ cat "$dir/d.json"; fail "--duration --window 4 --json -"; }
+	{ cat "$dir/d.json"; fail "--duration --tx-depth 4 --json -"; }
 grep -q '^msg/write_duplex' "$dir/err" || fail "--json -: the table is not on stderr"
 
-usage "unknown transport 'udp'" -T msg,udp
-usage "expected msg, rfp, herd, tcp or all" -T ,
-usage "above the echo method's largest request, --max-size 4K" --sizes 32,8K --max-size 4K
-usage "--clients: must be between 1 and 64" --clients 0
+usage "unknown transport 'udp'" --transport msg,udp
+usage "expected msg, rfp, herd, tcp or all" --transport ,
+usage "above the echo method's largest request, --max-size 4K" --size 32,8K --max-size 4K
+usage "-q (--conns): must be between 1 and 64" -q 0
+usage "--conns: must be between 1 and 64" --conns 65
 usage "--clients: must be between 1 and 64" --clients 65
-usage "--sizes" --sizes 8,,64
-usage "--window: must be between" --window 0
+usage "--size" --size 8,,64
+usage "-t (--tx-depth): must be between" -t 0
 usage "exclude each other" --iters 5 --duration 1
 usage "--duration" --duration 0
 usage "'nope' is not one of" --protocol nope
@@ -81,7 +82,7 @@ usage "not --server" --fabric verbs --server --plot "$dir/p"
 
 # Ctrl-C: exit 130 with the rows finished before it, whole files.
 set +e
-timeout --preserve-status -s INT 3 "$rdmx" rpc bench --fabric fake -T all --sizes 64 \
+timeout --preserve-status -s INT 3 "$rdmx" rpc bench --fabric fake --transport all --size 64 \
 	--duration 1 --json "$dir/int.json" --csv "$dir/int.csv" >"$dir/out" 2>"$dir/err"
 rc=$?
 set -e

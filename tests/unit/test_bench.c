@@ -83,7 +83,7 @@ static void test_sizes_bad(void **state)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		assert_int_equal(sizes(bad[i], v, &n, err), -1);
-		assert_non_null(strstr(err, "--sizes"));
+		assert_non_null(strstr(err, "--size"));
 	}
 	assert_int_equal(bench_parse_sizes("1..1G", v, 4, &n, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "more than 4"));

@@ -213,8 +213,10 @@ static void test_choice_errors(void **state)
 {
 	struct fixture *f = *state;
 
-	parse_fails(f, "--protocol: 'rdma' is not one of: send_recv, write_imm",
+	parse_fails(f, "-p (--protocol): 'rdma' is not one of: send_recv, write_imm",
 		    "cmd", "-p", "rdma", NULL);
+	parse_fails(f, "--protocol: 'rdma' is not one of: send_recv, write_imm",
+		    "cmd", "--protocol", "rdma", NULL);
 }
 
 static void test_unknown_and_missing(void **state)
@@ -227,7 +229,11 @@ static void test_unknown_and_missing(void **state)
 	assert_int_equal(parse(f, "cmd", "--ver", NULL), OPTS_ERROR); /* no prefixes */
 	expect_error(f, "unknown option");
 	parse_fails(f, "--size: missing value", "cmd", "--size", NULL);
-	parse_fails(f, "--size: missing value", "cmd", "-s", NULL);
+	parse_fails(f, "-s (--size): missing value", "cmd", "-s", NULL);
+	parse_fails(f, "--device: the value is empty", "cmd", "--device", "", NULL);
+	parse_fails(f, "-d (--device): the value is empty", "cmd", "-d", "", NULL);
+	parse_fails(f, "--size: '' is not a size (examples: 64, 4K, 1M)", "cmd",
+		    "--size=", NULL);
 	parse_fails(f, "--verify: does not take a value", "cmd", "--verify=yes", NULL);
 }
 
@@ -480,6 +486,58 @@ static void test_help_man(void **state)
 	assert_int_equal(parse(f, "cmd", "--help", NULL), OPTS_HELP);
 }
 
+/* --help=markdown asks for the options table; --help=other is an error. */
+static void test_help_markdown(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(parse(f, "cmd", "--help=markdown", NULL), OPTS_MARKDOWN);
+	parse_fails(f, "--help: 'nroff' is not one of: man, markdown", "cmd",
+		    "--help=nroff", NULL);
+}
+
+/* A block of rows included in a table parses, helps and lists as its own. */
+static void test_include(void **state)
+{
+	struct fixture *f = *state;
+	long long port = 7471, old = 0;
+	const struct opt block[] = {
+		{ "port", 'P', OPT_INT, &port, 0, 65535, NULL, "PORT", "server port" },
+		{ "old-port", 0, OPT_INT, &port, 0, 65535, NULL, "PORT", NULL },
+		{ 0 },
+	};
+	const struct opt table[] = {
+		OPTS_INCLUDE(block), OPTS_INCLUDE(f->table), { 0 },
+	};
+	const struct opt twice[] = {
+		OPTS_INCLUDE(block), { "other", 'P', OPT_INT, &old, 0, 1, NULL, NULL, "x" },
+		{ 0 },
+	};
+	struct opt flat[OPTS_MAX_ROWS];
+	char *argv[] = { "cmd", "-P", "9", "-n", "5", NULL }, *buf = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	assert_int_equal(opts_parse(table, 5, argv, f->pos, 2, &f->n_pos, f->err,
+				    sizeof(f->err)), OPTS_OK);
+	assert_int_equal(port, 9);
+	assert_int_equal(f->v.iters, 5);
+	assert_int_equal(opts_flatten(table, flat, OPTS_MAX_ROWS, f->err,
+				      sizeof(f->err)), 7);
+	assert_ptr_equal(opts_alias_of(flat, &flat[1]), &flat[0]);
+	assert_int_equal(opts_flatten(twice, flat, OPTS_MAX_ROWS, f->err,
+				      sizeof(f->err)), -1);
+	assert_non_null(strstr(f->err, "--port and --other share"));
+	mem = open_memstream(&buf, &len);
+	assert_non_null(mem);
+	opts_print_markdown("x", table, mem);
+	fclose(mem);
+	assert_non_null(strstr(buf, "| rdmx x | -P | --port=PORT | --old-port | "
+				    "server port (default: 9) |"));
+	assert_non_null(strstr(buf, "| rdmx x | -n | --iters=N |"));
+	free(buf);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -490,6 +548,7 @@ int main(void)
 		T(test_positional), T(test_no_positional), T(test_help_generation),
 		T(test_help_page), T(test_help_wraps_long_text), T(test_list),
 		T(test_man_page), T(test_help_man), T(test_did_you_mean_hidden),
+		T(test_help_markdown), T(test_include),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -257,7 +257,7 @@ static void take_mixed(rdmx_conn *c, uint64_t seq, unsigned n)
 }
 
 /* A burst of @n 64-byte messages is one SEND with one completion, also
- * when max_msg is the messages' size (64: rdmx bench --sizes 64, where
+ * when max_msg is the messages' size (64: rdmx bench --size 64, where
  * buffers of max_msg and a frame's overhead held frames of one), and a
  * full frame (RDMX__PACK_MAX: rdmx bench --batch 64) fits one buffer. */
 static void pack_one_send(const char *proto, uint32_t max_msg, unsigned n)
