@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,17 +66,25 @@ void rdmx__rfp_unlisten(struct rdmx_rpc_server *s)
 /* Export a new client's slots to it alone with exactly the rights it
  * needs (it WRITEs requests and READs responses: an export each, a window
  * bound to its QP where the device has them; core/onesided.h) and send
- * it the set-up. */
+ * it the set-up. This runs in the server's run thread: the send buffer is
+ * taken without a wait (a new connection has its buffers free; one that
+ * has none, as a dialer announcing no receive depth to a credit protocol,
+ * is refused, not waited on for the timeout while every client waits). */
 static int setup_send(struct rdmx_rpc_server *s, struct rfp_conn *r)
 {
 	size_t half = (size_t)r->slots * r->ssize;
 	uint32_t head[3] = { RFP_MAGIC, r->slots, r->ssize };
 	struct rdmx_msg m;
 	uint8_t *d;
-	int rc = rdmx_msg_alloc(r->c, RFP_SETUP_LEN, &m, s->o.timeout_ms);
+	char peer[64];
+	int rc = rdmx_msg_alloc(r->c, RFP_SETUP_LEN, &m, 0);
 
-	if (rc)
-		return rc;
+	if (rc) {
+		if (rdmx_conn_peer_addr(r->c, peer, sizeof(peer)))
+			snprintf(peer, sizeof(peer), "peer unknown");
+		return rdmx__fail(rc, "rpc rfp: a new client (%s) has no send buffer free "
+				  "for its set-up: refused (%s)", peer, rdmx_conn_error(r->c));
+	}
 	memcpy(m.data, head, sizeof(head));
 	d = (uint8_t *)m.data + 12;
 	rc = rdmx__export_conn(r->c, r->mem, half, RDMX__ACCESS_WRITE, s->o.timeout_ms,
@@ -91,21 +100,28 @@ static int setup_send(struct rdmx_rpc_server *s, struct rfp_conn *r)
 	return rdmx_send(r->c, &m);
 }
 
-static struct rfp_conn *server_conn(struct rdmx_rpc_server *s, rdmx_conn *c)
+/* A new client's slots, exported and announced: 0 with it in *@out, or
+ * -errno with a message (the server keeps it; the client is refused). */
+static int server_conn(struct rdmx_rpc_server *s, rdmx_conn *c, struct rfp_conn **out)
 {
 	uint32_t ssize = slot_size(&s->k);
 	struct rfp_conn *r = rdmx__rfp_new(s->o.window, ssize, 2 * (size_t)s->o.window);
+	int rc;
 
 	if (!r)
-		return NULL;
+		return rdmx__fail(-ENOMEM, "rpc rfp: out of memory for a client's %u slots",
+				  s->o.window);
 	r->c = c;
 	r->scratch = malloc(ssize);
-	if (!r->scratch || setup_send(s, r)) {
+	rc = r->scratch ? setup_send(s, r)
+			: rdmx__fail(-ENOMEM, "rpc rfp: out of memory for a client");
+	if (rc) {
 		rdmx__rfp_free(r);
-		return NULL;
+		return rc;
 	}
 	rdmx_conn_set_user(c, r);
-	return r;
+	*out = r;
+	return 0;
 }
 
 /*
@@ -227,11 +243,13 @@ static int slots_scan(struct rfp_lis *l, struct rpc_sev *ev)
 static int lis_event(struct rdmx_rpc_server *s, struct rfp_lis *l,
 		     const struct rdmx_event *e, struct rpc_sev *ev)
 {
-	struct rfp_conn *r;
+	struct rfp_conn *r = NULL;
 
 	if (e->type == RDMX_EVENT_CONN) {
-		r = server_conn(s, e->conn);
-		if (!r) {
+		int rc = server_conn(s, e->conn, &r);
+
+		if (rc) {
+			rdmx__keep(&s->err, rc);
 			rdmx_conn_close(e->conn);
 			return 0;
 		}
