@@ -256,7 +256,9 @@ static void sc_service(struct rdmx_rpc_server *s, struct rpc_sconn *sc, int64_t 
 {
 	int rc;
 
-	if (sc->closing || rdmx__rpc_sc_is_gone(s, sc))
+	/* gone, under the lock (closing implies it; a worker sets closing in
+	 * req_finish: read here without the lock it was a data race) */
+	if (rdmx__rpc_sc_is_gone(s, sc))
 		return;
 	if (!sc->ready && !sc->linger && now >= sc->hello_by_ms) {
 		hello_late(s, sc);
