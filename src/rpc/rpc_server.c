@@ -144,9 +144,11 @@ static void hello_reject(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 {
 	size_t cap = rdmx__rpc_frame_max(&s->k) - RPC_HDR;
 	void *tab = malloc(cap);
+	char name[96];
 
-	rdmx__failo(&s->err, -EPROTO, "rpc: a client's contract differs (hash %016llx, "
-		    "%u methods; here %016llx, %zu): refused", (unsigned long long)hash,
+	rdmx__failo(&s->err, -EPROTO, "rpc: %s: its contract differs (hash %016llx, "
+		    "%u methods; here %016llx, %zu): refused",
+		    rdmx__rpc_sc_name(sc, name, sizeof(name)), (unsigned long long)hash,
 		    count, (unsigned long long)s->k.hash, s->k.n);
 	pthread_mutex_lock(&s->lock);
 	s->st.rejected++;
@@ -178,8 +180,10 @@ static void on_hello(struct rdmx_rpc_server *s, struct rpc_sconn *sc,
 	}
 	rc = send_frame(s, sc, RPC_HELLO_OK, NULL, 0);
 	if (rc) {
-		rdmx__failo(&s->err, rc, "rpc: answering a client's hello: %s",
-			    s->ops->error(sc->t));
+		char name[96];
+
+		rdmx__failo(&s->err, rc, "rpc: answering the hello of %s: %s",
+			    rdmx__rpc_sc_name(sc, name, sizeof(name)), s->ops->error(sc->t));
 		sc_gone(s, sc);
 		return;
 	}

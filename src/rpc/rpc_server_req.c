@@ -129,10 +129,12 @@ static int slot_claim(struct rpc_sconn *sc, uint64_t call)
 {
 	uint32_t i = (uint32_t)(call & (RPC_WINDOW_MAX - 1));
 	uint64_t bit = 1ULL << (i % 64);
+	char name[96];
 
 	if (sc->busy[i / 64] & bit)
-		return rdmx__fail(-EPROTO, "rpc: a request for call slot %u, whose last "
-				  "request is already pending", i);
+		return rdmx__fail(-EPROTO, "rpc: %s: a request for call slot %u, whose last "
+				  "request is already pending: dropped",
+				  rdmx__rpc_sc_name(sc, name, sizeof(name)), i);
 	sc->busy[i / 64] |= bit;
 	return 0;
 }
@@ -146,12 +148,14 @@ static int slot_claim(struct rpc_sconn *sc, uint64_t call)
 static int window_check(const struct rpc_sconn *sc, uint64_t call, uint32_t window)
 {
 	uint32_t i = (uint32_t)(call & (RPC_WINDOW_MAX - 1));
+	char name[96];
 
 	if (!window || i < window)
 		return 0;
-	return rdmx__fail(-EPROTO, "rpc: a request in call slot %u with %u pending: beyond "
-			  "the client's window of %u; the client broke its window and is "
-			  "dropped", i, sc->pending, window);
+	return rdmx__fail(-EPROTO, "rpc: %s: a request in call slot %u with %u pending: "
+			  "beyond the client's window of %u; the client broke its window "
+			  "and is dropped", rdmx__rpc_sc_name(sc, name, sizeof(name)), i,
+			  sc->pending, window);
 }
 
 /* The slot of @call may take its next request (s->lock held). */

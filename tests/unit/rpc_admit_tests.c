@@ -176,7 +176,8 @@ void t_admit_window(void **state)
 	assert_int_equal(held(&v.hold, 2), 0);
 	poke_hold(bad, 0, 2);
 	assert_int_equal(bad_wait(&v, 1), 0);
-	if (!strstr(rdmx_rpc_server_error(v.s), "broke its window"))
+	if (!strstr(rdmx_rpc_server_error(v.s), "broke its window") ||
+	    !strstr(rdmx_rpc_server_error(v.s), "connection #")) /* names it */
 		fail_msg("%s", rdmx_rpc_server_error(v.s));
 	print_message("%s: a third request on window 2 refused: %s\n", transport(),
 		      rdmx_rpc_server_error(v.s));

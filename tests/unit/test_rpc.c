@@ -264,6 +264,7 @@ static void t_mismatch(void **state)
 	assert_int_equal(st.rejected, 2);
 	assert_int_equal(st.conns, 1);
 	assert_non_null(strstr(rdmx_rpc_server_error(v.s), "contract differs"));
+	assert_non_null(strstr(rdmx_rpc_server_error(v.s), "connection #")); /* which */
 	rdmx_rpc_client_destroy(good);
 	srv_stop(&v);
 }
