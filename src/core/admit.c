@@ -148,6 +148,11 @@ void rdmx__conn_uncharge(rdmx_conn *c, uint64_t bytes)
 	pthread_mutex_unlock(&g->lock);
 }
 
+const char *rdmx__conn_peer_host(const rdmx_conn *c)
+{
+	return c ? c->peer_host : "";
+}
+
 void rdmx__listener_charge_each(rdmx_listener *lis, uint64_t bytes)
 {
 	if (lis)

@@ -26,6 +26,12 @@ int rdmx__conn_charge(rdmx_conn *c, uint64_t bytes, const char *what);
  * pin after all (at most what was charged beside its own buffers). */
 void rdmx__conn_uncharge(rdmx_conn *c, uint64_t bytes);
 
+/* rdmx__conn_peer_host - the host (the dialer's address without its
+ * port) accepted connection @c counts under in max_conns_per_peer; "" for
+ * a dialed one. The one answer to "same host?" for every layer above
+ * (KV's read door matches its grants with RPC clients by it). */
+const char *rdmx__conn_peer_host(const rdmx_conn *c);
+
 /*
  * rdmx__listener_charge_each - every connection @lis accepts from now on
  * is charged @bytes beside its own buffers, for what the layer above pins

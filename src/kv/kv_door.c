@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/admit.h"
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/wire.h"
@@ -292,13 +293,13 @@ static void conn_keep(struct rdmx__kv_door *d, rdmx_conn *c)
 		conn_forget(d, c);
 }
 
-/* Read door connections before @i on the host of @peer. */
-static unsigned door_before(const struct rdmx__kv_door *d, size_t i, const char *peer)
+/* Read door connections before @i from @host. */
+static unsigned door_before(const struct rdmx__kv_door *d, size_t i, const char *host)
 {
 	unsigned k = 0;
 
 	for (size_t j = 0; j < i; j++)
-		k += rdmx__rpc_same_host(d->conns[j].peer, peer);
+		k += !strcmp(rdmx__conn_peer_host(d->conns[j].c), host);
 	return k;
 }
 
@@ -319,9 +320,9 @@ static void conns_check(struct rdmx__kv_door *d)
 	d->check_ms = now + CHECK_MS;
 	for (size_t i = 0; i < d->n_conns; i++) {
 		struct door_conn *dc = &d->conns[i];
+		const char *host = rdmx__conn_peer_host(dc->c);
 
-		if (rdmx__rpc_server_clients_from(d->rpc, dc->peer) >
-		    door_before(d, i, dc->peer)) {
+		if (rdmx__rpc_server_clients_from(d->rpc, host) > door_before(d, i, host)) {
 			dc->alone_ms = 0;
 		} else if (!dc->alone_ms) {
 			dc->alone_ms = now;

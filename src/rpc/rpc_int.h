@@ -308,12 +308,10 @@ struct rdmx_rpc_server {
 	struct rdmx__err err;
 };
 
-/* Clients of @s whose contract matched, connected now, on the host of
- * @peer (an address as rdmx_conn_peer_addr writes it; the port, after
- * its last ':', aside): KV's read door matches its grants with them. */
-unsigned rdmx__rpc_server_clients_from(rdmx_rpc_server *s, const char *peer);
-/* @a and @b (addresses as rdmx_conn_peer_addr writes them) on one host. */
-bool rdmx__rpc_same_host(const char *a, const char *b);
+/* Clients of @s whose contract matched, connected now, from @host (as
+ * rdmx__conn_peer_host, core/admit.h, names it): KV's read door matches
+ * its grants with them. */
+unsigned rdmx__rpc_server_clients_from(rdmx_rpc_server *s, const char *host);
 
 /* ---------------------------------------------------------------- client */
 

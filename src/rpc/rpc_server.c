@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/admit.h"
 #include "core/clock.h"
 #include "rpc/rpc_int.h"
 #include "rpc/rpc_server_queue.h"
@@ -457,28 +458,14 @@ void rdmx_rpc_server_stats(rdmx_rpc_server *s, struct rdmx_rpc_server_stats *st)
 		st->work_requests += s->ops->posts(s);
 }
 
-/* The length of @addr's host: up to its last ':' (the port), if any. */
-static size_t host_len(const char *addr)
-{
-	const char *colon = strrchr(addr, ':');
-
-	return colon ? (size_t)(colon - addr) : strlen(addr);
-}
-
-bool rdmx__rpc_same_host(const char *a, const char *b)
-{
-	size_t n = host_len(a);
-
-	return host_len(b) == n && !memcmp(a, b, n);
-}
-
-unsigned rdmx__rpc_server_clients_from(rdmx_rpc_server *s, const char *peer)
+unsigned rdmx__rpc_server_clients_from(rdmx_rpc_server *s, const char *host)
 {
 	unsigned k = 0;
 
 	pthread_mutex_lock(&s->lock);
 	for (const struct rpc_sconn *sc = s->conns; sc; sc = sc->next)
-		k += sc->ready && !sc->gone && rdmx__rpc_same_host(sc->peer, peer);
+		k += sc->ready && !sc->gone &&
+		     !strcmp(rdmx__conn_peer_host(s->ops->conn(sc->t)), host);
 	pthread_mutex_unlock(&s->lock);
 	return k;
 }
