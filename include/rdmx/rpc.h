@@ -89,7 +89,9 @@ struct rdmx_rpc_opts {
 	uint32_t queue_max;     /* responses queued per connection, default
 				 * 0: 4096 (a window's); one more drops it */
 	uint32_t queue_bytes;   /* their bytes per connection, default 0:
-				 * 16 MiB; one more drops it */
+				 * 16 MiB (one frame of the contract's
+				 * largest, if more); one more drops it;
+				 * below one frame: -EINVAL */
 };
 
 /** rdmx_rpc_opts_init - fill @opts with the defaults listed above. */

@@ -32,8 +32,6 @@
 
 #define WINDOW_DEFAULT 16u
 #define TIMEOUT_DEFAULT 5000
-#define QUEUE_BYTES_DEFAULT (16u << 20)
-
 
 void rdmx_rpc_opts_init(struct rdmx_rpc_opts *o)
 {
@@ -75,9 +73,7 @@ static int opts_server_load(struct rdmx_rpc_opts *o)
 		o->drop_ms = o->timeout_ms / 2 ? o->timeout_ms / 2 : 1;
 	if (!o->queue_max)
 		o->queue_max = RPC_WINDOW_MAX;
-	if (!o->queue_bytes)
-		o->queue_bytes = QUEUE_BYTES_DEFAULT;
-	return 0;
+	return 0; /* queue_bytes: against the contract (rdmx__rpc_queue_bounds) */
 }
 
 int rdmx__rpc_opts_load(const struct rdmx_rpc_opts *in, struct rdmx_rpc_opts *out,

@@ -367,6 +367,9 @@ int rdmx_rpc_server_create(rdmx_ctx *ctx, const char *addr, uint16_t port,
 	rc = rdmx__rpc_contract_load(&s->k, methods, n);
 	if (rc)
 		goto free_server;
+	rc = rdmx__rpc_queue_bounds(s);
+	if (rc)
+		goto free_contract;
 	s->h = calloc(s->k.n, sizeof(*s->h));
 	if (!s->h) {
 		rc = rdmx__fail(-ENOMEM, "rpc: out of memory for handlers");

@@ -23,6 +23,25 @@
 #include "core/clock.h"
 #include "rpc/rpc_server_queue.h"
 
+#define QUEUE_BYTES_DEFAULT (16u << 20)
+
+int rdmx__rpc_queue_bounds(struct rdmx_rpc_server *s)
+{
+	size_t frame = rdmx__rpc_frame_max(&s->k);
+
+	if (!s->o.queue_bytes) {
+		s->o.queue_bytes = frame > QUEUE_BYTES_DEFAULT ? (uint32_t)frame
+							       : QUEUE_BYTES_DEFAULT;
+		return 0;
+	}
+	if (s->o.queue_bytes < frame)
+		return rdmx__fail(-EINVAL, "rpc: queue_bytes %u is below one frame of the "
+				  "contract (%zu bytes): a client whose connection could not "
+				  "take one response at once would be dropped",
+				  s->o.queue_bytes, frame);
+	return 0;
+}
+
 const char *rdmx__rpc_sc_name(const struct rpc_sconn *sc, char *buf, size_t n)
 {
 	snprintf(buf, n, "connection #%llu (%s)", (unsigned long long)sc->id,

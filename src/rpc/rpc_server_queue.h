@@ -9,6 +9,11 @@
 
 #include "rpc/rpc_int.h"
 
+/* The queue's byte bound against @s's contract (s->o loaded, s->k too):
+ * 0 by default 16 MiB, or one frame of the contract's largest where that
+ * is more; -EINVAL with a message when queue_bytes was set below one
+ * frame (the first response a busy connection queued would drop it). */
+int rdmx__rpc_queue_bounds(struct rdmx_rpc_server *s);
 /* Send @h and its @h->len bytes at @payload on @sc now, or queue a copy
  * when the connection cannot take it now (no wait, any thread): 0, or
  * -errno with a message naming the connection (its queue overflowed or

@@ -90,6 +90,7 @@ void t_stuck_reader(void **state);
 void t_stuck_reader_inline(void **state);
 void t_hello_deadline(void **state);
 void t_rfp_round_robin(void **state);
+void t_queue_bytes(void **state);
 
 /* Transport rfp's cases (rpc_rfp_tests.c). */
 void t_rfp_fetch_push(void **state);

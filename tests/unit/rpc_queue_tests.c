@@ -272,3 +272,34 @@ void t_rfp_round_robin(void **state)
 	rdmx_rpc_client_destroy(old);
 	srv_stop(&v);
 }
+
+/* A queue holds at least one frame of the contract's largest: a server
+ * asked for less is refused (its first response queued for a busy
+ * connection would have dropped that client), and the default grows to
+ * one frame for a contract whose responses are larger than 16 MiB. */
+void t_queue_bytes(void **state)
+{
+	const struct rdmx_rpc_method big[] = {
+		{ 1, "big", 16, 20u << 20, 0 },
+	};
+	struct rdmx_ctx_opts co;
+	struct rdmx_rpc_opts o;
+	rdmx_rpc_server *s = NULL;
+	rdmx_ctx *ctx;
+
+	(void)state;
+	rdmx_ctx_opts_init(&co);
+	co.fabric = th_fabric();
+	assert_int_equal(rdmx_ctx_create(&ctx, &co), 0);
+	rdmx_rpc_opts_init(&o);
+	o.queue_bytes = 100;
+	assert_int_equal(rdmx_rpc_server_create(ctx, th_addr(), 0, contract, NMETHODS, &o,
+						&s), -EINVAL);
+	assert_non_null(strstr(rdmx_last_error(), "below one frame"));
+	print_message("queue_bytes 100: %s\n", rdmx_last_error());
+	o.queue_bytes = 0;
+	assert_int_equal(rdmx_rpc_server_create(ctx, th_addr(), 0, big, 1, &o, &s), 0);
+	assert_true(s->o.queue_bytes >= RPC_HDR + (20u << 20));
+	rdmx_rpc_server_destroy(s);
+	rdmx_ctx_destroy(ctx);
+}

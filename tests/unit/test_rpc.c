@@ -496,6 +496,7 @@ int main(void)
 		cmocka_unit_test(t_stuck_reader_inline),
 		cmocka_unit_test(t_hello_deadline),
 		cmocka_unit_test(t_rfp_round_robin),
+		cmocka_unit_test(t_queue_bytes),
 		cmocka_unit_test(t_server_gone),
 		cmocka_unit_test(t_client_gone),
 		cmocka_unit_test(t_threads),
