@@ -75,6 +75,19 @@ static int herd_alloc(void *t, size_t size, struct rpc_buf *b, int timeout_ms)
 	return 0;
 }
 
+/*
+ * Server: has the client's set-up completed (its UD QP, address handle
+ * and UD address all made)? A worker answering a request the client sent
+ * on the control connection before its set-up reads this while the run
+ * thread sets the client up (setup_serve): h->ud alone was set before the
+ * address handle, and stayed set when a later step failed, so a response
+ * could go out with no address handle. The flag is published last.
+ */
+static bool herd_set_up(const struct herd_conn *h)
+{
+	return __atomic_load_n(&h->setup, __ATOMIC_ACQUIRE);
+}
+
 static int herd_send(void *t, struct rpc_buf *b, size_t len)
 {
 	struct herd_conn *h = t;
@@ -83,7 +96,8 @@ static int herd_send(void *t, struct rpc_buf *b, size_t len)
 
 	if (!h->hs && kind == RPC_REQ)
 		rc = rdmx__herd_slot_write(h, len);
-	else if (h->hs && kind == RPC_RESP && h->ud && HERD_NONCE + len <= h->ud->g->dev.ud_max) {
+	else if (h->hs && kind == RPC_RESP && herd_set_up(h) &&
+		 HERD_NONCE + len <= h->ud->g->dev.ud_max) {
 		rc = rdmx__herd_ud_send(h, b->data, len);
 		atomic_fetch_add(&h->hs->ud_sends, 1);
 	} else {

@@ -241,8 +241,9 @@ static int setup_serve(struct herd_srv *hs, struct herd_conn *h, const struct rd
 	if (!rc)
 		rc = setup_reply(h);
 	if (!rc) {
-		h->setup = true;
 		h->slots = h->window;
+		/* last: a worker's herd_send may use h->ud, h->ah from now */
+		__atomic_store_n(&h->setup, true, __ATOMIC_RELEASE);
 		/* charged at accept for the server's window of slots */
 		rdmx__conn_uncharge(h->conn, (uint64_t)(hs->s->o.window - h->window) * h->slot);
 	}
