@@ -835,14 +835,21 @@ enum rdmx_access {
 
 /**
  * rdmx_mr_reg - register @len bytes at @addr with @access (enum
- * rdmx_access bits) for use with @ctx's connections.
- * Returns 0, -EINVAL (NULL @addr, zero @len, unknown access bits) or
- * -errno (the device refused, e.g. the memlock limit).
+ * rdmx_access bits) for use with @ctx's connections. On a device with
+ * memory windows the remote rights are granted only through
+ * rdmx_mr_export()'s windows: the registration itself is made with local
+ * rights and window binds. Returns 0, -EINVAL (NULL @addr, zero @len,
+ * unknown access bits) or -errno (the device refused, e.g. the memlock
+ * limit).
  */
 int rdmx_mr_reg(rdmx_ctx *ctx, void *addr, size_t len, unsigned access,
 		rdmx_mr **out);
 
-/** rdmx_mr_dereg - unregister @mr from every device and free it. */
+/**
+ * rdmx_mr_dereg - unregister @mr from every device and free it; the
+ * windows rdmx_mr_export() bound on it are revoked first (their keys are
+ * refused from then on).
+ */
 void rdmx_mr_dereg(rdmx_mr *mr);
 
 /** rdmx_mr_addr - the address @mr was registered at. */
@@ -912,15 +919,22 @@ int rdmx_send_mr_tok(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
  * posted (-EINVAL, -EACCES): a bad offset never puts the QP in error. The
  * exporter's NIC still enforces the real bounds and rights.
  *
- * Isolation (a documented limitation): registrations live in the
- * device's one protection domain shared by all connections of a context
- * (the srq protocol needs that: one SRQ serves many QPs, and an SRQ and
- * its QPs must share a PD). So an exported key is valid on the exporter's
- * every connection: a peer of ANOTHER connection that learns (or guesses)
- * a descriptor can use it. rdmx itself refuses a region on any connection
- * but the one it was imported on, and a region stays reachable only
- * until rdmx_mr_dereg(). Export only to peers you would trust with the
- * memory; bind per-connection memory windows is future work.
+ * Isolation: registrations live in the device's one protection domain
+ * shared by all connections of a context (the srq protocol needs that:
+ * one SRQ serves many QPs, and an SRQ and its QPs must share a PD). On a
+ * device with memory windows (rdmx_device_isolation() returns
+ * RDMX_ISOLATION_WINDOWS; SoftRoCE has them) an export is a window bound
+ * to the exporting connection's queue pair: its key works over that
+ * connection only, with the rights exported, and is refused once the
+ * connection closes (or the registration goes); a registration's own key
+ * opens nothing remotely there. On a device without windows
+ * (RDMX_ISOLATION_RIGHTS) an export carries the registration's key: it
+ * has the registration's rights and is valid on the exporter's every
+ * connection until rdmx_mr_dereg(), so a peer of ANOTHER connection that
+ * learns (or guesses) a descriptor can use it; register with no more
+ * rights than you export, and export only to peers you would trust with
+ * the memory. rdmx itself refuses a region on any connection but the one
+ * it was imported on (docs/isolation.md).
  *
  * Completion tokens: each operation gives a token; rdmx_wait() on it
  * returns once the operation completed. At most RDMX_ONESIDED_MAX
@@ -936,8 +950,18 @@ typedef struct rdmx_region rdmx_region;
  * rdmx_mr_export - describe @len bytes at @off of @mr, with @access (a
  * subset of @mr's), to @conn's peer. Writes the descriptor to @buf (room
  * for *@buflen bytes, at least RDMX_REGION_DESC_LEN) and its length to
- * *@buflen. Returns 0, -EINVAL (range outside @mr, no access bit),
- * -EACCES (@access not granted by @mr), -ENOSPC (@buf too small).
+ * *@buflen. Where the device has memory windows, each call binds a new
+ * window to @conn's queue pair with exactly @access over the range: its
+ * key works only over @conn, and is refused once @conn closes or @mr is
+ * deregistered (the window is kept until then). The bind is a work request
+ * on @conn: the call waits for its local completion, at most 200 ms (then
+ * -ETIMEDOUT and @conn goes down, the message naming its peer), and takes
+ * one of the RDMX_ONESIDED_MAX operation slots while it waits. Without
+ * windows the descriptor carries @mr's own key (its rights, valid on every
+ * connection of the context). Returns 0, -EINVAL (range outside @mr, no
+ * access bit), -EACCES (@access not granted by @mr), -ENOSPC (@buf too
+ * small), -ENOBUFS (every operation slot in use), -ETIMEDOUT, or -errno
+ * (the device refused the window, @conn is down).
  */
 int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 		   unsigned access, void *buf, size_t *buflen);

@@ -38,6 +38,7 @@ struct rdmx_ctx {
 
 struct rdmx_protocol_ops;
 struct rdmx__peer_count; /* admit.c */
+struct rdmx__export_node; /* mw.h: an export kept until its connection closes */
 #define RDMX__PEER_HOST_LEN 64
 
 /*
@@ -205,6 +206,8 @@ struct rdmx_conn {
 	char peer_host[RDMX__PEER_HOST_LEN]; /* accepted: the dialer's address */
 	void *priv;              /* proto->conn->priv_size bytes, zeroed */
 	struct rdmx__os os;      /* one-sided operations in flight */
+	struct rdmx__export_node *exports; /* rdmx_mr_export's windows bound to
+				  * this QP, revoked at close (mw.h) */
 	uint16_t tok_tag;        /* this connection's mark in its tokens */
 	void *user;              /* rdmx_conn_set_user() */
 	struct rdmx_conn_stats stats; /* counters, __atomic relaxed adds */

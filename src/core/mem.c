@@ -9,6 +9,11 @@
  * records the range and the rights, and rdmx__mr_on() registers it with a
  * connection's domain the first time it is used there (at most
  * MR_DOMAINS of them), keeping the registration until rdmx_mr_dereg().
+ * On a device with memory windows a registration with remote rights is
+ * made with local rights and window binds only: its own key opens nothing
+ * remotely, and rdmx_mr_export() (onesided.c) hands each peer a window
+ * bound to its connection's QP (mw.h). Without windows it is made with
+ * the remote rights asked for, and its key is what an export hands out.
  *
  * The allocator follows the zero-copy allocator of "Towards Zero Copy
  * Dataflows using RDMA" (SIGCOMM'17 posters): memory is registered in
@@ -28,6 +33,7 @@
 #include "errors.h"
 #include "fabric.h"
 #include "mem.h"
+#include "mw.h"
 #include "post.h"
 
 #define MR_DOMAINS 4
@@ -42,10 +48,12 @@ struct rdmx_mr {
 	size_t len;
 	unsigned access;         /* enum rdmx_access bits */
 	pthread_mutex_t lock;    /* guards reg[] */
+	struct rdmx__export_node *exports; /* windows bound on it (mw.h) */
 	int nreg;
 	struct {
 		const void *domain;
 		struct rdmx__mr *m;
+		int windows;     /* made for window binds, no remote rights */
 	} reg[MR_DOMAINS];
 };
 
@@ -80,6 +88,8 @@ void rdmx_mr_dereg(rdmx_mr *mr)
 {
 	if (!mr)
 		return;
+	rdmx__export_revoke_all(&mr->exports); /* the device keeps a registration
+						* with windows bound on it */
 	for (int i = 0; i < mr->nreg; i++)
 		mr->ctx->fops->dereg_mr(mr->reg[i].m);
 	pthread_mutex_destroy(&mr->lock);
@@ -96,6 +106,11 @@ size_t rdmx_mr_len(const rdmx_mr *mr)
 	return mr ? mr->len : 0;
 }
 
+struct rdmx__export_node **rdmx__mr_exports(rdmx_mr *mr)
+{
+	return &mr->exports;
+}
+
 unsigned rdmx__mr_access(const rdmx_mr *mr)
 {
 	return mr->access;
@@ -109,11 +124,9 @@ int rdmx__mr_range(const rdmx_mr *mr, size_t off, size_t len)
 	return 0;
 }
 
-/* The fabric's access bits: local write always (READ destinations and
- * atomic results land in it), remote ones as asked. */
-static int fabric_access(unsigned access)
+int rdmx__mr_rights(unsigned access)
 {
-	int a = RDMX__ACCESS_LOCAL;
+	int a = 0;
 
 	if (access & RDMX_ACCESS_REMOTE_READ)
 		a |= RDMX__ACCESS_READ;
@@ -124,40 +137,60 @@ static int fabric_access(unsigned access)
 	return a;
 }
 
-/* Register on @dom through @c (mr->lock held). */
-static int mr_add(rdmx_conn *c, rdmx_mr *mr, const void *dom,
-		  const struct rdmx__mr **out)
+/* Register on @dom through @c (mr->lock held): local write always (READ
+ * destinations and atomic results land in it); remote rights on windows
+ * where the device has them, else on the registration. Its index. */
+static int mr_add(rdmx_conn *c, rdmx_mr *mr, const void *dom)
 {
-	int rc;
+	int rights = rdmx__mr_rights(mr->access), i = mr->nreg, rc;
+	int windows = rights && rdmx__iso_of(c->f, c->ep) == RDMX__ISO_WINDOW;
 
-	if (mr->nreg == MR_DOMAINS)
+	if (i == MR_DOMAINS)
 		return rdmx__fail(-ENOSPC, "a registration is used on more than %d devices",
 				  MR_DOMAINS);
-	rc = c->f->reg_mr(c->ep, mr->addr, mr->len, fabric_access(mr->access),
-			  &mr->reg[mr->nreg].m);
+	rc = c->f->reg_mr(c->ep, mr->addr, mr->len, RDMX__ACCESS_LOCAL |
+			  (windows ? RDMX__ACCESS_MW_BIND : rights), &mr->reg[i].m);
 	if (rc)
 		return rc;
-	mr->reg[mr->nreg].domain = dom;
-	*out = mr->reg[mr->nreg++].m;
-	return 0;
+	mr->reg[i].domain = dom;
+	mr->reg[i].windows = windows;
+	mr->nreg++;
+	return i;
+}
+
+/* @mr's registration on @c's domain, made there on its first use
+ * (mr->lock held): its index or -errno. */
+static int mr_find(rdmx_conn *c, rdmx_mr *mr)
+{
+	const void *dom = c->f->domain(c->ep);
+
+	if (mr->ctx != c->ctx)
+		return rdmx__fail(-EINVAL, "the registration belongs to another context");
+	for (int i = 0; i < mr->nreg; i++)
+		if (mr->reg[i].domain == dom)
+			return i;
+	return mr_add(c, mr, dom);
 }
 
 int rdmx__mr_on(rdmx_conn *c, rdmx_mr *mr, const struct rdmx__mr **out)
 {
-	const void *dom = c->f->domain(c->ep);
-	int rc = 0;
+	struct rdmx__mr *m;
+	int rc = rdmx__mr_bindable(c, mr, &m);
 
-	if (mr->ctx != c->ctx)
-		return rdmx__fail(-EINVAL, "the registration belongs to another context");
+	*out = m;
+	return rc < 0 ? rc : 0;
+}
+
+int rdmx__mr_bindable(rdmx_conn *c, rdmx_mr *mr, struct rdmx__mr **out)
+{
+	int i;
+
 	pthread_mutex_lock(&mr->lock);
-	*out = NULL;
-	for (int i = 0; i < mr->nreg && !*out; i++)
-		if (mr->reg[i].domain == dom)
-			*out = mr->reg[i].m;
-	if (!*out)
-		rc = mr_add(c, mr, dom, out);
+	i = mr_find(c, mr);
+	*out = i < 0 ? NULL : mr->reg[i].m;
+	i = i < 0 ? i : mr->reg[i].windows;
 	pthread_mutex_unlock(&mr->lock);
-	return rc;
+	return i;
 }
 
 /* ------------------------------------------------------------ allocator */

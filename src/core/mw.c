@@ -5,6 +5,8 @@
  * Set-up time only: nothing here runs per message.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "errors.h"
@@ -64,9 +66,20 @@ int rdmx__export_begin(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep, vo
 	out->how = RDMX__ISO_WINDOW;
 	if (!rc) /* remote rights on the window alone */
 		rc = f->reg_mr(ep, addr, len, RDMX__ACCESS_LOCAL | RDMX__ACCESS_MW_BIND, &out->mr);
+	out->under = out->mr;
 	if (rc)
 		rdmx__export_revoke(out);
 	return rc;
+}
+
+int rdmx__export_window(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep,
+			struct rdmx__mr *under, struct rdmx__export *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->f = f;
+	out->how = RDMX__ISO_WINDOW;
+	out->under = under;
+	return f->mw_alloc(ep, &out->mw);
 }
 
 int rdmx__export_dgram(struct rdmx__dgram *g, void *addr, size_t len, int access,
@@ -78,7 +91,7 @@ int rdmx__export_dgram(struct rdmx__dgram *g, void *addr, size_t len, int access
 
 	if (rc || out->how == RDMX__ISO_RIGHTS)
 		return rc;
-	b.mr = out->mr;
+	b.mr = out->under;
 	rc = g->f->mw_bind(out->mw, &b);
 	if (!rc)
 		rc = bind_wait(g, timeout_ms);
@@ -98,5 +111,55 @@ void rdmx__export_revoke(struct rdmx__export *e)
 		e->f->dereg_mr(e->mr);
 	e->mw = NULL;
 	e->mr = NULL;
+	e->under = NULL;
 	e->rkey = 0;
+}
+
+/* ------------------------------------------------------ kept exports */
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER; /* set-up time only */
+
+static void node_link(struct rdmx__export_node *n, int i, struct rdmx__export_node **head)
+{
+	n->l[i].next = *head;
+	n->l[i].prev = head;
+	if (*head)
+		(*head)->l[i].prev = &n->l[i].next;
+	*head = n;
+}
+
+static void node_unlink(struct rdmx__export_node *n, int i)
+{
+	*n->l[i].prev = n->l[i].next;
+	if (n->l[i].next)
+		n->l[i].next->l[i].prev = n->l[i].prev;
+}
+
+int rdmx__export_keep(struct rdmx__export_node **by_conn, struct rdmx__export_node **by_mr,
+		      const struct rdmx__export *e)
+{
+	struct rdmx__export_node *n = malloc(sizeof(*n));
+
+	if (!n)
+		return rdmx__fail(-ENOMEM, "out of memory for an export's record");
+	n->e = *e;
+	pthread_mutex_lock(&kept_lock);
+	node_link(n, RDMX__KEPT_BY_CONN, by_conn);
+	node_link(n, RDMX__KEPT_BY_MR, by_mr);
+	pthread_mutex_unlock(&kept_lock);
+	return 0;
+}
+
+void rdmx__export_revoke_all(struct rdmx__export_node **list)
+{
+	struct rdmx__export_node *n;
+
+	pthread_mutex_lock(&kept_lock);
+	while ((n = *list)) {
+		node_unlink(n, RDMX__KEPT_BY_CONN);
+		node_unlink(n, RDMX__KEPT_BY_MR);
+		rdmx__export_revoke(&n->e);
+		free(n);
+	}
+	pthread_mutex_unlock(&kept_lock);
 }

@@ -38,8 +38,24 @@ struct rdmx__export {
 				       * rights only (its own rkey opens
 				       * nothing); without, exactly @access */
 	struct rdmx__mw *mw;          /* NULL under RDMX__ISO_RIGHTS */
+	struct rdmx__mr *under;       /* what the window is bound on: @mr, or
+				       * a registration the caller keeps
+				       * (rdmx__export_window; @mr NULL) */
 	uint32_t rkey;                /* what the peer gets */
 	enum rdmx__iso how;
+};
+
+/* An export kept until its connection closes or its registration goes,
+ * whichever comes first (rdmx_mr_export's): on two lists, its
+ * connection's (RDMX__KEPT_BY_CONN) and its registration's
+ * (RDMX__KEPT_BY_MR), under one lock of this module. */
+enum { RDMX__KEPT_BY_CONN, RDMX__KEPT_BY_MR };
+
+struct rdmx__export_node {
+	struct rdmx__export e;
+	struct {
+		struct rdmx__export_node *next, **prev;
+	} l[2];
 };
 
 /*
@@ -59,6 +75,23 @@ int rdmx__export_dgram(struct rdmx__dgram *g, void *addr, size_t len, int access
  * RDMX__ISO_WINDOW; the caller binds it and takes mw->rkey). */
 int rdmx__export_begin(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep, void *addr,
 		       size_t len, int access, struct rdmx__export *out);
+
+/* A window on @under, a registration the caller keeps (made with
+ * RDMX__ACCESS_MW_BIND on a device with windows: rdmx_mr_reg's, mem.c):
+ * how RDMX__ISO_WINDOW, out->mr NULL, so revoking leaves @under alone;
+ * the caller binds it and takes mw->rkey. */
+int rdmx__export_window(const struct rdmx__fabric_ops *f, struct rdmx__ep *ep,
+			struct rdmx__mr *under, struct rdmx__export *out);
+
+/* Keep a copy of @e on a connection's list @by_conn and a registration's
+ * @by_mr (-ENOMEM: not kept, the caller revokes). */
+int rdmx__export_keep(struct rdmx__export_node **by_conn, struct rdmx__export_node **by_mr,
+		      const struct rdmx__export *e);
+
+/* Revoke every export of @list (a connection's or a registration's) and
+ * take each off both its lists: a connection closing, a registration
+ * going. */
+void rdmx__export_revoke_all(struct rdmx__export_node **list);
 
 /* Revoke @e: its key is refused from now on (the window deallocated, the
  * registration undone; the memory stays the caller's). Idempotent; a

@@ -37,6 +37,7 @@
 #include "fabric.h"
 #include "live.h"
 #include "mem.h"
+#include "mw.h"
 #include "onesided.h"
 #include "opslots.h"
 #include "post.h"
@@ -49,6 +50,10 @@
 #define DESC_MAGIC 0x52584452u
 #define DESC_VERSION 1
 #define OP_MAX_LEN (UINT32_C(1) << 31) /* an RC message's limit */
+/* rdmx_mr_export's wait for its window bind's local completion: a work
+ * request behind whatever the connection has posted, normally done in
+ * microseconds; a server's accept path may make it (the KV read door). */
+#define EXPORT_BIND_MS 200
 
 struct rdmx_region {
 	rdmx_conn *conn;         /* imported on */
@@ -74,15 +79,10 @@ static void desc_put(uint8_t *b, uint64_t addr, uint64_t len, uint32_t rkey, uns
 	rdmx__put_u32(b + 24, rkey);
 }
 
-int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
-		   unsigned access, void *buf, size_t *buflen)
+/* The checks of rdmx_mr_export's arguments. */
+static int export_check(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+			unsigned access, size_t buflen)
 {
-	const struct rdmx__mr *m;
-	uint8_t *b = buf;
-	int rc;
-
-	if (!conn || !mr || !buf || !buflen)
-		return rdmx__fail(-EINVAL, "rdmx_mr_export: conn, mr, buf and buflen are required");
 	if (!len || !access || (access & ~(unsigned)ACCESS_KNOWN))
 		return rdmx__failo(&conn->err, -EINVAL, "rdmx_mr_export: a non-empty "
 				   "range and known remote access bits are required (access 0x%x)",
@@ -91,15 +91,57 @@ int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
 		return rdmx__failo(&conn->err, -EACCES, "rdmx_mr_export: access 0x%x "
 				   "is not granted by the registration (0x%x)",
 				   access, rdmx__mr_access(mr));
-	if (*buflen < RDMX_REGION_DESC_LEN)
+	if (buflen < RDMX_REGION_DESC_LEN)
 		return rdmx__failo(&conn->err, -ENOSPC, "rdmx_mr_export: %zu bytes of "
-				   "room, a descriptor takes %d", *buflen, RDMX_REGION_DESC_LEN);
-	rc = rdmx__mr_range(mr, off, len);
+				   "room, a descriptor takes %d", buflen, RDMX_REGION_DESC_LEN);
+	return rdmx__conn_keep(conn, rdmx__mr_range(mr, off, len));
+}
+
+static int export_bind(rdmx_conn *c, void *addr, size_t len, int access,
+		       int timeout_ms, struct rdmx__export *e);
+
+/* A window on @m (@mr's registration on @c's domain, made for binds)
+ * bound to @c's QP over @len bytes at @addr with @access, kept until @c
+ * closes or @mr goes; its key in *@rkey. */
+static int export_kept(rdmx_conn *c, rdmx_mr *mr, struct rdmx__mr *m, void *addr,
+		       size_t len, unsigned access, uint32_t *rkey)
+{
+	struct rdmx__export e;
+	int rc = rdmx__export_window(c->f, c->ep, m, &e);
+
 	if (!rc)
-		rc = rdmx__mr_on(conn, mr, &m);
+		rc = export_bind(c, addr, len, rdmx__mr_rights(access), EXPORT_BIND_MS, &e);
+	if (rc)
+		return rc;
+	rc = rdmx__export_keep(&c->exports, rdmx__mr_exports(mr), &e);
+	if (rc)
+		rdmx__export_revoke(&e);
+	*rkey = e.rkey;
+	return rc;
+}
+
+int rdmx_mr_export(rdmx_conn *conn, rdmx_mr *mr, size_t off, size_t len,
+		   unsigned access, void *buf, size_t *buflen)
+{
+	char *addr;
+	struct rdmx__mr *m;
+	uint32_t rkey = 0;
+	int rc;
+
+	if (!conn || !mr || !buf || !buflen)
+		return rdmx__fail(-EINVAL, "rdmx_mr_export: conn, mr, buf and buflen are required");
+	rc = export_check(conn, mr, off, len, access, *buflen);
+	if (rc)
+		return rc;
+	addr = (char *)rdmx_mr_addr(mr) + off;
+	rc = rdmx__mr_bindable(conn, mr, &m);
+	if (rc == 1) /* windows: one bound to this connection's QP */
+		rc = export_kept(conn, mr, m, addr, len, access, &rkey);
+	else if (!rc) /* none: the registration's key, its rights */
+		rkey = m->rkey;
 	if (rc)
 		return rdmx__conn_keep(conn, rc);
-	desc_put(b, (uint64_t)(uintptr_t)rdmx_mr_addr(mr) + off, len, m->rkey, access);
+	desc_put(buf, (uint64_t)(uintptr_t)addr, len, rkey, access);
 	*buflen = RDMX_REGION_DESC_LEN;
 	return 0;
 }
@@ -325,9 +367,10 @@ static int wait_timeout(rdmx_conn *c, unsigned slot, int timeout_ms)
 
 	if (c->f->addr_str(c->ep, 1, peer, sizeof(peer)))
 		strcpy(peer, "?");
-	return rdmx__fail(-ETIMEDOUT, "rdmx_wait: one-sided %s on the connection "
-			  "to %s not completed within %d ms",
-			  rdmx__os_op_name(c->os.op[slot]), peer, timeout_ms);
+	return rdmx__fail(-ETIMEDOUT, "%s: one-sided %s on the connection to %s not completed "
+			  "within %d ms", c->os.op[slot] == RDMX__OP_BIND_MW ?
+			  "rdmx_mr_export" : "rdmx_wait", rdmx__os_op_name(c->os.op[slot]),
+			  peer, timeout_ms);
 }
 
 static int wait_slot(rdmx_conn *c, unsigned slot, int timeout_ms)
@@ -405,22 +448,36 @@ static unsigned public_access(int access)
 	       (access & RDMX__ACCESS_ATOMIC ? RDMX_ACCESS_REMOTE_ATOMIC : 0);
 }
 
+/* Bind @e's window (begun) to @c's QP over @len bytes at @addr with
+ * @access, waiting up to @timeout_ms; revoked when it fails. A bind not
+ * completed in time takes the connection down (its slot is not given
+ * back while the device may still complete it). */
+static int export_bind(rdmx_conn *c, void *addr, size_t len, int access,
+		       int timeout_ms, struct rdmx__export *e)
+{
+	struct rdmx__mw_bind b = { .mr = e->under, .addr = addr, .len = len,
+				   .access = access };
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	rc = conn_bind(c, e->mw, &b, timeout_ms);
+	if (rc == -ETIMEDOUT)
+		rc = rdmx__conn_down(c, rc, "%s", rdmx_last_error());
+	pthread_mutex_unlock(&c->lock);
+	if (!rc)
+		e->rkey = e->mw->rkey;
+	else
+		rdmx__export_revoke(e);
+	return rc;
+}
+
 int rdmx__export_conn(rdmx_conn *c, void *addr, size_t len, int access, int timeout_ms,
 		      struct rdmx__export *out, uint8_t desc[RDMX_REGION_DESC_LEN])
 {
-	struct rdmx__mw_bind b = { .addr = addr, .len = len, .access = access };
 	int rc = rdmx__export_begin(c->f, c->ep, addr, len, access, out);
 
-	if (!rc && out->how == RDMX__ISO_WINDOW) {
-		b.mr = out->mr;
-		pthread_mutex_lock(&c->lock);
-		rc = conn_bind(c, out->mw, &b, timeout_ms);
-		pthread_mutex_unlock(&c->lock);
-		if (!rc)
-			out->rkey = out->mw->rkey;
-		else
-			rdmx__export_revoke(out);
-	}
+	if (!rc && out->how == RDMX__ISO_WINDOW)
+		rc = export_bind(c, addr, len, access, timeout_ms, out);
 	if (rc)
 		return rdmx__conn_keep(c, rc);
 	desc_put(desc, (uintptr_t)addr, len, out->rkey, public_access(access));

@@ -12,6 +12,7 @@
 #include "errors.h"
 #include "group.h"
 #include "live.h"
+#include "mw.h"
 #include "open.h"
 #include "opslots.h"
 #include "opts.h"
@@ -72,10 +73,12 @@ rdmx_conn *rdmx__conn_new(rdmx_ctx *ctx, const struct rdmx_conn_opts *o,
 	return c;
 }
 
-/* Free everything; the QP goes first (with the ep), then its CQs (qp.h),
- * then protocol state. */
+/* Free everything; the windows exported over it first (their keys
+ * refused from now on), then the QP (with the ep), its CQs (qp.h), then
+ * protocol state. */
 void rdmx__conn_free(rdmx_conn *c, int did_setup)
 {
+	rdmx__export_revoke_all(&c->exports);
 	if (c->ep)
 		c->f->destroy_ep(c->ep);
 	rdmx__qp_unmake(c);

@@ -30,6 +30,7 @@
 #include <rdmx/kv.h>
 
 #include "harness.h"
+#include "kv/kv_rdma.h"
 
 #define WAIT_MS 20000
 #define HOT 8
@@ -249,6 +250,116 @@ static void t_read_door_full(void **state)
 					       &r), -ECONNREFUSED);
 	assert_null(r);
 	rdmx_kv_client_destroy(b);
+	rdmx_kv_client_destroy(a);
+	srv_stop(&v);
+}
+
+/* ------------------------------------------- a grant bound to one client */
+
+/* An RPC client of @v's door (the read door counts one per read
+ * connection of a host) and the read door's port from the layout. */
+static rdmx_rpc_client *layout_client(struct srv *v, uint16_t *read_port)
+{
+	uint8_t req[KV_REQ_HDR] = { 0 }, resp[KV_LAYOUT_LEN];
+	struct rdmx_rpc_opts o;
+	struct kv_layout_wire w;
+	rdmx_rpc_client *cl = NULL;
+	size_t n = 0;
+	int st = -1;
+
+	rdmx_rpc_opts_init(&o);
+	o.transport = transport;
+	assert_int_equal(rdmx_rpc_client_create(v->ctx, th_addr(),
+						(uint16_t)rdmx_kv_server_rdma_port(v->s),
+						rdmx__kv_contract, KV_NMETHODS, &o, &cl), 0);
+	assert_int_equal(rdmx_rpc_call(cl, KV_M_LAYOUT, req, sizeof(req), resp,
+				       sizeof(resp), &n, &st, WAIT_MS), 0);
+	assert_int_equal(st, 0);
+	assert_int_equal(n, KV_LAYOUT_LEN);
+	rdmx__kv_layout_get(resp, &w);
+	*read_port = w.read_port;
+	return cl;
+}
+
+/* A read connection of our own to the door at @port, its grant in @g. */
+static rdmx_conn *grant_conn(struct srv *v, uint16_t port, uint8_t g[KV_GRANT_LEN])
+{
+	struct rdmx_conn_opts co;
+	struct rdmx_msg m;
+	rdmx_conn *c = NULL;
+
+	rdmx_conn_opts_init(&co);
+	co.max_msg_size = 4096;
+	co.send_depth = co.recv_depth = 4;
+	assert_int_equal(rdmx_dial(v->ctx, th_addr(), port, &co, &c), 0);
+	assert_int_equal(rdmx_recv(c, &m, WAIT_MS), 0);
+	assert_int_equal(m.len, KV_GRANT_LEN);
+	memcpy(g, m.data, KV_GRANT_LEN);
+	assert_int_equal(rdmx_msg_release(c, &m), 0);
+	return c;
+}
+
+/* READ the table's first 64 bytes over @c with the grant @g: its result. */
+static int grant_read(rdmx_conn *c, const uint8_t g[KV_GRANT_LEN], rdmx_mr *mr)
+{
+	rdmx_region *r;
+	rdmx_token t;
+	int rc = rdmx_region_import(c, g + 8, RDMX_REGION_DESC_LEN, &r);
+
+	assert_int_equal(rc, 0);
+	rc = rdmx_read(c, r, 0, mr, 0, 64, &t);
+	if (!rc)
+		rc = rdmx_wait(c, t, WAIT_MS);
+	rdmx_region_free(r);
+	return rc;
+}
+
+/* The read door's grants are per-client READ windows: client Y READing
+ * with X's grant is refused (Y's read connection fails), X's grant works
+ * over X's connection, a KV client's GETs by READ go on, and X's grant
+ * after X left is refused on a newcomer's connection. */
+static void t_grant_bound(void **state)
+{
+	static uint8_t buf[4096];
+	uint8_t gx[KV_GRANT_LEN], gy[KV_GRANT_LEN], gz[KV_GRANT_LEN];
+	struct rdmx_kv_client_stats st;
+	rdmx_conn *x, *y, *z;
+	rdmx_rpc_client *rpc;
+	rdmx_kv_client *a;
+	rdmx_mr *mr;
+	uint16_t port;
+	struct srv v;
+	int rc;
+
+	(void)state;
+	srv_start(&v, 256);
+	a = dial(&v, RDMX_KV_GET_READ);
+	assert_int_equal(rdmx_kv_put(a, "k", 1, "v1", 2, 3, RDMX_KV_SET, NULL), 0);
+	get_expect(a, "k", "v1", 2, 3);
+	rpc = layout_client(&v, &port);
+	assert_int_equal(rdmx_mr_reg(v.ctx, buf, sizeof(buf), RDMX_ACCESS_LOCAL, &mr), 0);
+	x = grant_conn(&v, port, gx);
+	y = grant_conn(&v, port, gy);
+	assert_int_equal(grant_read(x, gx, mr), 0);
+	rc = grant_read(y, gx, mr);
+	print_message("Y READs with X's grant: %s (%s)\n", rdmx_strerror(rc),
+		      rdmx_conn_error(y));
+	assert_int_not_equal(rc, 0);
+	get_expect(a, "k", "v1", 2, 3);
+	assert_int_equal(grant_read(x, gx, mr), 0);
+	rdmx_conn_close(x);
+	z = grant_conn(&v, port, gz);
+	rc = grant_read(z, gx, mr);
+	print_message("a newcomer READs with a departed client's grant: %s (%s)\n",
+		      rdmx_strerror(rc), rdmx_conn_error(z));
+	assert_int_not_equal(rc, 0);
+	get_expect(a, "k", "v1", 2, 3);
+	rdmx_kv_client_stats(a, &st);
+	assert_int_equal(st.gets_read, 3);
+	rdmx_conn_close(z);
+	rdmx_conn_close(y);
+	rdmx_mr_dereg(mr);
+	rdmx_rpc_client_destroy(rpc);
 	rdmx_kv_client_destroy(a);
 	srv_stop(&v);
 }
@@ -983,6 +1094,7 @@ int main(void)
 		cmocka_unit_test(t_null_args),
 		cmocka_unit_test(t_ops),
 		cmocka_unit_test(t_read_door_full),
+		cmocka_unit_test(t_grant_bound),
 		cmocka_unit_test(t_transports),
 		cmocka_unit_test(t_cross_door),
 		cmocka_unit_test(t_ttl),

@@ -39,6 +39,7 @@ struct fix {
 	uint8_t *local;          /* the client's buffer */
 	rdmx_mr *cmr;
 	rdmx_region *region;     /* imported on p.client */
+	uint8_t desc[RDMX_REGION_DESC_LEN]; /* what p.server exported */
 };
 
 static void fix_open(struct fix *f, unsigned access)
@@ -65,6 +66,7 @@ static void fix_open(struct fix *f, unsigned access)
 	assert_int_equal(rdmx_mr_export(f->p.server, f->smr, 0, REGION, access,
 					desc, &dlen), 0);
 	assert_int_equal(dlen, RDMX_REGION_DESC_LEN);
+	memcpy(f->desc, desc, sizeof(f->desc));
 	assert_int_equal(rdmx_region_import(f->p.client, desc, dlen, &f->region), 0);
 	assert_int_equal(rdmx_region_len(f->region), REGION);
 }
@@ -790,6 +792,82 @@ static void test_wait_silent_peer(void **state)
 }
 #endif
 
+
+/* ------------------------------------------- an export bound to one client */
+
+/* Another client of f's server: its connection and the server's end. */
+static void other_client(struct fix *f, rdmx_conn **client, rdmx_conn **server)
+{
+	struct th_acceptor a = { .lis = f->p.lis };
+	int rc;
+
+	th_accept_start(&a);
+	rc = rdmx_dial(f->p.ctx, th_addr(), rdmx_listener_port(f->p.lis), NULL, client);
+	assert_int_equal(th_accept_join(&a), 0);
+	assert_int_equal(rc, 0);
+	*server = a.conn;
+}
+
+/* @c READs with f's descriptor (another connection's grant): refused by
+ * the exporter's device, and @c fails. */
+static void read_refused(struct fix *f, rdmx_conn *c, const char *what)
+{
+	static const uint8_t zero[64];
+	rdmx_region *r;
+	rdmx_token t;
+	int rc;
+
+	assert_int_equal(rdmx_region_import(c, f->desc, sizeof(f->desc), &r), 0);
+	memset(f->local, 0, REGION);
+	rc = rdmx_read(c, r, 0, f->cmr, 0, 64, &t);
+	if (!rc)
+		rc = rdmx_wait(c, t, WAIT_MS);
+	print_message("%s: %s (%s)\n", what, rdmx_strerror(rc), rdmx_conn_error(c));
+	assert_int_not_equal(rc, 0);
+	assert_memory_equal(f->local, zero, sizeof(zero)); /* nothing read */
+	assert_non_null(strstr(rdmx_conn_error(c), "READ"));
+	rdmx_region_free(r);
+}
+
+/* A region exported to client A, READ by client B with A's descriptor:
+ * B's READ fails, B's connection fails, A's READs and messages go on. */
+static void test_export_cross(void **state)
+{
+	struct fix f;
+	rdmx_conn *b, *sb;
+	rdmx_token t;
+
+	(void)state;
+	fix_open(&f, RDMX_ACCESS_REMOTE_READ);
+	other_client(&f, &b, &sb);
+	read_refused(&f, b, "B READs with A's export");
+	assert_int_equal(rdmx_read(f.p.client, f.region, 0, f.cmr, 0, REGION, &t), 0);
+	done(f.p.client, t);
+	assert_memory_equal(f.local, f.mem, REGION);
+	assert_conn_ok(&f);
+	rdmx_conn_close(b);
+	rdmx_conn_close(sb);
+	fix_close(&f);
+}
+
+/* After the server closed A's connection, A's key is refused (its window
+ * revoked) on a connection of a newcomer. */
+static void test_export_stale(void **state)
+{
+	struct fix f;
+	rdmx_conn *c, *sc;
+
+	(void)state;
+	fix_open(&f, RDMX_ACCESS_REMOTE_READ);
+	rdmx_conn_close(f.p.server);
+	f.p.server = NULL;
+	other_client(&f, &c, &sc);
+	read_refused(&f, c, "a newcomer READs with a closed client's export");
+	rdmx_conn_close(c);
+	rdmx_conn_close(sc);
+	fix_close(&f);
+}
+
 static void test_version(void **state)
 {
 	(void)state;
@@ -872,6 +950,10 @@ int main(void)
 		cmocka_unit_test(test_send_mr_tok_no_copy),
 	};
 #endif
+	const struct CMUnitTest iso_tests[] = {
+		cmocka_unit_test(test_export_cross),
+		cmocka_unit_test(test_export_stale),
+	};
 	const struct CMUnitTest alloc_tests[] = {
 		cmocka_unit_test(test_alloc_sizes),
 		cmocka_unit_test(test_alloc_reuse),
@@ -894,6 +976,7 @@ int main(void)
 	int failed = cmocka_run_group_tests_name("alloc", alloc_tests, NULL, NULL), i = 0;
 
 	failed += cmocka_run_group_tests_name("info", info_tests, NULL, NULL);
+	failed += cmocka_run_group_tests_name("isolation", iso_tests, NULL, NULL);
 #ifdef TH_FAKE
 	failed += cmocka_run_group_tests_name("zero copy", zc_tests, NULL, NULL);
 #endif
